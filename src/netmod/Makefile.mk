@@ -1,0 +1,35 @@
+## gdr netmod: the MPICH-facing glue (this directory) plus the plain C layers it
+## drives, grafted next to it by maint/graft: verbs/ (transport), rma/, gpu/.
+
+if BUILD_CH4_NETMOD_GDR
+
+AM_CPPFLAGS += -I$(top_srcdir)/src/mpid/ch4/netmod/gdr
+
+noinst_HEADERS += src/mpid/ch4/netmod/gdr/gdr_pre.h \
+                  src/mpid/ch4/netmod/gdr/gdr_impl.h \
+                  src/mpid/ch4/netmod/gdr/gdr_am.h \
+                  src/mpid/ch4/netmod/gdr/gdr_progress.h \
+                  src/mpid/ch4/netmod/gdr/gdr_proc.h \
+                  src/mpid/ch4/netmod/gdr/gdr_request.h \
+                  src/mpid/ch4/netmod/gdr/netmod_inline.h \
+                  src/mpid/ch4/netmod/gdr/verbs/gdr_verbs_select.h \
+                  src/mpid/ch4/netmod/gdr/verbs/gdr_verbs_topo.h \
+                  src/mpid/ch4/netmod/gdr/verbs/gdr_verbs_device.h \
+                  src/mpid/ch4/netmod/gdr/gpu/gdr_gpu_driver.h \
+                  src/mpid/ch4/netmod/gdr/rma/gdr_rma_range.h
+
+mpi_core_sources += src/mpid/ch4/netmod/gdr/func_table.c \
+                    src/mpid/ch4/netmod/gdr/gdr_init.c \
+                    src/mpid/ch4/netmod/gdr/gdr_comm.c \
+                    src/mpid/ch4/netmod/gdr/gdr_win.c \
+                    src/mpid/ch4/netmod/gdr/gdr_spawn.c \
+                    src/mpid/ch4/netmod/gdr/gdr_hooks.c \
+                    src/mpid/ch4/netmod/gdr/verbs/gdr_verbs_select.c \
+                    src/mpid/ch4/netmod/gdr/verbs/gdr_verbs_topo.c \
+                    src/mpid/ch4/netmod/gdr/verbs/gdr_verbs_device.c \
+                    src/mpid/ch4/netmod/gdr/gpu/gdr_gpu_driver.c \
+                    src/mpid/ch4/netmod/gdr/rma/gdr_rma_range.c
+
+errnames_txt_files += src/mpid/ch4/netmod/gdr/errnames.txt
+
+endif

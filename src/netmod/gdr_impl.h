@@ -1,0 +1,10 @@
+/* What every gdr glue file includes: MPICH's device internals and our layers. */
+#ifndef GDR_IMPL_H_INCLUDED
+#define GDR_IMPL_H_INCLUDED
+
+#include <mpidimpl.h>
+#include "mpidch4r.h"
+
+#define MPIDI_GDR_global (MPIDI_global.nm.gdr)
+
+#endif /* GDR_IMPL_H_INCLUDED */

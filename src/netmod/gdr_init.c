@@ -1,0 +1,124 @@
+/* gdr netmod: start-up and shutdown.
+ *
+ * A job whose ranks are all on one node runs through MPICH's shm module; gdr then
+ * only owns the verbs device (if any) and the GPU probe.  A job spanning nodes
+ * needs the verbs transport, which is refused here until it exists. */
+#include "gdr_impl.h"
+#include "gdr_noinline.h"
+
+/*
+=== BEGIN_MPI_T_CVAR_INFO_BLOCK ===
+
+categories :
+    - name        : CH4_GDR
+      description : gdr netmod (RDMA verbs and GPUDirect RMA) control variables
+
+cvars:
+    - name        : MPIR_CVAR_CH4_GDR_DEVICE
+      category    : CH4_GDR
+      type        : string
+      default     : ""
+      class       : none
+      verbosity   : MPI_T_VERBOSITY_USER_BASIC
+      scope       : MPI_T_SCOPE_LOCAL
+      description : >-
+        Name of the RDMA verbs device gdr uses (as listed by ibv_devices, e.g.
+        mlx5_0 or rxe0). Empty (the default): the device closest to the rank in
+        the hwloc topology with an ACTIVE port. Naming a device that is missing
+        or down makes MPI_Init fail with the reason.
+
+    - name        : MPIR_CVAR_CH4_GDR_VERBOSE
+      category    : CH4_GDR
+      type        : int
+      default     : 0
+      class       : none
+      verbosity   : MPI_T_VERBOSITY_USER_BASIC
+      scope       : MPI_T_SCOPE_LOCAL
+      description : >-
+        1: rank 0 prints one line at MPI_Init saying which RDMA device gdr uses
+        and whether GPU support is on (and if not, why). 2: every rank prints it.
+
+=== END_MPI_T_CVAR_INFO_BLOCK ===
+*/
+
+static void log_start_line(void)
+{
+    if (MPIR_CVAR_CH4_GDR_VERBOSE <= 0 || (MPIR_CVAR_CH4_GDR_VERBOSE == 1 && MPIR_Process.rank != 0))
+        return;
+
+    char dev[160], gpu[320];
+    if (MPIDI_GDR_global.have_device) {
+        const gdr_verbs_device_t *d = &MPIDI_GDR_global.device;
+        snprintf(dev, sizeof(dev), "verbs device %s port %u (%s)", d->name, (unsigned) d->port_num,
+                 d->link_layer == IBV_LINK_LAYER_ETHERNET ? "RoCE" : "InfiniBand");
+    } else {
+        snprintf(dev, sizeof(dev), "no verbs device (%s)", MPIDI_GDR_global.no_device_why);
+    }
+    if (MPIDI_GDR_global.gpu.enabled)
+        snprintf(gpu, sizeof(gpu), "GPU support on (%d device(s), driver %d)",
+                 MPIDI_GDR_global.gpu.device_count, MPIDI_GDR_global.gpu.driver_version);
+    else
+        snprintf(gpu, sizeof(gpu), "GPU support off: %s", MPIDI_GDR_global.gpu.why_off);
+    fprintf(stderr, "gdr[%d]: %s; %s\n", MPIR_Process.rank, dev, gpu);
+}
+
+int MPIDI_GDR_init_local(int *tag_bits)
+{
+    int mpi_errno = MPI_SUCCESS;
+    char why[sizeof(MPIDI_GDR_global.no_device_why)];
+    gdr_verbs_status_t vs;
+
+    memset(&MPIDI_GDR_global, 0, sizeof(MPIDI_GDR_global));
+    *tag_bits = MPIR_TAG_BITS_DEFAULT;
+
+    /* Inter-node traffic needs the verbs transport (not implemented yet): refuse
+     * such jobs here with the reason, rather than fail at the first message. */
+    MPIR_ERR_CHKANDJUMP2(MPIR_Process.num_nodes > 1, mpi_errno, MPI_ERR_OTHER,
+                         "**gdr_multinode", "**gdr_multinode %d %d",
+                         MPIR_Process.num_nodes, MPIR_Process.size);
+
+    (void) gdr_gpu_driver_probe(&MPIDI_GDR_global.gpu, NULL);
+
+    why[0] = '\0';
+    vs = gdr_verbs_device_open(&MPIDI_GDR_global.device, MPIR_CVAR_CH4_GDR_DEVICE, why,
+                               sizeof(why));
+    MPIR_ERR_CHKANDJUMP1(vs == GDR_VERBS_ERROR, mpi_errno, MPI_ERR_OTHER, "**gdr_device",
+                         "**gdr_device %s", why);
+    MPIDI_GDR_global.have_device = (vs == GDR_VERBS_OK);
+    if (!MPIDI_GDR_global.have_device)
+        snprintf(MPIDI_GDR_global.no_device_why, sizeof(MPIDI_GDR_global.no_device_why), "%s",
+                 why);
+
+    log_start_line();
+
+  fn_exit:
+    return mpi_errno;
+  fn_fail:
+    goto fn_exit;
+}
+
+int MPIDI_GDR_init_world(void)
+{
+    return MPI_SUCCESS;
+}
+
+int MPIDI_GDR_post_init(void)
+{
+    return MPI_SUCCESS;
+}
+
+int MPIDI_GDR_mpi_finalize_hook(void)
+{
+    if (MPIDI_GDR_global.have_device)
+        gdr_verbs_device_close(&MPIDI_GDR_global.device);
+    gdr_gpu_driver_release(&MPIDI_GDR_global.gpu);
+    memset(&MPIDI_GDR_global, 0, sizeof(MPIDI_GDR_global));
+    return MPI_SUCCESS;
+}
+
+int MPIDI_GDR_no_transport(int rank, MPIR_Comm * comm)
+{
+    int mpi_errno = MPI_SUCCESS;
+    MPIR_ERR_SET1(mpi_errno, MPI_ERR_OTHER, "**gdr_no_transport", "**gdr_no_transport %d", rank);
+    return mpi_errno;
+}

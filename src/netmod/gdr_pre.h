@@ -1,0 +1,50 @@
+/* gdr netmod: the types CH4 embeds in its own objects (requests, comms, windows,
+ * address vector entries) and gdr's one context struct.  Included by all of MPICH
+ * through netmodpre.h, so keep it light. */
+#ifndef GDR_PRE_H_INCLUDED
+#define GDR_PRE_H_INCLUDED
+
+#include "verbs/gdr_verbs_device.h"
+#include "gpu/gdr_gpu_driver.h"
+
+/* All gdr state of a process; lives in MPIDI_global.nm.gdr (see MPIDI_GDR_global). */
+typedef struct {
+    int have_device;            /* a verbs device is open */
+    gdr_verbs_device_t device;
+    char no_device_why[256];    /* why not, when !have_device */
+    gdr_gpu_driver_t gpu;       /* CUDA driver probe: gpu.enabled, gpu.why_off */
+} MPIDI_GDR_Global_t;
+
+typedef struct {
+    int unused;                 /* AM requests carry no transport state yet */
+} MPIDI_GDR_am_request_t;
+
+typedef struct {
+    int unused;
+} MPIDI_GDR_request_t;
+
+typedef struct {
+    int unused;
+} MPIDI_GDR_comm_t;
+
+typedef struct {
+    int unused;
+} MPIDI_GDR_dt_t;
+
+typedef struct {
+    int unused;
+} MPIDI_GDR_op_t;
+
+typedef struct {
+    int unused;
+} MPIDI_GDR_win_t;
+
+typedef struct {
+    int unused;
+} MPIDI_GDR_addr_t;
+
+typedef struct {
+    int unused;
+} MPIDI_GDR_part_t;
+
+#endif /* GDR_PRE_H_INCLUDED */

@@ -1,0 +1,128 @@
+#include "gdr_verbs_device.h"
+#include "gdr_verbs_topo.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <hwloc.h>
+
+/* First ACTIVE port of an open context, 0 if none. */
+static uint8_t first_active_port(struct ibv_context *ctx, struct ibv_port_attr *attr)
+{
+    struct ibv_device_attr dattr;
+    if (ibv_query_device(ctx, &dattr) != 0)
+        return 0;
+    for (uint8_t p = 1; p <= dattr.phys_port_cnt; p++) {
+        if (ibv_query_port(ctx, p, attr) == 0 && attr->state == IBV_PORT_ACTIVE)
+            return p;
+    }
+    return 0;
+}
+
+/* Distances from hwloc; every distance stays -1 (unknown) if hwloc cannot help. */
+static void fill_distances(gdr_verbs_candidate_t *cands, size_t n)
+{
+    hwloc_topology_t topo;
+    if (hwloc_topology_init(&topo) != 0)
+        return;
+    hwloc_topology_set_io_types_filter(topo, HWLOC_TYPE_FILTER_KEEP_IMPORTANT);
+    if (hwloc_topology_load(topo) == 0) {
+        hwloc_bitmap_t bound = hwloc_bitmap_alloc();
+        if (bound != NULL && hwloc_get_cpubind(topo, bound, HWLOC_CPUBIND_PROCESS) == 0) {
+            for (size_t i = 0; i < n; i++)
+                cands[i].distance = gdr_verbs_topo_distance(topo, cands[i].name, bound);
+        }
+        hwloc_bitmap_free(bound);
+    }
+    hwloc_topology_destroy(topo);
+}
+
+gdr_verbs_status_t gdr_verbs_device_open(gdr_verbs_device_t *dev, const char *wanted,
+                                         char *why, size_t why_len)
+{
+    gdr_verbs_status_t status = GDR_VERBS_NO_DEVICE;
+    struct ibv_device **list;
+    gdr_verbs_candidate_t *cands = NULL;
+    int num = 0, chosen;
+    const char *reason;
+
+    memset(dev, 0, sizeof(*dev));
+    list = ibv_get_device_list(&num);
+    if (list == NULL || num <= 0) {
+        snprintf(why, why_len, "no RDMA device (%s): load the HCA driver or rdma_rxe, "
+                 "and install ibverbs-providers", list == NULL ? strerror(errno) : "none listed");
+        goto out;
+    }
+    cands = calloc((size_t) num, sizeof(*cands));
+    if (cands == NULL) {
+        snprintf(why, why_len, "out of memory listing %d RDMA devices", num);
+        status = GDR_VERBS_ERROR;
+        goto out;
+    }
+    for (int i = 0; i < num; i++) {
+        struct ibv_context *ctx = ibv_open_device(list[i]);
+        struct ibv_port_attr pattr;
+        snprintf(cands[i].name, sizeof(cands[i].name), "%s", ibv_get_device_name(list[i]));
+        cands[i].distance = -1;
+        if (ctx != NULL) {
+            cands[i].port_active = first_active_port(ctx, &pattr) != 0;
+            ibv_close_device(ctx);
+        }
+    }
+    fill_distances(cands, (size_t) num);
+
+    chosen = gdr_verbs_select(cands, (size_t) num, wanted, &reason);
+    if (chosen < 0) {
+        snprintf(why, why_len, "%s", reason);
+        /* a device the user named explicitly but cannot have is an error */
+        status = (wanted != NULL && wanted[0] != '\0') ? GDR_VERBS_ERROR : GDR_VERBS_NO_DEVICE;
+        goto out;
+    }
+
+    struct ibv_port_attr pattr;
+    dev->context = ibv_open_device(list[chosen]);
+    if (dev->context == NULL) {
+        snprintf(why, why_len, "ibv_open_device(%s) failed: %s (check /dev/infiniband "
+                 "permissions and MPIR_CVAR_CH4_GDR_DEVICE)", cands[chosen].name, strerror(errno));
+        status = GDR_VERBS_ERROR;
+        goto out;
+    }
+    snprintf(dev->name, sizeof(dev->name), "%s", cands[chosen].name);
+    dev->port_num = first_active_port(dev->context, &pattr);
+    if (dev->port_num == 0) {
+        snprintf(why, why_len, "%s: no ACTIVE port any more", dev->name);
+        status = GDR_VERBS_ERROR;
+        goto out_close;
+    }
+    dev->active_mtu = pattr.active_mtu;
+    dev->link_layer = pattr.link_layer;
+    dev->max_msg_sz = pattr.max_msg_sz;
+    dev->pd = ibv_alloc_pd(dev->context);
+    if (dev->pd == NULL) {
+        snprintf(why, why_len, "ibv_alloc_pd(%s) failed: %s (is the locked-memory limit, "
+                 "ulimit -l, large enough?)", dev->name, strerror(errno));
+        status = GDR_VERBS_ERROR;
+        goto out_close;
+    }
+    status = GDR_VERBS_OK;
+    goto out;
+
+  out_close:
+    ibv_close_device(dev->context);
+    memset(dev, 0, sizeof(*dev));
+  out:
+    free(cands);
+    if (list != NULL)
+        ibv_free_device_list(list);
+    return status;
+}
+
+void gdr_verbs_device_close(gdr_verbs_device_t *dev)
+{
+    if (dev->pd != NULL)
+        ibv_dealloc_pd(dev->pd);
+    if (dev->context != NULL)
+        ibv_close_device(dev->context);
+    memset(dev, 0, sizeof(*dev));
+}

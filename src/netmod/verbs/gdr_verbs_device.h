@@ -1,0 +1,37 @@
+/* The verbs device of one process: opened once at init, closed at finalize.
+ * Not thread safe: the netmod opens and closes it under MPICH's init lock. */
+#ifndef GDR_VERBS_DEVICE_H
+#define GDR_VERBS_DEVICE_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <infiniband/verbs.h>
+#include "gdr_verbs_select.h"
+
+typedef enum gdr_verbs_status {
+    GDR_VERBS_OK = 0,
+    GDR_VERBS_NO_DEVICE,        /* none present or none usable: fine for one-node jobs */
+    GDR_VERBS_ERROR             /* a device exists but could not be opened or queried */
+} gdr_verbs_status_t;
+
+typedef struct gdr_verbs_device {
+    struct ibv_context *context;
+    struct ibv_pd *pd;
+    char name[GDR_VERBS_NAME_MAX];
+    uint8_t port_num;
+    enum ibv_mtu active_mtu;
+    int link_layer;             /* IBV_LINK_LAYER_INFINIBAND or _ETHERNET (RoCE) */
+    uint32_t max_msg_sz;
+} gdr_verbs_device_t;
+
+/* Opens the device chosen by gdr_verbs_select() (wanted: MPIR_CVAR_CH4_GDR_DEVICE,
+ * or NULL/"" to let the topology decide) and allocates its protection domain.
+ * On anything but GDR_VERBS_OK, `dev` is left closed and `why` holds one sentence
+ * naming the device and what to do. */
+gdr_verbs_status_t gdr_verbs_device_open(gdr_verbs_device_t *dev, const char *wanted,
+                                         char *why, size_t why_len);
+
+/* Releases what open acquired; safe on a closed or zeroed device. */
+void gdr_verbs_device_close(gdr_verbs_device_t *dev);
+
+#endif /* GDR_VERBS_DEVICE_H */

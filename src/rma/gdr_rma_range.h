@@ -1,0 +1,24 @@
+/* Is a remote access inside the target's window?  Every path that touches target
+ * memory on behalf of a peer (AM accumulate, get, put) asks this first. */
+#ifndef GDR_RMA_RANGE_H
+#define GDR_RMA_RANGE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+typedef enum gdr_rma_range_status {
+    GDR_RMA_RANGE_OK = 0,
+    GDR_RMA_RANGE_NEGATIVE_DISP,    /* displacement < 0 */
+    GDR_RMA_RANGE_OVERFLOW,         /* disp * unit + bytes does not fit in 64 bits */
+    GDR_RMA_RANGE_OUTSIDE           /* ends past the window */
+} gdr_rma_range_status_t;
+
+/* Checks [disp * disp_unit, disp * disp_unit + bytes) against [0, win_size).
+ * On OK, *offset is the byte offset from the window base.  Pure; thread safe. */
+gdr_rma_range_status_t gdr_rma_range_check(int64_t disp, uint64_t disp_unit, uint64_t bytes,
+                                           uint64_t win_size, uint64_t *offset);
+
+/* A short sentence for a status, for error messages. */
+const char *gdr_rma_range_str(gdr_rma_range_status_t status);
+
+#endif /* GDR_RMA_RANGE_H */
