@@ -1,4 +1,6 @@
-#define _GNU_SOURCE
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE     /* RTLD_* extensions */
+#endif
 #include "gdr_gpu_driver.h"
 
 #include <dlfcn.h>

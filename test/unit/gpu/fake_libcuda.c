@@ -1,0 +1,39 @@
+/* A test double of the CUDA driver, loaded by dlopen like libcuda.so.1.  Its
+ * behaviour is chosen by FAKE_CUDA_MODE: "ok2" (two devices), "nodev", "stub",
+ * "initfail".  Lives in test/ only; never installed. */
+#include <stdlib.h>
+#include <string.h>
+
+static const char *mode(void)
+{
+    const char *m = getenv("FAKE_CUDA_MODE");
+    return m ? m : "ok2";
+}
+
+int cuInit(unsigned int flags)
+{
+    (void) flags;
+    if (strcmp(mode(), "stub") == 0)
+        return 34;              /* CUDA_ERROR_STUB_LIBRARY */
+    if (strcmp(mode(), "initfail") == 0)
+        return 100;             /* CUDA_ERROR_NO_DEVICE */
+    return 0;
+}
+
+int cuDeviceGetCount(int *count)
+{
+    *count = strcmp(mode(), "nodev") == 0 ? 0 : 2;
+    return 0;
+}
+
+int cuDriverGetVersion(int *version)
+{
+    *version = 13000;
+    return 0;
+}
+
+int cuGetErrorString(int result, const char **str)
+{
+    *str = result == 100 ? "no CUDA-capable device is detected" : "fake error";
+    return 0;
+}
