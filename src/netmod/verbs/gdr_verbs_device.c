@@ -98,6 +98,13 @@ gdr_verbs_status_t gdr_verbs_device_open(gdr_verbs_device_t *dev, const char *wa
     dev->active_mtu = pattr.active_mtu;
     dev->link_layer = pattr.link_layer;
     dev->max_msg_sz = pattr.max_msg_sz;
+    dev->lid = pattr.lid;
+    dev->gid_index = -1;
+    if (ibv_query_device(dev->context, &dev->attr) != 0) {
+        snprintf(why, why_len, "ibv_query_device(%s) failed: %s", dev->name, strerror(errno));
+        status = GDR_VERBS_ERROR;
+        goto out_close;
+    }
     dev->pd = ibv_alloc_pd(dev->context);
     if (dev->pd == NULL) {
         snprintf(why, why_len, "ibv_alloc_pd(%s) failed: %s (is the locked-memory limit, "
@@ -125,4 +132,60 @@ void gdr_verbs_device_close(gdr_verbs_device_t *dev)
     if (dev->context != NULL)
         ibv_close_device(dev->context);
     memset(dev, 0, sizeof(*dev));
+}
+
+/* Preference of a GID table entry: higher is better, -1 unusable. */
+static int gid_rank(const struct ibv_gid_entry *e)
+{
+    static const uint8_t v4_prefix[12] = { 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff };
+    int zero = 1;
+    for (int i = 0; i < 16; i++)
+        zero &= e->gid.raw[i] == 0;
+    if (zero)
+        return -1;
+    if (e->gid_type == IBV_GID_TYPE_ROCE_V2)
+        return memcmp(e->gid.raw, v4_prefix, 12) == 0 ? 3 : 2;
+    return 1;
+}
+
+int gdr_verbs_device_pick_gid(gdr_verbs_device_t *dev, int wanted, char *why, size_t why_len)
+{
+    struct ibv_port_attr pattr;
+    int best = -1, best_rank = -1;
+
+    if (ibv_query_port(dev->context, dev->port_num, &pattr) != 0) {
+        snprintf(why, why_len, "ibv_query_port(%s:%u) failed: %s", dev->name,
+                 (unsigned) dev->port_num, strerror(errno));
+        return -1;
+    }
+    for (int i = 0; i < pattr.gid_tbl_len; i++) {
+        struct ibv_gid_entry e;
+        if (ibv_query_gid_ex(dev->context, dev->port_num, (uint32_t) i, &e, 0) != 0)
+            continue;
+        int r = gid_rank(&e);
+        if (wanted >= 0 ? i == wanted && r >= 0 : r > best_rank) {
+            best = i;
+            best_rank = r;
+            memcpy(dev->gid, e.gid.raw, 16);
+        }
+    }
+    if (best < 0 && dev->link_layer == IBV_LINK_LAYER_INFINIBAND && wanted < 0) {
+        union ibv_gid g;        /* InfiniBand addresses by LID; GID 0 is informative */
+        if (ibv_query_gid(dev->context, dev->port_num, 0, &g) == 0) {
+            memcpy(dev->gid, g.raw, 16);
+            best = 0;
+        }
+    }
+    if (best < 0) {
+        if (wanted >= 0)
+            snprintf(why, why_len, "%s port %u has no usable GID at index %d "
+                     "(MPIR_CVAR_CH4_GDR_GID_INDEX; show_gids lists them)", dev->name,
+                     (unsigned) dev->port_num, wanted);
+        else
+            snprintf(why, why_len, "%s port %u has no usable GID: for RoCE, give the "
+                     "netdev an IP address", dev->name, (unsigned) dev->port_num);
+        return -1;
+    }
+    dev->gid_index = best;
+    return 0;
 }

@@ -22,6 +22,10 @@ typedef struct gdr_verbs_device {
     enum ibv_mtu active_mtu;
     int link_layer;             /* IBV_LINK_LAYER_INFINIBAND or _ETHERNET (RoCE) */
     uint32_t max_msg_sz;
+    uint16_t lid;               /* InfiniBand */
+    int gid_index;              /* RoCE: the GID we send from; -1 when none */
+    uint8_t gid[16];
+    struct ibv_device_attr attr;
 } gdr_verbs_device_t;
 
 /* Opens the device chosen by gdr_verbs_select() (wanted: MPIR_CVAR_CH4_GDR_DEVICE,
@@ -30,6 +34,11 @@ typedef struct gdr_verbs_device {
  * naming the device and what to do. */
 gdr_verbs_status_t gdr_verbs_device_open(gdr_verbs_device_t *dev, const char *wanted,
                                          char *why, size_t why_len);
+
+/* Picks the GID to send from: `wanted` >= 0 (MPIR_CVAR_CH4_GDR_GID_INDEX) forces an
+ * index; otherwise RoCE v2 with an IPv4-mapped address, then any RoCE v2, then
+ * RoCE v1, then index 0.  Returns 0, or -1 with why set. */
+int gdr_verbs_device_pick_gid(gdr_verbs_device_t *dev, int wanted, char *why, size_t why_len);
 
 /* Releases what open acquired; safe on a closed or zeroed device. */
 void gdr_verbs_device_close(gdr_verbs_device_t *dev);

@@ -1,0 +1,748 @@
+#if !defined(_POSIX_C_SOURCE) && !defined(_GNU_SOURCE)
+#define _POSIX_C_SOURCE 200809L /* posix_memalign */
+#endif
+#include "gdr_verbs_am.h"
+#include "gdr_verbs_card.h"
+#include "gdr_verbs_credit.h"
+#include "gdr_verbs_qp.h"
+#include "gdr_verbs_wire.h"
+
+#include <errno.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define POLL_BATCH 32
+#define READ_CHUNK_MAX (1u << 30)
+#define READ_CHUNKS_MAX 4
+
+/* Every work request's wr_id points at one of these, first member of its context. */
+typedef enum { WR_RECV = 1, WR_SEND, WR_READ } wr_kind_t;
+
+typedef struct recv_buf {
+    wr_kind_t kind;
+    int peer;
+    char *addr;
+} recv_buf_t;
+
+typedef struct send_slot {
+    wr_kind_t kind;
+    int peer;
+    char *addr;
+    struct send_slot *next_free;
+} send_slot_t;
+
+/* A message that waits for a credit or a bounce buffer, fully built. */
+typedef struct pending_msg {
+    struct pending_msg *next;
+    size_t len;
+    unsigned char bytes[];
+} pending_msg_t;
+
+/* A payload this rank reads from a peer (receiver side of rendezvous). */
+typedef struct rndv_read {
+    wr_kind_t kind;
+    struct rndv_read *next;
+    int peer;
+    uint16_t handler_id;
+    void *am_hdr;
+    size_t am_hdr_sz;
+    gdr_verbs_wire_rts_t rts;
+    uint64_t size;
+    char *buf;
+    struct ibv_mr *mr;
+} rndv_read_t;
+
+/* A payload a peer reads from this rank (sender side), found again by its cookie. */
+typedef struct rndv_send {
+    struct ibv_mr *mr;
+    uint64_t user_cookie;
+    uint32_t gen;
+    int peer;
+    int in_use;
+} rndv_send_t;
+
+typedef struct ep {
+    struct ibv_qp *qp;
+    gdr_verbs_credit_t credit;
+    pending_msg_t *q_head, *q_tail;
+    rndv_read_t *r_head, *r_tail;
+    uint32_t reads_in_flight;
+    recv_buf_t *recv;           /* [recv_depth] */
+    int connected;
+    int failed;
+} ep_t;
+
+struct gdr_verbs_am {
+    gdr_verbs_device_t *dev;
+    int rank, nranks;
+    gdr_verbs_am_config_t cfg;
+    gdr_verbs_am_ops_t ops;
+    void *ctx;
+    struct ibv_cq *cq;
+    ep_t *eps;
+    char *recv_mem;
+    struct ibv_mr *recv_mr;
+    recv_buf_t *recv_bufs;
+    char *send_mem;
+    struct ibv_mr *send_mr;
+    send_slot_t *slots;
+    send_slot_t *free_slots;
+    rndv_send_t *rsend;
+    uint32_t rsend_cap;
+    uint32_t max_inline;
+    uint64_t queued;            /* messages in all ep queues */
+    uint64_t reads_active;      /* rendezvous reads in flight or waiting, all peers */
+    uint64_t rsend_active;
+    gdr_verbs_am_stats_t stats;
+    int failed;
+    char error[320];
+};
+
+static int fail(gdr_verbs_am_t *am, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(am->error, sizeof(am->error), fmt, ap);
+    va_end(ap);
+    am->failed = 1;
+    return -1;
+}
+
+static int post_recv(gdr_verbs_am_t *am, recv_buf_t *rb)
+{
+    struct ibv_sge sge = {
+        .addr = (uintptr_t) rb->addr,.length = (uint32_t) am->cfg.buf_size,.lkey = am->recv_mr->lkey
+    };
+    struct ibv_recv_wr wr = {.wr_id = (uintptr_t) rb,.sg_list = &sge,.num_sge = 1 }, *bad;
+    if (ibv_post_recv(am->eps[rb->peer].qp, &wr, &bad) != 0)
+        return fail(am, "posting a receive buffer for rank %d failed: %s", rb->peer,
+                    strerror(errno));
+    return 0;
+}
+
+/* Posts one built message from a bounce buffer; the caller checked credit and slot. */
+static int post_built(gdr_verbs_am_t *am, int peer, send_slot_t *slot, size_t len)
+{
+    ep_t *ep = &am->eps[peer];
+    uint16_t credits = gdr_verbs_credit_on_send(&ep->credit);
+    memcpy(slot->addr + offsetof(gdr_verbs_wire_hdr_t, credits), &credits, sizeof(credits));
+    slot->peer = peer;
+
+    struct ibv_sge sge = {
+        .addr = (uintptr_t) slot->addr,.length = (uint32_t) len,.lkey = am->send_mr->lkey
+    };
+    struct ibv_send_wr wr, *bad;
+    memset(&wr, 0, sizeof(wr));
+    wr.wr_id = (uintptr_t) slot;
+    wr.sg_list = &sge;
+    wr.num_sge = 1;
+    wr.opcode = IBV_WR_SEND;
+    wr.send_flags = IBV_SEND_SIGNALED | (len <= am->max_inline ? IBV_SEND_INLINE : 0);
+    if (ibv_post_send(ep->qp, &wr, &bad) != 0) {
+        slot->next_free = am->free_slots;
+        am->free_slots = slot;
+        ep->failed = 1;
+        return fail(am, "sending to rank %d failed: %s (queue pair in error?)", peer,
+                    strerror(errno));
+    }
+    return 0;
+}
+
+static send_slot_t *take_slot(gdr_verbs_am_t *am)
+{
+    send_slot_t *s = am->free_slots;
+    if (s != NULL)
+        am->free_slots = s->next_free;
+    return s;
+}
+
+/* Where to build a data message of len bytes for peer: a bounce buffer when it can
+ * go now (order kept: never ahead of queued ones), else a new queue entry. */
+static void *reserve(gdr_verbs_am_t *am, int peer, size_t len, send_slot_t **slot,
+                     pending_msg_t **pm)
+{
+    ep_t *ep = &am->eps[peer];
+    *slot = NULL;
+    *pm = NULL;
+    if (ep->q_head == NULL && gdr_verbs_credit_can_send_data(&ep->credit)
+        && am->free_slots != NULL) {
+        *slot = take_slot(am);
+        return (*slot)->addr;
+    }
+    *pm = malloc(sizeof(pending_msg_t) + len);
+    if (*pm == NULL)
+        return NULL;
+    (*pm)->next = NULL;
+    (*pm)->len = len;
+    return (*pm)->bytes;
+}
+
+static int commit(gdr_verbs_am_t *am, int peer, size_t len, send_slot_t *slot, pending_msg_t *pm)
+{
+    ep_t *ep = &am->eps[peer];
+    if (slot != NULL)
+        return post_built(am, peer, slot, len);
+    if (ep->q_tail != NULL)
+        ep->q_tail->next = pm;
+    else
+        ep->q_head = pm;
+    ep->q_tail = pm;
+    am->queued++;
+    am->stats.queued++;
+    return 0;
+}
+
+static int check_peer(gdr_verbs_am_t *am, int peer)
+{
+    if (peer < 0 || peer >= am->nranks || am->eps[peer].qp == NULL)
+        return fail(am, "no connection to rank %d through %s", peer, am->dev->name);
+    if (am->eps[peer].failed)
+        return fail(am, "the connection to rank %d has failed earlier", peer);
+    return 0;
+}
+
+static int send_simple(gdr_verbs_am_t *am, int peer, gdr_verbs_msg_kind_t kind, uint16_t handler,
+                       const void *am_hdr, size_t am_hdr_sz, const void *body, size_t body_sz,
+                       uint64_t data_sz)
+{
+    size_t len = gdr_verbs_wire_size(kind, am_hdr_sz, data_sz);
+    send_slot_t *slot;
+    pending_msg_t *pm;
+
+    if (len > am->cfg.buf_size)
+        return fail(am, "a %zu-byte message to rank %d exceeds the %zu-byte eager buffer", len,
+                    peer, am->cfg.buf_size);
+    char *p = reserve(am, peer, len, &slot, &pm);
+    if (p == NULL)
+        return fail(am, "out of memory queueing a %zu-byte message to rank %d", len, peer);
+    size_t at = gdr_verbs_wire_put_hdr(p, len, kind, handler, 0, am_hdr, am_hdr_sz, data_sz);
+    if (body_sz > 0)
+        memcpy(p + at, body, body_sz);
+    return commit(am, peer, len, slot, pm);
+}
+
+gdr_verbs_am_t *gdr_verbs_am_create(gdr_verbs_device_t *dev, int rank, int nranks,
+                                    const uint8_t *need_qp, const gdr_verbs_am_config_t *cfg,
+                                    const gdr_verbs_am_ops_t *ops, void *ctx,
+                                    char *why, size_t why_len)
+{
+    gdr_verbs_am_t *am = calloc(1, sizeof(*am));
+    int npeers = 0;
+
+    if (am == NULL) {
+        snprintf(why, why_len, "out of memory creating the AM channel");
+        return NULL;
+    }
+    am->dev = dev;
+    am->rank = rank;
+    am->nranks = nranks;
+    am->cfg = *cfg;
+    am->ops = *ops;
+    am->ctx = ctx;
+    am->eps = calloc((size_t) nranks, sizeof(ep_t));
+    if (am->eps == NULL)
+        goto oom;
+    for (int i = 0; i < nranks; i++)
+        npeers += (i != rank && need_qp[i]);
+
+    size_t cqe = (size_t) npeers * (2 * cfg->recv_depth + READ_CHUNKS_MAX * cfg->max_reads + 8)
+        + cfg->send_slots + 16;
+    if (cqe > (size_t) dev->attr.max_cqe)
+        cqe = (size_t) dev->attr.max_cqe;
+    am->cq = ibv_create_cq(dev->context, (int) cqe, NULL, NULL, 0);
+    if (am->cq == NULL) {
+        snprintf(why, why_len, "ibv_create_cq(%s, %zu entries) failed: %s", dev->name, cqe,
+                 strerror(errno));
+        goto fail;
+    }
+
+    /* bounce buffers for outgoing messages */
+    size_t send_bytes = (size_t) cfg->send_slots * cfg->buf_size;
+    if (posix_memalign((void **) &am->send_mem, 4096, send_bytes) != 0)
+        goto oom;
+    am->send_mr = ibv_reg_mr(dev->pd, am->send_mem, send_bytes, IBV_ACCESS_LOCAL_WRITE);
+    am->slots = calloc(cfg->send_slots, sizeof(send_slot_t));
+    if (am->send_mr == NULL || am->slots == NULL) {
+        snprintf(why, why_len, "registering %zu bytes of send buffers on %s failed: %s "
+                 "(raise ulimit -l)", send_bytes, dev->name, strerror(errno));
+        goto fail;
+    }
+    for (uint32_t i = 0; i < cfg->send_slots; i++) {
+        am->slots[i].kind = WR_SEND;
+        am->slots[i].addr = am->send_mem + (size_t) i * cfg->buf_size;
+        am->slots[i].next_free = am->free_slots;
+        am->free_slots = &am->slots[i];
+    }
+
+    /* receive buffers, recv_depth per peer */
+    size_t nrecv = (size_t) npeers * cfg->recv_depth;
+    size_t recv_bytes = nrecv * cfg->buf_size;
+    if (nrecv > 0) {
+        if (posix_memalign((void **) &am->recv_mem, 4096, recv_bytes) != 0)
+            goto oom;
+        am->recv_mr = ibv_reg_mr(dev->pd, am->recv_mem, recv_bytes, IBV_ACCESS_LOCAL_WRITE);
+        am->recv_bufs = calloc(nrecv, sizeof(recv_buf_t));
+        if (am->recv_mr == NULL || am->recv_bufs == NULL) {
+            snprintf(why, why_len, "registering %zu bytes of receive buffers on %s failed: %s "
+                     "(raise ulimit -l)", recv_bytes, dev->name, strerror(errno));
+            goto fail;
+        }
+    }
+
+    gdr_verbs_qp_caps_t caps = {
+        .max_send_wr = cfg->recv_depth + READ_CHUNKS_MAX * cfg->max_reads + 8,
+        .max_recv_wr = cfg->recv_depth,
+        .max_inline = 128,
+    };
+    size_t next = 0;
+    for (int i = 0; i < nranks; i++) {
+        ep_t *ep = &am->eps[i];
+        if (i == rank || !need_qp[i])
+            continue;
+        gdr_verbs_qp_caps_t c = caps;
+        ep->qp = gdr_verbs_qp_create(dev, am->cq, &c, why, why_len);
+        if (ep->qp == NULL)
+            goto fail;
+        am->max_inline = c.max_inline;
+        gdr_verbs_credit_init(&ep->credit, cfg->recv_depth);
+        ep->recv = &am->recv_bufs[next];
+        for (uint32_t k = 0; k < cfg->recv_depth; k++, next++) {
+            recv_buf_t *rb = &am->recv_bufs[next];
+            rb->kind = WR_RECV;
+            rb->peer = i;
+            rb->addr = am->recv_mem + next * cfg->buf_size;
+            if (post_recv(am, rb) != 0) {
+                snprintf(why, why_len, "%s", am->error);
+                goto fail;
+            }
+        }
+    }
+    return am;
+
+  oom:
+    snprintf(why, why_len, "out of memory creating the AM channel for %d ranks", nranks);
+  fail:
+    gdr_verbs_am_destroy(am);
+    return NULL;
+}
+
+size_t gdr_verbs_am_card_size(const gdr_verbs_am_t *am)
+{
+    return gdr_verbs_card_size((uint32_t) am->nranks);
+}
+
+void gdr_verbs_am_card(const gdr_verbs_am_t *am, void *buf)
+{
+    uint32_t *qpn = calloc((size_t) am->nranks, sizeof(uint32_t));
+    gdr_verbs_card_t card = {
+        .port_num = am->dev->port_num,.link_layer = (uint8_t) am->dev->link_layer,
+        .mtu = (uint8_t) am->dev->active_mtu,.lid = am->dev->lid,
+        .nranks = (uint32_t) am->nranks,.qpn = qpn
+    };
+    memcpy(card.gid, am->dev->gid, 16);
+    for (int i = 0; qpn != NULL && i < am->nranks; i++)
+        qpn[i] = am->eps[i].qp ? am->eps[i].qp->qp_num : 0;
+    if (qpn != NULL)
+        gdr_verbs_card_encode(&card, buf);
+    else
+        memset(buf, 0, gdr_verbs_card_size(card.nranks));      /* decodes as invalid */
+    free(qpn);
+}
+
+int gdr_verbs_am_connect(gdr_verbs_am_t *am, int peer, const void *buf, size_t len)
+{
+    gdr_verbs_card_t card;
+    char why[256];
+    int rc = -1;
+
+    if (check_peer(am, peer) != 0)
+        return -1;
+    card.qpn = calloc((size_t) am->nranks, sizeof(uint32_t));
+    if (card.qpn == NULL)
+        return fail(am, "out of memory decoding the card of rank %d", peer);
+    if (gdr_verbs_card_decode(buf, len, (uint32_t) am->nranks, &card) != 0)
+        fail(am, "the business card of rank %d is not a gdr card for %d ranks (mixed builds?)",
+             peer, am->nranks);
+    else if (card.qpn[am->rank] == 0)
+        fail(am, "rank %d has no queue pair for rank %d (it sees no RDMA path to us)", peer,
+             am->rank);
+    else if (gdr_verbs_qp_connect(am->eps[peer].qp, am->dev, &card, card.qpn[am->rank], why,
+                                  sizeof(why)) != 0)
+        fail(am, "connecting to rank %d: %s", peer, why);
+    else {
+        am->eps[peer].connected = 1;
+        rc = 0;
+    }
+    free(card.qpn);
+    return rc;
+}
+
+size_t gdr_verbs_am_eager_limit(const gdr_verbs_am_t *am, size_t am_hdr_sz)
+{
+    size_t overhead = gdr_verbs_wire_size(GDR_VERBS_MSG_EAGER, am_hdr_sz, 0);
+    return am->cfg.buf_size > overhead ? am->cfg.buf_size - overhead : 0;
+}
+
+int gdr_verbs_am_send_eager(gdr_verbs_am_t *am, int peer, uint16_t handler_id,
+                            const void *am_hdr, size_t am_hdr_sz, const void *data,
+                            size_t data_sz)
+{
+    if (check_peer(am, peer) != 0)
+        return -1;
+    am->stats.eager_sent++;
+    return send_simple(am, peer, GDR_VERBS_MSG_EAGER, handler_id, am_hdr, am_hdr_sz, data,
+                       data_sz, data_sz);
+}
+
+int gdr_verbs_am_send_rndv(gdr_verbs_am_t *am, int peer, uint16_t handler_id,
+                           const void *am_hdr, size_t am_hdr_sz, const void *data,
+                           size_t data_sz, uint64_t cookie)
+{
+    uint32_t idx;
+
+    if (check_peer(am, peer) != 0)
+        return -1;
+    for (idx = 0; idx < am->rsend_cap && am->rsend[idx].in_use; idx++);
+    if (idx == am->rsend_cap) {
+        uint32_t cap = am->rsend_cap ? 2 * am->rsend_cap : 16;
+        rndv_send_t *t = realloc(am->rsend, cap * sizeof(*t));
+        if (t == NULL)
+            return fail(am, "out of memory tracking rendezvous sends");
+        memset(t + am->rsend_cap, 0, (cap - am->rsend_cap) * sizeof(*t));
+        am->rsend = t;
+        am->rsend_cap = cap;
+    }
+    rndv_send_t *rs = &am->rsend[idx];
+    rs->mr = ibv_reg_mr(am->dev->pd, (void *) data, data_sz, IBV_ACCESS_REMOTE_READ);
+    if (rs->mr == NULL)
+        return fail(am, "registering a %zu-byte send buffer for rank %d failed: %s "
+                    "(raise ulimit -l)", data_sz, peer, strerror(errno));
+    rs->gen++;
+    rs->in_use = 1;
+    rs->peer = peer;
+    rs->user_cookie = cookie;
+    am->rsend_active++;
+
+    gdr_verbs_wire_rts_t rts = {
+        .addr = (uintptr_t) data,.rkey = rs->mr->rkey,
+        .cookie = ((uint64_t) rs->gen << 32) | idx
+    };
+    am->stats.rndv_sent++;
+    return send_simple(am, peer, GDR_VERBS_MSG_RTS, handler_id, am_hdr, am_hdr_sz, &rts,
+                       sizeof(rts), data_sz);
+}
+
+static int post_read(gdr_verbs_am_t *am, rndv_read_t *rr)
+{
+    ep_t *ep = &am->eps[rr->peer];
+    uint64_t chunk = am->dev->max_msg_sz < READ_CHUNK_MAX ? am->dev->max_msg_sz : READ_CHUNK_MAX;
+    uint64_t done = 0;
+
+    while (done < rr->size) {
+        uint64_t n = rr->size - done < chunk ? rr->size - done : chunk;
+        struct ibv_sge sge = {
+            .addr = (uintptr_t) (rr->buf + done),.length = (uint32_t) n,.lkey = rr->mr->lkey
+        };
+        struct ibv_send_wr wr, *bad;
+        memset(&wr, 0, sizeof(wr));
+        wr.wr_id = (uintptr_t) rr;
+        wr.sg_list = &sge;
+        wr.num_sge = 1;
+        wr.opcode = IBV_WR_RDMA_READ;
+        wr.send_flags = done + n == rr->size ? IBV_SEND_SIGNALED : 0;
+        wr.wr.rdma.remote_addr = rr->rts.addr + done;
+        wr.wr.rdma.rkey = rr->rts.rkey;
+        if (ibv_post_send(ep->qp, &wr, &bad) != 0) {
+            ep->failed = 1;
+            return fail(am, "RDMA READ of %llu bytes from rank %d failed to post: %s",
+                        (unsigned long long) rr->size, rr->peer, strerror(errno));
+        }
+        done += n;
+    }
+    ep->reads_in_flight++;
+    return 0;
+}
+
+static int start_read(gdr_verbs_am_t *am, int peer, const gdr_verbs_msg_t *m)
+{
+    ep_t *ep = &am->eps[peer];
+    uint64_t chunk = am->dev->max_msg_sz < READ_CHUNK_MAX ? am->dev->max_msg_sz : READ_CHUNK_MAX;
+
+    if (m->data_sz == 0 || m->data_sz > chunk * READ_CHUNKS_MAX)
+        return fail(am, "rank %d announced a %llu-byte rendezvous payload (limit %llu)", peer,
+                    (unsigned long long) m->data_sz,
+                    (unsigned long long) (chunk * READ_CHUNKS_MAX));
+    rndv_read_t *rr = calloc(1, sizeof(*rr));
+    if (rr == NULL)
+        return fail(am, "out of memory receiving from rank %d", peer);
+    rr->kind = WR_READ;
+    rr->peer = peer;
+    rr->handler_id = m->handler_id;
+    rr->rts = m->rts;
+    rr->size = m->data_sz;
+    rr->am_hdr_sz = m->am_hdr_sz;
+    rr->am_hdr = malloc(m->am_hdr_sz ? m->am_hdr_sz : 1);
+    if (posix_memalign((void **) &rr->buf, 64, (size_t) rr->size) != 0)
+        rr->buf = NULL;
+    if (rr->am_hdr == NULL || rr->buf == NULL) {
+        free(rr->am_hdr);
+        free(rr->buf);
+        free(rr);
+        return fail(am, "out of memory for a %llu-byte payload from rank %d",
+                    (unsigned long long) m->data_sz, peer);
+    }
+    if (m->am_hdr_sz)
+        memcpy(rr->am_hdr, m->am_hdr, m->am_hdr_sz);
+    rr->mr = ibv_reg_mr(am->dev->pd, rr->buf, (size_t) rr->size, IBV_ACCESS_LOCAL_WRITE);
+    if (rr->mr == NULL) {
+        free(rr->am_hdr);
+        free(rr->buf);
+        free(rr);
+        return fail(am, "registering a %llu-byte receive buffer failed: %s (raise ulimit -l)",
+                    (unsigned long long) m->data_sz, strerror(errno));
+    }
+    am->reads_active++;
+    if (ep->reads_in_flight < am->cfg.max_reads)
+        return post_read(am, rr);
+    if (ep->r_tail)
+        ep->r_tail->next = rr;
+    else
+        ep->r_head = rr;
+    ep->r_tail = rr;
+    return 0;
+}
+
+static int finish_read(gdr_verbs_am_t *am, rndv_read_t *rr)
+{
+    ep_t *ep = &am->eps[rr->peer];
+    gdr_verbs_wire_fin_t fin = {.cookie = rr->rts.cookie };
+    int rc;
+
+    ep->reads_in_flight--;
+    am->reads_active--;
+    am->stats.rndv_recv++;
+    am->ops.deliver(am->ctx, rr->peer, rr->handler_id, rr->am_hdr, rr->am_hdr_sz, rr->buf,
+                    (size_t) rr->size);
+    ibv_dereg_mr(rr->mr);
+    free(rr->buf);
+    free(rr->am_hdr);
+    int peer = rr->peer;
+    free(rr);
+    am->stats.fin_sent++;
+    rc = send_simple(am, peer, GDR_VERBS_MSG_FIN, 0, NULL, 0, &fin, sizeof(fin), 0);
+    if (rc == 0 && ep->r_head != NULL && ep->reads_in_flight < am->cfg.max_reads) {
+        rndv_read_t *next = ep->r_head;
+        ep->r_head = next->next;
+        if (ep->r_head == NULL)
+            ep->r_tail = NULL;
+        next->next = NULL;
+        rc = post_read(am, next);
+    }
+    return rc;
+}
+
+static int finish_send(gdr_verbs_am_t *am, int peer, uint64_t cookie)
+{
+    uint32_t idx = (uint32_t) cookie, gen = (uint32_t) (cookie >> 32);
+    if (idx >= am->rsend_cap || !am->rsend[idx].in_use || am->rsend[idx].gen != gen
+        || am->rsend[idx].peer != peer)
+        return fail(am, "rank %d finished a rendezvous transfer that this rank never started "
+                    "(cookie %#llx)", peer, (unsigned long long) cookie);
+    rndv_send_t *rs = &am->rsend[idx];
+    ibv_dereg_mr(rs->mr);
+    rs->mr = NULL;
+    rs->in_use = 0;
+    am->rsend_active--;
+    am->ops.rndv_done(am->ctx, rs->user_cookie);
+    return 0;
+}
+
+static int on_recv(gdr_verbs_am_t *am, recv_buf_t *rb, uint32_t byte_len)
+{
+    gdr_verbs_msg_t m;
+    ep_t *ep = &am->eps[rb->peer];
+    gdr_verbs_wire_status_t st = gdr_verbs_wire_parse(rb->addr, byte_len, &m);
+    int rc = 0;
+
+    if (st != GDR_VERBS_WIRE_OK)
+        return fail(am, "rank %d sent a malformed message (%u bytes): %s", rb->peer, byte_len,
+                    gdr_verbs_wire_str(st));
+    gdr_verbs_credit_on_returned(&ep->credit, m.credits);
+    switch (m.kind) {
+        case GDR_VERBS_MSG_EAGER:
+            am->stats.eager_recv++;
+            am->ops.deliver(am->ctx, rb->peer, m.handler_id, m.am_hdr, m.am_hdr_sz, m.data,
+                            (size_t) m.data_sz);
+            break;
+        case GDR_VERBS_MSG_RTS:
+            rc = start_read(am, rb->peer, &m);
+            break;
+        case GDR_VERBS_MSG_FIN:
+            rc = finish_send(am, rb->peer, m.cookie);
+            break;
+        case GDR_VERBS_MSG_CREDIT:
+            break;
+    }
+    if (rc != 0)
+        return rc;
+    if (post_recv(am, rb) != 0)
+        return -1;
+    gdr_verbs_credit_on_reposted(&ep->credit);
+    return 0;
+}
+
+static int on_completion(gdr_verbs_am_t *am, const struct ibv_wc *wc)
+{
+    wr_kind_t kind = *(const wr_kind_t *) (uintptr_t) wc->wr_id;
+    int peer;
+
+    switch (kind) {
+        case WR_RECV:
+            peer = ((recv_buf_t *) (uintptr_t) wc->wr_id)->peer;
+            break;
+        case WR_SEND:{
+                send_slot_t *s = (send_slot_t *) (uintptr_t) wc->wr_id;
+                peer = s->peer;
+                s->next_free = am->free_slots;
+                am->free_slots = s;
+                break;
+            }
+        case WR_READ:
+            peer = ((rndv_read_t *) (uintptr_t) wc->wr_id)->peer;
+            break;
+        default:
+            return fail(am, "completion with an unknown work request id");
+    }
+    if (wc->status != IBV_WC_SUCCESS) {
+        if (wc->status == IBV_WC_WR_FLUSH_ERR && am->eps[peer].failed)
+            return 0;           /* the rest of a failed queue pair, already reported */
+        am->eps[peer].failed = 1;
+        return fail(am, "the connection to rank %d failed: %s (status %d, vendor error %#x) on "
+                    "%s: rank %d died or the network path to it broke", peer,
+                    ibv_wc_status_str(wc->status), (int) wc->status, wc->vendor_err,
+                    am->dev->name, peer);
+    }
+    if (kind == WR_RECV)
+        return on_recv(am, (recv_buf_t *) (uintptr_t) wc->wr_id, wc->byte_len);
+    if (kind == WR_READ)
+        return finish_read(am, (rndv_read_t *) (uintptr_t) wc->wr_id);
+    return 0;
+}
+
+/* Queued messages go out as credits and bounce buffers allow; then owed credits. */
+static int flush(gdr_verbs_am_t *am, int *progressed)
+{
+    for (int i = 0; i < am->nranks; i++) {
+        ep_t *ep = &am->eps[i];
+        if (ep->qp == NULL || ep->failed)
+            continue;
+        while (ep->q_head != NULL && gdr_verbs_credit_can_send_data(&ep->credit)
+               && am->free_slots != NULL) {
+            pending_msg_t *pm = ep->q_head;
+            send_slot_t *slot = take_slot(am);
+            memcpy(slot->addr, pm->bytes, pm->len);
+            if (post_built(am, i, slot, pm->len) != 0)
+                return -1;
+            ep->q_head = pm->next;
+            if (ep->q_head == NULL)
+                ep->q_tail = NULL;
+            am->queued--;
+            free(pm);
+            *progressed = 1;
+        }
+        if (ep->q_head == NULL && gdr_verbs_credit_want_update(&ep->credit)
+            && am->free_slots != NULL) {
+            send_slot_t *slot = take_slot(am);
+            size_t len = gdr_verbs_wire_put_hdr(slot->addr, am->cfg.buf_size,
+                                                GDR_VERBS_MSG_CREDIT, 0, 0, NULL, 0, 0);
+            am->stats.credit_sent++;
+            if (post_built(am, i, slot, len) != 0)
+                return -1;
+            *progressed = 1;
+        }
+    }
+    return 0;
+}
+
+int gdr_verbs_am_progress(gdr_verbs_am_t *am, int *progressed)
+{
+    struct ibv_wc wc[POLL_BATCH];
+
+    *progressed = 0;
+    if (am->failed)
+        return -1;
+    int n = ibv_poll_cq(am->cq, POLL_BATCH, wc);
+    if (n < 0)
+        return fail(am, "polling the completion queue of %s failed", am->dev->name);
+    for (int i = 0; i < n; i++) {
+        if (on_completion(am, &wc[i]) != 0)
+            return -1;
+    }
+    if (n > 0)
+        *progressed = 1;
+    else
+        am->stats.empty_polls++;
+    /* queues only grow or need credit updates after traffic; skip the scan otherwise */
+    if (n > 0 || am->queued > 0)
+        return flush(am, progressed);
+    return 0;
+}
+
+int gdr_verbs_am_busy(const gdr_verbs_am_t *am)
+{
+    return am->queued > 0 || am->reads_active > 0 || am->rsend_active > 0;
+}
+
+const char *gdr_verbs_am_error(const gdr_verbs_am_t *am)
+{
+    return am->error;
+}
+
+const gdr_verbs_am_stats_t *gdr_verbs_am_stats(const gdr_verbs_am_t *am)
+{
+    return &am->stats;
+}
+
+void gdr_verbs_am_destroy(gdr_verbs_am_t *am)
+{
+    if (am == NULL)
+        return;
+    for (int i = 0; am->eps != NULL && i < am->nranks; i++) {
+        ep_t *ep = &am->eps[i];
+        if (ep->qp != NULL)
+            ibv_destroy_qp(ep->qp);
+        while (ep->q_head != NULL) {
+            pending_msg_t *pm = ep->q_head;
+            ep->q_head = pm->next;
+            free(pm);
+        }
+        while (ep->r_head != NULL) {
+            rndv_read_t *rr = ep->r_head;
+            ep->r_head = rr->next;
+            ibv_dereg_mr(rr->mr);
+            free(rr->buf);
+            free(rr->am_hdr);
+            free(rr);
+        }
+    }
+    for (uint32_t i = 0; i < am->rsend_cap; i++) {
+        if (am->rsend[i].mr != NULL)
+            ibv_dereg_mr(am->rsend[i].mr);
+    }
+    free(am->rsend);
+    if (am->cq != NULL)
+        ibv_destroy_cq(am->cq);
+    if (am->recv_mr != NULL)
+        ibv_dereg_mr(am->recv_mr);
+    if (am->send_mr != NULL)
+        ibv_dereg_mr(am->send_mr);
+    free(am->recv_mem);
+    free(am->send_mem);
+    free(am->recv_bufs);
+    free(am->slots);
+    free(am->eps);
+    free(am);
+}

@@ -1,0 +1,86 @@
+/* The active-message channel over RC queue pairs: one QP per remote peer, receive
+ * buffers pre-posted per peer with credit flow control, eager messages copied
+ * through registered bounce buffers, large payloads read by the receiver with RDMA
+ * READ from the sender's registered buffer (rendezvous).
+ *
+ * Plain C, no MPICH: the upper layer gets messages through gdr_verbs_am_ops_t.
+ * Not thread safe: the caller serialises all calls (MPICH's VCI lock). Callbacks
+ * run inside gdr_verbs_am_progress() and may send. */
+#ifndef GDR_VERBS_AM_H
+#define GDR_VERBS_AM_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include "gdr_verbs_device.h"
+
+typedef struct gdr_verbs_am gdr_verbs_am_t;
+
+typedef struct gdr_verbs_am_ops {
+    /* A message from `src`: am_hdr and data are valid only during the call. */
+    void (*deliver)(void *ctx, int src, uint16_t handler_id, const void *am_hdr,
+                    size_t am_hdr_sz, const void *data, size_t data_sz);
+    /* The peer has read the payload of gdr_verbs_am_send_rndv(..., cookie): the
+     * sender's buffer may be reused. */
+    void (*rndv_done)(void *ctx, uint64_t cookie);
+} gdr_verbs_am_ops_t;
+
+typedef struct gdr_verbs_am_config {
+    size_t buf_size;            /* bytes of one eager message on the wire */
+    uint32_t recv_depth;        /* receive buffers posted per peer */
+    uint32_t send_slots;        /* registered bounce buffers for outgoing messages */
+    uint32_t max_reads;         /* rendezvous reads in flight per peer */
+} gdr_verbs_am_config_t;
+
+/* Operation counts, for MPI_T and tests. */
+typedef struct gdr_verbs_am_stats {
+    uint64_t eager_sent, rndv_sent, fin_sent, credit_sent;
+    uint64_t eager_recv, rndv_recv;
+    uint64_t queued;            /* messages that waited for a credit or a bounce buffer */
+    uint64_t empty_polls;
+} gdr_verbs_am_stats_t;
+
+/* Creates the channel for `rank` of `nranks`; need_qp[i] != 0 for every peer that is
+ * reached through this device (never rank itself).  dev must be open with a GID
+ * picked.  Returns NULL with why set on failure. */
+gdr_verbs_am_t *gdr_verbs_am_create(gdr_verbs_device_t *dev, int rank, int nranks,
+                                    const uint8_t *need_qp, const gdr_verbs_am_config_t *cfg,
+                                    const gdr_verbs_am_ops_t *ops, void *ctx,
+                                    char *why, size_t why_len);
+
+/* This rank's business card (gdr_verbs_am_card_size() bytes into buf). */
+size_t gdr_verbs_am_card_size(const gdr_verbs_am_t *am);
+void gdr_verbs_am_card(const gdr_verbs_am_t *am, void *buf);
+
+/* Connects the QP for `peer` from the peer's card.  Returns 0 or -1 (see error). */
+int gdr_verbs_am_connect(gdr_verbs_am_t *am, int peer, const void *card, size_t len);
+
+/* Largest eager payload that fits with an AM header of am_hdr_sz bytes. */
+size_t gdr_verbs_am_eager_limit(const gdr_verbs_am_t *am, size_t am_hdr_sz);
+
+/* Sends handler_id + am_hdr + data (copied before return: the caller may reuse both).
+ * data_sz must be <= gdr_verbs_am_eager_limit().  Returns 0 or -1. */
+int gdr_verbs_am_send_eager(gdr_verbs_am_t *am, int peer, uint16_t handler_id,
+                            const void *am_hdr, size_t am_hdr_sz, const void *data,
+                            size_t data_sz);
+
+/* Sends handler_id + am_hdr now; the peer reads data (host memory, any size) with
+ * RDMA READ and then ops->rndv_done(cookie) runs here.  Returns 0 or -1. */
+int gdr_verbs_am_send_rndv(gdr_verbs_am_t *am, int peer, uint16_t handler_id,
+                           const void *am_hdr, size_t am_hdr_sz, const void *data,
+                           size_t data_sz, uint64_t cookie);
+
+/* Polls completions (bounded work) and delivers messages.  *progressed is set when
+ * anything happened.  Returns 0, or -1 once a connection failed (see error). */
+int gdr_verbs_am_progress(gdr_verbs_am_t *am, int *progressed);
+
+/* Is there outgoing work (queued messages, unread payloads) not yet finished? */
+int gdr_verbs_am_busy(const gdr_verbs_am_t *am);
+
+/* The last failure, one sentence naming the peer; "" if none. */
+const char *gdr_verbs_am_error(const gdr_verbs_am_t *am);
+
+const gdr_verbs_am_stats_t *gdr_verbs_am_stats(const gdr_verbs_am_t *am);
+
+void gdr_verbs_am_destroy(gdr_verbs_am_t *am);
+
+#endif /* GDR_VERBS_AM_H */

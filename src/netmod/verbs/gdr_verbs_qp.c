@@ -1,0 +1,112 @@
+#include "gdr_verbs_qp.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+
+/* Retransmission timer 4.096 us * 2^14 = 67 ms, 7 retries: a dead peer is noticed
+ * in about half a second of silence, and slow hosts (Soft-RoCE) do not trip it. */
+#define QP_TIMEOUT 14
+#define QP_RETRY_CNT 7
+#define QP_RNR_RETRY 7          /* credits prevent RNR; infinite retry never spins on it */
+#define QP_MIN_RNR_TIMER 12
+
+static uint32_t psn_of(uint32_t qpn)
+{
+    return qpn & 0xffffff;
+}
+
+struct ibv_qp *gdr_verbs_qp_create(gdr_verbs_device_t *dev, struct ibv_cq *cq,
+                                   gdr_verbs_qp_caps_t *caps, char *why, size_t why_len)
+{
+    struct ibv_qp_init_attr init;
+    struct ibv_qp_attr attr;
+    struct ibv_qp *qp;
+
+    memset(&init, 0, sizeof(init));
+    init.send_cq = cq;
+    init.recv_cq = cq;
+    init.qp_type = IBV_QPT_RC;
+    init.cap.max_send_wr = caps->max_send_wr;
+    init.cap.max_recv_wr = caps->max_recv_wr;
+    init.cap.max_send_sge = 1;
+    init.cap.max_recv_sge = 1;
+    init.cap.max_inline_data = caps->max_inline;
+    qp = ibv_create_qp(dev->pd, &init);
+    if (qp == NULL && caps->max_inline > 0) {
+        init.cap.max_inline_data = 0;   /* some providers refuse inline sizes */
+        qp = ibv_create_qp(dev->pd, &init);
+    }
+    if (qp == NULL) {
+        snprintf(why, why_len, "ibv_create_qp(%s, %u send / %u recv WRs) failed: %s "
+                 "(too many peers for the device's QP limits?)", dev->name,
+                 caps->max_send_wr, caps->max_recv_wr, strerror(errno));
+        return NULL;
+    }
+    caps->max_inline = init.cap.max_inline_data;
+
+    memset(&attr, 0, sizeof(attr));
+    attr.qp_state = IBV_QPS_INIT;
+    attr.pkey_index = 0;
+    attr.port_num = dev->port_num;
+    attr.qp_access_flags = IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_READ |
+        IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_ATOMIC;
+    if (ibv_modify_qp(qp, &attr, IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT |
+                      IBV_QP_ACCESS_FLAGS) != 0) {
+        snprintf(why, why_len, "%s: QP %u to INIT failed: %s", dev->name, qp->qp_num,
+                 strerror(errno));
+        ibv_destroy_qp(qp);
+        return NULL;
+    }
+    return qp;
+}
+
+int gdr_verbs_qp_connect(struct ibv_qp *qp, const gdr_verbs_device_t *dev,
+                         const gdr_verbs_card_t *card, uint32_t remote_qpn,
+                         char *why, size_t why_len)
+{
+    struct ibv_qp_attr attr;
+    uint8_t rd_atom = dev->attr.max_qp_rd_atom < 16 ? (uint8_t) dev->attr.max_qp_rd_atom : 16;
+    uint8_t init_rd_atom = dev->attr.max_qp_init_rd_atom < 16 ?
+        (uint8_t) dev->attr.max_qp_init_rd_atom : 16;
+
+    memset(&attr, 0, sizeof(attr));
+    attr.qp_state = IBV_QPS_RTR;
+    attr.path_mtu = dev->active_mtu < (enum ibv_mtu) card->mtu ? dev->active_mtu
+        : (enum ibv_mtu) card->mtu;
+    attr.dest_qp_num = remote_qpn;
+    attr.rq_psn = psn_of(remote_qpn);
+    attr.max_dest_rd_atomic = rd_atom;
+    attr.min_rnr_timer = QP_MIN_RNR_TIMER;
+    attr.ah_attr.port_num = dev->port_num;
+    if (dev->link_layer == IBV_LINK_LAYER_ETHERNET || card->lid == 0) {
+        attr.ah_attr.is_global = 1;
+        memcpy(attr.ah_attr.grh.dgid.raw, card->gid, 16);
+        attr.ah_attr.grh.sgid_index = (uint8_t) (dev->gid_index < 0 ? 0 : dev->gid_index);
+        attr.ah_attr.grh.hop_limit = 64;
+    } else {
+        attr.ah_attr.dlid = card->lid;
+    }
+    if (ibv_modify_qp(qp, &attr, IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_DEST_QPN |
+                      IBV_QP_RQ_PSN | IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER) != 0) {
+        snprintf(why, why_len, "%s: QP %u to RTR (peer QP %u) failed: %s (for RoCE check the "
+                 "GID, MPIR_CVAR_CH4_GDR_GID_INDEX, and that the peer's address is reachable)",
+                 dev->name, qp->qp_num, remote_qpn, strerror(errno));
+        return -1;
+    }
+
+    memset(&attr, 0, sizeof(attr));
+    attr.qp_state = IBV_QPS_RTS;
+    attr.timeout = QP_TIMEOUT;
+    attr.retry_cnt = QP_RETRY_CNT;
+    attr.rnr_retry = QP_RNR_RETRY;
+    attr.sq_psn = psn_of(qp->qp_num);
+    attr.max_rd_atomic = init_rd_atom;
+    if (ibv_modify_qp(qp, &attr, IBV_QP_STATE | IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT |
+                      IBV_QP_RNR_RETRY | IBV_QP_SQ_PSN | IBV_QP_MAX_QP_RD_ATOMIC) != 0) {
+        snprintf(why, why_len, "%s: QP %u to RTS failed: %s", dev->name, qp->qp_num,
+                 strerror(errno));
+        return -1;
+    }
+    return 0;
+}

@@ -1,0 +1,27 @@
+/* RC queue pairs: creation and the INIT -> RTR -> RTS walk. */
+#ifndef GDR_VERBS_QP_H
+#define GDR_VERBS_QP_H
+
+#include <stddef.h>
+#include <infiniband/verbs.h>
+#include "gdr_verbs_device.h"
+#include "gdr_verbs_card.h"
+
+typedef struct gdr_verbs_qp_caps {
+    uint32_t max_send_wr;
+    uint32_t max_recv_wr;
+    uint32_t max_inline;        /* granted, may be less than asked */
+} gdr_verbs_qp_caps_t;
+
+/* Creates an RC QP on cq (send and receive) and moves it to INIT with remote read,
+ * write and atomic access enabled (memory regions decide what is really allowed). */
+struct ibv_qp *gdr_verbs_qp_create(gdr_verbs_device_t *dev, struct ibv_cq *cq,
+                                   gdr_verbs_qp_caps_t *caps, char *why, size_t why_len);
+
+/* Moves qp to RTR then RTS, connected to QP `remote_qpn` of the peer described by
+ * `card`.  Receive buffers must be posted before. Returns 0 or -1 with why set. */
+int gdr_verbs_qp_connect(struct ibv_qp *qp, const gdr_verbs_device_t *dev,
+                         const gdr_verbs_card_t *card, uint32_t remote_qpn,
+                         char *why, size_t why_len);
+
+#endif /* GDR_VERBS_QP_H */
