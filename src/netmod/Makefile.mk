@@ -15,11 +15,17 @@ noinst_HEADERS += src/mpid/ch4/netmod/gdr/gdr_pre.h \
                   src/mpid/ch4/netmod/gdr/verbs/gdr_verbs_select.h \
                   src/mpid/ch4/netmod/gdr/verbs/gdr_verbs_topo.h \
                   src/mpid/ch4/netmod/gdr/verbs/gdr_verbs_device.h \
+                  src/mpid/ch4/netmod/gdr/verbs/gdr_verbs_wire.h \
+                  src/mpid/ch4/netmod/gdr/verbs/gdr_verbs_credit.h \
+                  src/mpid/ch4/netmod/gdr/verbs/gdr_verbs_card.h \
+                  src/mpid/ch4/netmod/gdr/verbs/gdr_verbs_qp.h \
+                  src/mpid/ch4/netmod/gdr/verbs/gdr_verbs_am.h \
                   src/mpid/ch4/netmod/gdr/gpu/gdr_gpu_driver.h \
                   src/mpid/ch4/netmod/gdr/rma/gdr_rma_range.h
 
 mpi_core_sources += src/mpid/ch4/netmod/gdr/func_table.c \
                     src/mpid/ch4/netmod/gdr/gdr_init.c \
+                    src/mpid/ch4/netmod/gdr/gdr_am.c \
                     src/mpid/ch4/netmod/gdr/gdr_comm.c \
                     src/mpid/ch4/netmod/gdr/gdr_win.c \
                     src/mpid/ch4/netmod/gdr/gdr_spawn.c \
@@ -27,6 +33,11 @@ mpi_core_sources += src/mpid/ch4/netmod/gdr/func_table.c \
                     src/mpid/ch4/netmod/gdr/verbs/gdr_verbs_select.c \
                     src/mpid/ch4/netmod/gdr/verbs/gdr_verbs_topo.c \
                     src/mpid/ch4/netmod/gdr/verbs/gdr_verbs_device.c \
+                    src/mpid/ch4/netmod/gdr/verbs/gdr_verbs_wire.c \
+                    src/mpid/ch4/netmod/gdr/verbs/gdr_verbs_credit.c \
+                    src/mpid/ch4/netmod/gdr/verbs/gdr_verbs_card.c \
+                    src/mpid/ch4/netmod/gdr/verbs/gdr_verbs_qp.c \
+                    src/mpid/ch4/netmod/gdr/verbs/gdr_verbs_am.c \
                     src/mpid/ch4/netmod/gdr/gpu/gdr_gpu_driver.c \
                     src/mpid/ch4/netmod/gdr/rma/gdr_rma_range.c
 

@@ -1,23 +1,27 @@
-/* Active-message entry points.  CH4 calls them only for ranks on other nodes;
- * until the verbs AM channel exists, such jobs are refused at init
- * (gdr_init.c), and these report the missing transport if ever reached. */
+/* Active-message entry points: CH4 calls them for ranks on other nodes (every
+ * rank with MPIR_CVAR_NOLOCAL=1).  They run over the verbs AM channel
+ * (verbs/gdr_verbs_am.h): eager up to the eager buffer, rendezvous above. */
 #ifndef GDR_AM_H_INCLUDED
 #define GDR_AM_H_INCLUDED
 
 #include "gdr_impl.h"
 
-/* Wire limits of the future AM channel; MPIDIG checks its headers against them. */
+/* Eager buffer and wire overhead (gdr_verbs_wire.h: 24-byte header, AM header padded
+ * to 8, 24-byte RTS body); the AM header always travels in one eager buffer. */
 #define MPIDI_GDR_AM_EAGER_BUF_SZ 16384
-#define MPIDI_GDR_AM_WIRE_HDR_SZ  32
+#define MPIDI_GDR_AM_WIRE_HDR_SZ  56
 
-/* The MPI error for an operation that needs the inter-node transport (gdr_init.c). */
-int MPIDI_GDR_no_transport(int rank, MPIR_Comm * comm);
+/* gdr_am.c: the paths behind the entry points below. */
+int MPIDI_GDR_am_send(int rank, MPIR_Comm * comm, int handler_id, const void *am_hdr,
+                      MPI_Aint am_hdr_sz, const void *data, MPI_Aint count,
+                      MPI_Datatype datatype, MPIR_Request * sreq);
+MPI_Aint MPIDI_GDR_am_eager_payload_limit(void);
 
 MPL_STATIC_INLINE_PREFIX int MPIDI_NM_am_send_hdr(int rank, MPIR_Comm * comm, int handler_id,
                                                   const void *am_hdr, MPI_Aint am_hdr_sz,
                                                   int src_vci, int dst_vci)
 {
-    return MPIDI_GDR_no_transport(rank, comm);
+    return MPIDI_GDR_am_send(rank, comm, handler_id, am_hdr, am_hdr_sz, NULL, 0, MPI_BYTE, NULL);
 }
 
 MPL_STATIC_INLINE_PREFIX int MPIDI_NM_am_isend(int rank, MPIR_Comm * comm, int handler_id,
@@ -26,7 +30,8 @@ MPL_STATIC_INLINE_PREFIX int MPIDI_NM_am_isend(int rank, MPIR_Comm * comm, int h
                                                MPI_Datatype datatype, int src_vci, int dst_vci,
                                                MPIR_Request * sreq)
 {
-    return MPIDI_GDR_no_transport(rank, comm);
+    return MPIDI_GDR_am_send(rank, comm, handler_id, am_hdr, am_hdr_sz, data, count, datatype,
+                             sreq);
 }
 
 MPL_STATIC_INLINE_PREFIX int MPIDI_NM_am_send_hdr_reply(MPIR_Comm * comm, int src_rank,
@@ -34,7 +39,8 @@ MPL_STATIC_INLINE_PREFIX int MPIDI_NM_am_send_hdr_reply(MPIR_Comm * comm, int sr
                                                         MPI_Aint am_hdr_sz, int src_vci,
                                                         int dst_vci)
 {
-    return MPIDI_GDR_no_transport(src_rank, comm);
+    return MPIDI_GDR_am_send(src_rank, comm, handler_id, am_hdr, am_hdr_sz, NULL, 0, MPI_BYTE,
+                             NULL);
 }
 
 MPL_STATIC_INLINE_PREFIX int MPIDI_NM_am_isend_reply(MPIR_Comm * comm, int src_rank,
@@ -44,7 +50,8 @@ MPL_STATIC_INLINE_PREFIX int MPIDI_NM_am_isend_reply(MPIR_Comm * comm, int src_r
                                                      int src_vci, int dst_vci,
                                                      MPIR_Request * sreq)
 {
-    return MPIDI_GDR_no_transport(src_rank, comm);
+    return MPIDI_GDR_am_send(src_rank, comm, handler_id, am_hdr, am_hdr_sz, data, count,
+                             datatype, sreq);
 }
 
 MPL_STATIC_INLINE_PREFIX MPIDIG_recv_data_copy_cb MPIDI_NM_am_get_data_copy_cb(uint32_t attr)
@@ -59,7 +66,7 @@ MPL_STATIC_INLINE_PREFIX MPI_Aint MPIDI_NM_am_hdr_max_sz(void)
 
 MPL_STATIC_INLINE_PREFIX MPI_Aint MPIDI_NM_am_eager_limit(void)
 {
-    return MPIDI_GDR_AM_EAGER_BUF_SZ - MPIDI_GDR_AM_WIRE_HDR_SZ;
+    return MPIDI_GDR_am_eager_payload_limit();
 }
 
 MPL_STATIC_INLINE_PREFIX MPI_Aint MPIDI_NM_am_eager_buf_limit(void)
@@ -71,7 +78,7 @@ MPL_STATIC_INLINE_PREFIX bool MPIDI_NM_am_check_eager(MPI_Aint am_hdr_sz, MPI_Ai
                                                       const void *data, MPI_Aint count,
                                                       MPI_Datatype datatype, MPIR_Request * sreq)
 {
-    return am_hdr_sz + data_sz <= MPIDI_NM_am_eager_limit();
+    return am_hdr_sz + data_sz <= MPIDI_GDR_am_eager_payload_limit();
 }
 
 #endif /* GDR_AM_H_INCLUDED */

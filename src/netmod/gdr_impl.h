@@ -7,4 +7,8 @@
 
 #define MPIDI_GDR_global (MPIDI_global.nm.gdr)
 
+/* gdr_am.c: bring the AM channel up at init_world, down at finalize. */
+int MPIDI_GDR_am_start(void);
+int MPIDI_GDR_am_stop(void);
+
 #endif /* GDR_IMPL_H_INCLUDED */

@@ -1,8 +1,9 @@
 /* gdr netmod: start-up and shutdown.
  *
  * A job whose ranks are all on one node runs through MPICH's shm module; gdr then
- * only owns the verbs device (if any) and the GPU probe.  A job spanning nodes
- * needs the verbs transport, which is refused here until it exists. */
+ * only owns the verbs device (if any) and the GPU probe.  Ranks on other nodes (all
+ * of them with MPIR_CVAR_NOLOCAL=1) are reached through the verbs AM channel,
+ * connected in init_world (gdr_am.c). */
 #include "gdr_impl.h"
 #include "gdr_noinline.h"
 
@@ -38,6 +39,29 @@ cvars:
         1: rank 0 prints one line at MPI_Init saying which RDMA device gdr uses
         and whether GPU support is on (and if not, why). 2: every rank prints it.
 
+    - name        : MPIR_CVAR_CH4_GDR_GID_INDEX
+      category    : CH4_GDR
+      type        : int
+      default     : -1
+      class       : none
+      verbosity   : MPI_T_VERBOSITY_USER_BASIC
+      scope       : MPI_T_SCOPE_LOCAL
+      description : >-
+        RoCE: the GID table index to send from.  -1 (the default): a RoCE v2
+        GID with an IPv4 address if there is one, else another RoCE v2 GID,
+        else RoCE v1.  Ignored on InfiniBand.
+
+    - name        : MPIR_CVAR_CH4_GDR_RECV_DEPTH
+      category    : CH4_GDR
+      type        : int
+      default     : 32
+      class       : none
+      verbosity   : MPI_T_VERBOSITY_USER_BASIC
+      scope       : MPI_T_SCOPE_LOCAL
+      description : >-
+        Receive buffers (16 KiB each) posted per remote rank: the number of
+        eager messages a peer may have in flight before it waits for credits.
+
 === END_MPI_T_CVAR_INFO_BLOCK ===
 */
 
@@ -71,12 +95,6 @@ int MPIDI_GDR_init_local(int *tag_bits)
     memset(&MPIDI_GDR_global, 0, sizeof(MPIDI_GDR_global));
     *tag_bits = MPIR_TAG_BITS_DEFAULT;
 
-    /* Inter-node traffic needs the verbs transport (not implemented yet): refuse
-     * such jobs here with the reason, rather than fail at the first message. */
-    MPIR_ERR_CHKANDJUMP2(MPIR_Process.num_nodes > 1, mpi_errno, MPI_ERR_OTHER,
-                         "**gdr_multinode", "**gdr_multinode %d %d",
-                         MPIR_Process.num_nodes, MPIR_Process.size);
-
     (void) gdr_gpu_driver_probe(&MPIDI_GDR_global.gpu, NULL);
 
     why[0] = '\0';
@@ -99,7 +117,7 @@ int MPIDI_GDR_init_local(int *tag_bits)
 
 int MPIDI_GDR_init_world(void)
 {
-    return MPI_SUCCESS;
+    return MPIDI_GDR_am_start();
 }
 
 int MPIDI_GDR_post_init(void)
@@ -109,11 +127,12 @@ int MPIDI_GDR_post_init(void)
 
 int MPIDI_GDR_mpi_finalize_hook(void)
 {
+    int mpi_errno = MPIDI_GDR_am_stop();
     if (MPIDI_GDR_global.have_device)
         gdr_verbs_device_close(&MPIDI_GDR_global.device);
     gdr_gpu_driver_release(&MPIDI_GDR_global.gpu);
     memset(&MPIDI_GDR_global, 0, sizeof(MPIDI_GDR_global));
-    return MPI_SUCCESS;
+    return mpi_errno;
 }
 
 int MPIDI_GDR_no_transport(int rank, MPIR_Comm * comm)

@@ -5,6 +5,7 @@
 #define GDR_PRE_H_INCLUDED
 
 #include "verbs/gdr_verbs_device.h"
+#include "verbs/gdr_verbs_am.h"
 #include "gpu/gdr_gpu_driver.h"
 
 /* All gdr state of a process; lives in MPIDI_global.nm.gdr (see MPIDI_GDR_global). */
@@ -13,10 +14,14 @@ typedef struct {
     gdr_verbs_device_t device;
     char no_device_why[256];    /* why not, when !have_device */
     gdr_gpu_driver_t gpu;       /* CUDA driver probe: gpu.enabled, gpu.why_off */
+    gdr_verbs_am_t *am;         /* AM channel to ranks on other nodes; NULL: none */
+    int am_errno;               /* first MPI error raised inside a channel callback */
+    unsigned empty_polls;       /* consecutive progress calls that found nothing */
 } MPIDI_GDR_Global_t;
 
 typedef struct {
-    int unused;                 /* AM requests carry no transport state yet */
+    int handler_id;             /* for the origin callback when the send completes */
+    void *pack_buf;             /* packed payload of a non-contiguous or GPU send */
 } MPIDI_GDR_am_request_t;
 
 typedef struct {

@@ -1,0 +1,271 @@
+/* Active messages over the verbs channel: MPIDIG's sends in, MPIDIG's handlers out.
+ * Eager sends are copied before return, so the origin callback runs at once;
+ * larger payloads are read by the target (rendezvous) and complete at its FIN. */
+#include "gdr_impl.h"
+#include "gdr_noinline.h"
+#include <sched.h>
+
+/*
+=== BEGIN_MPI_T_CVAR_INFO_BLOCK ===
+
+cvars:
+    - name        : MPIR_CVAR_CH4_GDR_YIELD_AFTER
+      category    : CH4_GDR
+      type        : int
+      default     : 0
+      class       : none
+      verbosity   : MPI_T_VERBOSITY_USER_BASIC
+      scope       : MPI_T_SCOPE_LOCAL
+      description : >-
+        If positive, a rank calls sched_yield() after this many consecutive
+        progress polls that found no network completion (like Open MPI's
+        mpi_yield_when_idle).  For oversubscribed nodes and the Soft-RoCE test
+        machine; 0 (the default) spins.
+
+=== END_MPI_T_CVAR_INFO_BLOCK ===
+*/
+
+#define GDR_AM_REQ(req) ((req)->dev.ch4.am.netmod_am.gdr)
+
+static int world_rank_of(MPIR_Comm * comm, int rank, int *peer)
+{
+    int mpi_errno = MPI_SUCCESS, lpid = -1, avtid = -1;
+
+    MPIDIU_comm_rank_to_pid(comm, rank, &lpid, &avtid);
+    MPIR_ERR_CHKANDJUMP1(avtid != 0 || lpid < 0 || MPIDI_GDR_global.am == NULL, mpi_errno,
+                         MPI_ERR_OTHER, "**gdr_no_transport", "**gdr_no_transport %d", rank);
+    *peer = lpid;
+  fn_exit:
+    return mpi_errno;
+  fn_fail:
+    goto fn_exit;
+}
+
+MPI_Aint MPIDI_GDR_am_eager_payload_limit(void)
+{
+    return MPIDI_GDR_AM_EAGER_BUF_SZ - MPIDI_GDR_AM_WIRE_HDR_SZ;
+}
+
+static int transport_error(void)
+{
+    int mpi_errno = MPI_SUCCESS;
+    MPIR_ERR_SET1(mpi_errno, MPI_ERR_OTHER, "**gdr_transport", "**gdr_transport %s",
+                  gdr_verbs_am_error(MPIDI_GDR_global.am));
+    return mpi_errno;
+}
+
+static int origin_done(MPIR_Request * sreq)
+{
+    MPL_free(GDR_AM_REQ(sreq).pack_buf);
+    GDR_AM_REQ(sreq).pack_buf = NULL;
+    return MPIDIG_global.origin_cbs[GDR_AM_REQ(sreq).handler_id] (sreq);
+}
+
+int MPIDI_GDR_am_send(int rank, MPIR_Comm * comm, int handler_id, const void *am_hdr,
+                      MPI_Aint am_hdr_sz, const void *data, MPI_Aint count,
+                      MPI_Datatype datatype, MPIR_Request * sreq)
+{
+    int mpi_errno = MPI_SUCCESS, peer, dt_contig, rc;
+    MPI_Aint data_sz = 0, dt_true_lb = 0;
+    MPIR_Datatype *dt_ptr;
+    const void *payload = NULL;
+    void *pack_buf = NULL;
+
+    mpi_errno = world_rank_of(comm, rank, &peer);
+    MPIR_ERR_CHECK(mpi_errno);
+    MPIR_ERR_CHKANDJUMP2(am_hdr_sz > MPIDI_NM_am_hdr_max_sz(), mpi_errno, MPI_ERR_OTHER,
+                         "**gdr_am_hdr", "**gdr_am_hdr %d %d", (int) am_hdr_sz,
+                         (int) MPIDI_NM_am_hdr_max_sz());
+
+    if (sreq != NULL) {
+        MPIDI_Datatype_get_info(count, datatype, dt_contig, data_sz, dt_ptr, dt_true_lb);
+        if (data_sz > 0) {
+            MPL_pointer_attr_t attr;
+            MPIR_GPU_query_pointer_attr(data, &attr);
+            if (dt_contig && attr.type != MPL_GPU_POINTER_DEV) {
+                payload = MPIR_get_contig_ptr(data, dt_true_lb);
+            } else {
+                /* the NIC reads host memory here: pack (yaksa copies device data) */
+                MPI_Aint packed;
+                pack_buf = MPL_malloc(data_sz, MPL_MEM_BUFFER);
+                MPIR_ERR_CHKANDJUMP1(pack_buf == NULL, mpi_errno, MPI_ERR_NO_MEM, "**nomem",
+                                     "**nomem %s", "gdr AM pack buffer");
+                mpi_errno = MPIR_Typerep_pack(data, count, datatype, 0, pack_buf, data_sz, &packed);
+                MPIR_ERR_CHECK(mpi_errno);
+                MPIR_Assert(packed == data_sz);
+                payload = pack_buf;
+            }
+        }
+        GDR_AM_REQ(sreq).handler_id = handler_id;
+        GDR_AM_REQ(sreq).pack_buf = pack_buf;
+    }
+
+    if ((size_t) data_sz <= gdr_verbs_am_eager_limit(MPIDI_GDR_global.am, (size_t) am_hdr_sz)) {
+        rc = gdr_verbs_am_send_eager(MPIDI_GDR_global.am, peer, (uint16_t) handler_id, am_hdr,
+                                     (size_t) am_hdr_sz, payload, (size_t) data_sz);
+        if (rc != 0)
+            goto fn_transport;
+        if (sreq != NULL) {
+            mpi_errno = origin_done(sreq);      /* copied: the buffer is free again */
+            MPIR_ERR_CHECK(mpi_errno);
+        }
+    } else {
+        rc = gdr_verbs_am_send_rndv(MPIDI_GDR_global.am, peer, (uint16_t) handler_id, am_hdr,
+                                    (size_t) am_hdr_sz, payload, (size_t) data_sz,
+                                    (uint64_t) (uintptr_t) sreq);
+        if (rc != 0)
+            goto fn_transport;
+    }
+
+  fn_exit:
+    return mpi_errno;
+  fn_transport:
+    mpi_errno = transport_error();
+  fn_fail:
+    if (sreq != NULL && GDR_AM_REQ(sreq).pack_buf == pack_buf)
+        GDR_AM_REQ(sreq).pack_buf = NULL;
+    MPL_free(pack_buf);
+    goto fn_exit;
+}
+
+/* Channel callbacks: run inside gdr_verbs_am_progress(). */
+static void deliver(void *ctx, int src, uint16_t handler_id, const void *am_hdr,
+                    size_t am_hdr_sz, const void *data, size_t data_sz)
+{
+    uint32_t attr = 0;
+    MPIDIG_AM_ATTR_SET_VCIS(attr, 0, 0);
+    if (handler_id >= MPIDI_AM_HANDLERS_MAX || MPIDIG_global.target_msg_cbs[handler_id] == NULL) {
+        if (MPIDI_GDR_global.am_errno == MPI_SUCCESS)
+            MPIR_ERR_SET2(MPIDI_GDR_global.am_errno, MPI_ERR_INTERN, "**gdr_bad_handler",
+                          "**gdr_bad_handler %d %d", (int) handler_id, src);
+        return;
+    }
+    int err = MPIDIG_global.target_msg_cbs[handler_id] ((void *) am_hdr, (void *) data,
+                                                        (MPI_Aint) data_sz, attr, NULL);
+    if (err != MPI_SUCCESS && MPIDI_GDR_global.am_errno == MPI_SUCCESS)
+        MPIDI_GDR_global.am_errno = err;
+}
+
+static void rndv_done(void *ctx, uint64_t cookie)
+{
+    MPIR_Request *sreq = (MPIR_Request *) (uintptr_t) cookie;
+    int err = origin_done(sreq);
+    if (err != MPI_SUCCESS && MPIDI_GDR_global.am_errno == MPI_SUCCESS)
+        MPIDI_GDR_global.am_errno = err;
+}
+
+int MPIDI_GDR_progress_am(void)
+{
+    int progressed = 0, mpi_errno;
+
+    if (gdr_verbs_am_progress(MPIDI_GDR_global.am, &progressed) != 0)
+        return transport_error();
+    mpi_errno = MPIDI_GDR_global.am_errno;
+    if (mpi_errno != MPI_SUCCESS) {
+        MPIDI_GDR_global.am_errno = MPI_SUCCESS;
+        return mpi_errno;
+    }
+    if (progressed) {
+        MPIDI_GDR_global.empty_polls = 0;
+    } else if (MPIR_CVAR_CH4_GDR_YIELD_AFTER > 0
+               && ++MPIDI_GDR_global.empty_polls >= (unsigned) MPIR_CVAR_CH4_GDR_YIELD_AFTER) {
+        MPIDI_GDR_global.empty_polls = 0;
+        sched_yield();
+    }
+    return MPI_SUCCESS;
+}
+
+/* Init: a channel with a QP to every rank on another node, connected through the
+ * business cards that PMI spreads. */
+int MPIDI_GDR_am_start(void)
+{
+    int mpi_errno = MPI_SUCCESS;
+    int size = MPIR_Process.size, rank = MPIR_Process.rank;
+    uint8_t *need_qp = NULL;
+    void *card = NULL, *table = NULL;
+    int remote = 0, bc_len = 0;
+    char why[256];
+
+    need_qp = MPL_calloc(size, 1, MPL_MEM_OTHER);
+    MPIR_ERR_CHKANDJUMP1(need_qp == NULL, mpi_errno, MPI_ERR_NO_MEM, "**nomem", "**nomem %s",
+                         "gdr peer map");
+    for (int i = 0; i < size; i++) {
+        need_qp[i] = (i != rank && MPIR_Process.node_map[i] != MPIR_Process.node_map[rank]);
+        remote += need_qp[i];
+    }
+    if (remote == 0)
+        goto fn_exit;   /* one node: MPICH's shm module carries everything */
+
+    MPIR_ERR_CHKANDJUMP1(!MPIDI_GDR_global.have_device, mpi_errno, MPI_ERR_OTHER,
+                         "**gdr_nodevice", "**gdr_nodevice %s", MPIDI_GDR_global.no_device_why);
+    if (gdr_verbs_device_pick_gid(&MPIDI_GDR_global.device, MPIR_CVAR_CH4_GDR_GID_INDEX, why,
+                                  sizeof(why)) != 0)
+        MPIR_ERR_SETANDJUMP1(mpi_errno, MPI_ERR_OTHER, "**gdr_device", "**gdr_device %s", why);
+
+    gdr_verbs_am_config_t cfg = {
+        .buf_size = MPIDI_GDR_AM_EAGER_BUF_SZ,
+        .recv_depth = MPIR_CVAR_CH4_GDR_RECV_DEPTH > 2 ? MPIR_CVAR_CH4_GDR_RECV_DEPTH : 2,
+        .send_slots = 64,
+        .max_reads = 8,
+    };
+    gdr_verbs_am_ops_t ops = {.deliver = deliver,.rndv_done = rndv_done };
+    MPIDI_GDR_global.am = gdr_verbs_am_create(&MPIDI_GDR_global.device, rank, size, need_qp,
+                                              &cfg, &ops, NULL, why, sizeof(why));
+    MPIR_ERR_CHKANDJUMP1(MPIDI_GDR_global.am == NULL, mpi_errno, MPI_ERR_OTHER, "**gdr_device",
+                         "**gdr_device %s", why);
+
+    bc_len = (int) gdr_verbs_am_card_size(MPIDI_GDR_global.am);
+    card = MPL_malloc(bc_len, MPL_MEM_OTHER);
+    MPIR_ERR_CHKANDJUMP1(card == NULL, mpi_errno, MPI_ERR_NO_MEM, "**nomem", "**nomem %s",
+                         "gdr business card");
+    gdr_verbs_am_card(MPIDI_GDR_global.am, card);
+    int recv_len = 0;
+    mpi_errno = MPIDU_bc_table_create(rank, size, MPIR_Process.node_map, card, bc_len, TRUE,
+                                      0, &table, &recv_len);
+    MPIR_ERR_CHECK(mpi_errno);
+    for (int i = 0; i < size; i++) {
+        if (!need_qp[i])
+            continue;
+        if (gdr_verbs_am_connect(MPIDI_GDR_global.am, i, (char *) table + (size_t) i * recv_len,
+                                 (size_t) recv_len) != 0) {
+            MPIDU_bc_table_destroy();
+            mpi_errno = transport_error();
+            goto fn_fail;
+        }
+    }
+    MPIDU_bc_table_destroy();
+    /* every QP of the job is ready to receive before anyone sends */
+    mpi_errno = MPIR_pmi_barrier();
+    MPIR_ERR_CHECK(mpi_errno);
+
+  fn_exit:
+    MPL_free(card);
+    MPL_free(need_qp);
+    return mpi_errno;
+  fn_fail:
+    if (MPIDI_GDR_global.am != NULL) {
+        gdr_verbs_am_destroy(MPIDI_GDR_global.am);
+        MPIDI_GDR_global.am = NULL;
+    }
+    goto fn_exit;
+}
+
+/* Finalize: finish what peers still read from us, then let everyone get there. */
+int MPIDI_GDR_am_stop(void)
+{
+    int mpi_errno = MPI_SUCCESS;
+    if (MPIDI_GDR_global.am == NULL)
+        return MPI_SUCCESS;
+    while (gdr_verbs_am_busy(MPIDI_GDR_global.am)) {
+        mpi_errno = MPIDI_GDR_progress_am();
+        MPIR_ERR_CHECK(mpi_errno);
+    }
+    mpi_errno = MPIR_pmi_barrier();
+    MPIR_ERR_CHECK(mpi_errno);
+  fn_exit:
+    gdr_verbs_am_destroy(MPIDI_GDR_global.am);
+    MPIDI_GDR_global.am = NULL;
+    return mpi_errno;
+  fn_fail:
+    goto fn_exit;
+}
