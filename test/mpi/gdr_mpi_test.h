@@ -65,7 +65,8 @@ static inline const char *gdr_test_context(void)
     return gdr_test_state_get()->context;
 }
 
-/* Records one error and prints "rank R: <context>: <message>" to stderr. */
+/* Records one error and prints "rank R: <context>: <message>" on one line of
+ * stderr (the first GDR_TEST_MAX_PRINTED per rank). */
 #if defined(__GNUC__)
 __attribute__((format(printf, 1, 2)))
 #endif
@@ -74,11 +75,14 @@ static inline void gdr_test_fail(const char *fmt, ...)
     gdr_test_state *st = gdr_test_state_get();
     st->errors++;
     if (st->printed < GDR_TEST_MAX_PRINTED) {
-        char msg[512];
+        char msg[1024];
         va_list ap;
         va_start(ap, fmt);
         vsnprintf(msg, sizeof(msg), fmt, ap);
         va_end(ap);
+        for (char *c = msg; *c; c++)
+            if (*c == '\n')
+                *c = ' ';       /* e.g. MPICH's error stack: one line per mismatch */
         fprintf(stderr, "rank %d: %s: %s\n", gdr_test_rank(), st->context, msg);
         fflush(stderr);
     } else if (st->printed == GDR_TEST_MAX_PRINTED) {

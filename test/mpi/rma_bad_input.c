@@ -21,20 +21,31 @@
  * valid Put under fence is checked, together with the whole window (a rejected
  * call must not have written anything).
  *
- * Displacement past the window end (checked against MPICH 4.0.2, ch4:gdr):
+ * Displacement past the window end (measured on MPICH 4.0.2 ch4:gdr, same as
+ * Debian's ch4:ucx build):
  *   MPICH checks target_disp only for being negative (MPIR_ERRTEST_DISP in the
  *   MPI_Put/... bindings, skipped for dynamic windows); in CH4 only the ofi
  *   netmod compares the target range with the window size (MPI_ERR_RMA_RANGE).
- *   The shm and active-message (MPIDIG) paths used by ch4:gdr today neither
- *   detect it at the origin nor at the target: the access lands in the target's
- *   memory just past its window.  So this program asserts MPI_ERR_DISP for a
- *   negative displacement, and for a displacement past the end it only
- *   requires "no crash, and if an error is reported it is MPI_ERR_RMA_RANGE or
- *   MPI_ERR_DISP"; it aims such accesses only at a create window whose memory
- *   continues past the window (a guard area), so that today's undetected
+ *   The shm and active-message (MPIDIG) paths used by ch4:gdr today detect it
+ *   neither at the origin nor at the target: Put, Get and the closing unlock
+ *   return MPI_SUCCESS and the data lands in the target's memory just past its
+ *   window (seen for create and allocate windows).  So this program asserts
+ *   MPI_ERR_DISP for a negative displacement, and for a displacement past the
+ *   end it only requires "no crash, and if an error is reported it is
+ *   MPI_ERR_RMA_RANGE or MPI_ERR_DISP"; it aims such accesses only at a create window whose
+ *   memory continues past the window (a guard area), so that today's undetected
  *   accesses stay inside memory the target owns.  The MPI standard makes such
  *   an access erroneous without requiring detection; DESIGN.md section 8 asks
  *   gdr's own paths to report it -- tighten the check when they do.
+ *
+ * Not tested because MPICH 4.0.2 aborts instead of returning an error (generic
+ * CH4 code, so ch4:ucx too unless noted), with 3+ ranks:
+ *   - MPI_Win_unlock(r) of a rank r that is not locked while another rank is:
+ *     "Assertion failed in mpidig_win.h:411: target_ptr";
+ *   - an RMA call to a rank that is not locked while another rank is: returns
+ *     MPI_SUCCESS (MPIDIG_EPOCH_CHECK_TARGET_SYNC only looks at ranks locked
+ *     before); on ch4:gdr (AM path) the job later aborts with "Assertion failed
+ *     in ch4_impl.h:740: remote_cmpl_cnts >= 0", ch4:ucx survives.
  */
 #include "gdr_mpi_test.h"
 
@@ -114,24 +125,39 @@ static int error_class(int rc)
     return cls;
 }
 
-/* Checks that rc has class `want` (or one of want/want2 when want2 >= 0). */
-static void expect_class2(const char *call, int rc, int want, int want2)
+/* Checks that rc has one of the nwant classes in want[]. */
+static void expect_classes(const char *call, int rc, const int *want, int nwant)
 {
     int cls = error_class(rc);
-    if (cls == want || (want2 >= 0 && cls == want2))
-        return;
+    char wanted[160] = "";
+    size_t len = 0;
+
+    for (int i = 0; i < nwant; i++) {
+        if (cls == want[i])
+            return;
+        len += (size_t) snprintf(wanted + len, sizeof(wanted) - len, "%s%s", i ? " or " : "",
+                                 class_name(want[i]));
+        if (len >= sizeof(wanted))
+            break;
+    }
     char str[MPI_MAX_ERROR_STRING] = "";
-    int len = 0;
+    int slen = 0;
     if (rc != MPI_SUCCESS)
-        MPI_Error_string(rc, str, &len);
-    gdr_test_fail("%s: expected %s%s%s, got %s (%d)%s%s", call, class_name(want),
-                  want2 >= 0 ? " or " : "", want2 >= 0 ? class_name(want2) : "",
-                  class_name(cls), cls, len ? ": " : "", str);
+        MPI_Error_string(rc, str, &slen);
+    gdr_test_fail("%s: expected %s, got %s (%d)%s%s", call, wanted, class_name(cls), cls,
+                  slen ? ": " : "", str);
 }
 
 static void expect_class(const char *call, int rc, int want)
 {
-    expect_class2(call, rc, want, -1);
+    expect_classes(call, rc, &want, 1);
+}
+
+/* Past the window end: undetected today (MPI_SUCCESS), else a range error. */
+static void expect_past_end(const char *call, int rc)
+{
+    static const int ok[] = { MPI_SUCCESS, MPI_ERR_RMA_RANGE, MPI_ERR_DISP };
+    expect_classes(call, rc, ok, 3);
 }
 
 static void init_window(const gdr_win *w, int me)
@@ -270,18 +296,14 @@ static void past_the_end(int me, int size)
 
     expect_class("MPI_Win_lock", MPI_Win_lock(MPI_LOCK_EXCLUSIVE, right, 0, win), MPI_SUCCESS);
     /* one element just past the end, then two straddling the end */
-    expect_class2("MPI_Put(target_disp=window end)",
-                  MPI_Put(vals, 1, MPI_INT, right, WIN_INTS, 1, MPI_INT, win),
-                  MPI_SUCCESS, MPI_ERR_RMA_RANGE);
-    expect_class2("MPI_Put(2 ints straddling the window end)",
-                  MPI_Put(vals, 2, MPI_INT, right, WIN_INTS - 1, 2, MPI_INT, win),
-                  MPI_SUCCESS, MPI_ERR_RMA_RANGE);
-    expect_class2("MPI_Get(target_disp=window end)",
-                  MPI_Get(result_buf, 1, MPI_INT, right, WIN_INTS, 1, MPI_INT, win),
-                  MPI_SUCCESS, MPI_ERR_RMA_RANGE);
+    expect_past_end("MPI_Put(target_disp=window end)",
+                    MPI_Put(vals, 1, MPI_INT, right, WIN_INTS, 1, MPI_INT, win));
+    expect_past_end("MPI_Put(2 ints straddling the window end)",
+                    MPI_Put(vals, 2, MPI_INT, right, WIN_INTS - 1, 2, MPI_INT, win));
+    expect_past_end("MPI_Get(target_disp=window end)",
+                    MPI_Get(result_buf, 1, MPI_INT, right, WIN_INTS, 1, MPI_INT, win));
     /* An implementation may report the range error when completing instead. */
-    expect_class2("MPI_Win_unlock after out-of-range accesses", MPI_Win_unlock(right, win),
-                  MPI_SUCCESS, MPI_ERR_RMA_RANGE);
+    expect_past_end("MPI_Win_unlock after out-of-range accesses", MPI_Win_unlock(right, win));
     MPI_Barrier(MPI_COMM_WORLD);
 
     /* The window still works; only the last in-window element may have been

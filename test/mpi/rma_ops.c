@@ -1,16 +1,22 @@
 /* rma_ops: every RMA operation under every synchronisation mode on every window
  * kind, checking the values read back.
  *
- * For each window kind {create, allocate, dynamic}, each sync mode {fence, PSCW,
- * lock exclusive, lock shared, lock_all + flush, lock_all + flush_local +
- * flush_all} and each operation below, every rank issues the operation to its
- * targets, the epoch is closed (or flushed), and then every rank checks
- *   - the whole of its own window against an expected image (so writes to the
- *     wrong place are caught as well as missing ones), and
+ * For each window kind {create, allocate, dynamic} and each sync mode {fence,
+ * PSCW, lock exclusive, lock shared, lock_all + flush, lock_all + flush_local +
+ * flush_all}, two epochs run: one in which every rank targets its right
+ * neighbour (RING; PSCW groups {right}/{left}) and one in which every rank
+ * targets every rank, itself included (ALL; PSCW groups = all ranks).  In each
+ * epoch every test of that pattern issues its operations into its own region
+ * of the window, so one epoch mixes Put, Get, accumulates and atomics, as real
+ * programs do.  After the epoch is closed (passive modes: flushed; the check
+ * happens before unlock_all) every rank checks
+ *   - the whole of its own window against an expected image, region by region
+ *     (so writes to the wrong place are caught as well as missing ones), and
  *   - what its operations returned (Get results, fetched old values).
+ * Under lock_all + flush_local the origin buffers are overwritten right after
+ * MPI_Win_flush_local, so an implementation that still reads them is caught.
  *
- * Operations (RING: each rank targets its right neighbour; ALL: every rank
- * targets every rank, itself included):
+ * Tests (one window region each):
  *   Put 1 int, Put 8 ints, Put 8 ints into an MPI_Type_vector target   RING
  *   Get 1 int, Get 8 ints, Get 8 ints from an MPI_Type_vector target   RING
  *   Accumulate SUM and REPLACE on MPI_INT and MPI_DOUBLE                ALL
@@ -18,11 +24,13 @@
  *   Fetch_and_op SUM on MPI_INT64_T and MPI_LONG                        ALL
  *   Compare_and_swap hit + miss RING; contended (one winner)            ALL
  * Values depend on origin, target and index, so a value that went to the wrong
- * rank or offset is detected.  Concurrent fetching operations (Get_accumulate
- * SUM, Fetch_and_op SUM) add 1 << origin: each returned old value is then the
- * set of origins served before it, and the returned values of one element must
- * form a chain (some serial order of the origins) -- exactly what per-element
- * atomicity guarantees, independent of the order the implementation chose.
+ * rank or offset is detected.  Create and allocate windows use disp_unit 4, so
+ * the target displacement scaling is exercised; dynamic windows use absolute
+ * addresses.  Concurrent fetching operations (Get_accumulate SUM, Fetch_and_op
+ * SUM) add 1 << origin: each returned old value is then the set of origins
+ * served before it, and the returned values of one element must form a chain
+ * (some serial order of the origins) -- exactly what per-element atomicity
+ * guarantees, independent of the order the implementation chose.
  *
  * Runs with 2..MAX_RANKS ranks.  Compile with -DRMA_OPS_BREAK_EXPECTED to
  * corrupt one expected value and see the test report the failure.
@@ -34,11 +42,11 @@
 _Static_assert(sizeof(long) == 8, "this test stores MPI_LONG in 8-byte window slots");
 
 #define MAX_RANKS 30      /* masks 1 << rank must fit in an int */
-#define WIN_BYTES 1024    /* per rank */
+#define REGION_BYTES 512  /* window bytes per test (its region) */
 #define DISP_UNIT 4       /* create/allocate windows; dynamic windows use 1 */
 #define NE 8              /* elements of the multi-element cases */
-#define OFF 16            /* byte offset of the 4-byte-element cases */
-#define OFF8 64           /* byte offset of the 8-byte atomics */
+#define OFF 16            /* byte offset in a region of the 4-byte-element cases */
+#define OFF8 64           /* byte offset in a region of the 8-byte atomics */
 #define GUARD (-7)        /* fill of result buffers beyond what is fetched */
 #define POISON (-999)     /* written into origin buffers after flush_local */
 
@@ -69,13 +77,15 @@ typedef struct {
     gdr_win *w;
     sync_mode sync;
     int me, n, left, right;
+    MPI_Aint region;    /* byte offset of the running test's region of the window */
+    struct buffers *b;  /* the running test's origin and result buffers */
 } env;
 
 typedef struct {
     const char *name;
     pattern pat;
     elem_kind elem;                              /* how to compare the window */
-    void (*init_window)(const env *e, void *img); /* initial contents of my window */
+    void (*init_window)(const env *e, void *img); /* initial contents of my region */
     void (*prepare)(const env *e);               /* fill origin and result buffers */
     void (*issue)(const env *e, int target);     /* this rank's operations to target */
     void (*poison)(const env *e, int target);    /* clobber origin buffers (flush_local) */
@@ -83,18 +93,22 @@ typedef struct {
     void (*expect)(const env *e, void *img);     /* init image -> expected image */
 } op_test;
 
-/* Origin and result buffers, one row per target so that buffers of operations in
- * flight to different targets never alias. */
-static int orig_i[MAX_RANKS][NE + 1], res_i[MAX_RANKS][NE + 1];
-static double orig_d[MAX_RANKS][NE + 1];
-static int64_t orig_64[MAX_RANKS][2], cmp_64[MAX_RANKS][2], res_64[MAX_RANKS][2];
-static long orig_l[MAX_RANKS], res_l[MAX_RANKS];
+/* Origin and result buffers of one test, one row per target so that buffers of
+ * operations in flight to different targets never alias. */
+typedef struct buffers {
+    int orig_i[MAX_RANKS][NE + 1], res_i[MAX_RANKS][NE + 1];
+    double orig_d[MAX_RANKS][NE + 1];
+    int64_t orig_64[MAX_RANKS][2], cmp_64[MAX_RANKS][2], res_64[MAX_RANKS][2];
+    long orig_l[MAX_RANKS], res_l[MAX_RANKS];
+    int cas_winner;
+} buffers;
+
 static MPI_Datatype vec_type;   /* 4 blocks of 2 ints, stride 3 ints */
 
-/* Window displacement of byte `offset` in target's window. */
+/* target_disp of byte `offset` of the running test's region in target's window. */
 static MPI_Aint disp(const env *e, int target, MPI_Aint offset)
 {
-    return gdr_win_disp(e->w, target, offset);
+    return gdr_win_disp(e->w, target, e->region + offset);
 }
 
 static void call(const char *what, int rc)
@@ -118,7 +132,7 @@ static int win_val(int rank, int word)
 static void fill_int(void *img, int rank, int (*f)(int rank, int word))
 {
     int *p = img;
-    for (int i = 0; i < WIN_BYTES / 4; i++)
+    for (int i = 0; i < REGION_BYTES / 4; i++)
         p[i] = f(rank, i);
 }
 
@@ -140,7 +154,7 @@ static void init_win_val(const env *e, void *img)
 static void init_sentinel_i64(const env *e, void *img)
 {
     int64_t *p = img;
-    for (int i = 0; i < WIN_BYTES / 8; i++)
+    for (int i = 0; i < REGION_BYTES / 8; i++)
         p[i] = -((int64_t) 1000000 * (e->me + 1) + i);
 }
 
@@ -154,8 +168,8 @@ static void prepare_int_rows(const env *e)
 {
     for (int t = 0; t < e->n; t++)
         for (int k = 0; k <= NE; k++) {
-            orig_i[t][k] = put_val(e->me, k);
-            res_i[t][k] = GUARD;
+            e->b->orig_i[t][k] = put_val(e->me, k);
+            e->b->res_i[t][k] = GUARD;
         }
 }
 
@@ -163,14 +177,14 @@ static void poison_int_row(const env *e, int t)
 {
     (void) e;
     for (int k = 0; k <= NE; k++)
-        orig_i[t][k] = POISON;
+        e->b->orig_i[t][k] = POISON;
 }
 
 /* ---- Put ----------------------------------------------------------------- */
 
 static void put_issue(const env *e, int t, int count)
 {
-    call("MPI_Put", MPI_Put(orig_i[t], count, MPI_INT, t, disp(e, t, OFF), count, MPI_INT,
+    call("MPI_Put", MPI_Put(e->b->orig_i[t], count, MPI_INT, t, disp(e, t, OFF), count, MPI_INT,
                             e->w->win));
 }
 
@@ -206,7 +220,7 @@ static void put8_expect(const env *e, void *img)
 
 static void putvec_issue(const env *e, int t)
 {
-    call("MPI_Put(vector)", MPI_Put(orig_i[t], NE, MPI_INT, t, disp(e, t, OFF), 1, vec_type,
+    call("MPI_Put(vector)", MPI_Put(e->b->orig_i[t], NE, MPI_INT, t, disp(e, t, OFF), 1, vec_type,
                                     e->w->win));
 }
 
@@ -222,27 +236,27 @@ static void putvec_expect(const env *e, void *img)
 
 static void get1_issue(const env *e, int t)
 {
-    call("MPI_Get", MPI_Get(res_i[t], 1, MPI_INT, t, disp(e, t, OFF), 1, MPI_INT, e->w->win));
+    call("MPI_Get", MPI_Get(e->b->res_i[t], 1, MPI_INT, t, disp(e, t, OFF), 1, MPI_INT, e->w->win));
 }
 
 static void get8_issue(const env *e, int t)
 {
-    call("MPI_Get", MPI_Get(res_i[t], NE, MPI_INT, t, disp(e, t, OFF), NE, MPI_INT, e->w->win));
+    call("MPI_Get", MPI_Get(e->b->res_i[t], NE, MPI_INT, t, disp(e, t, OFF), NE, MPI_INT, e->w->win));
 }
 
 static void getvec_issue(const env *e, int t)
 {
-    call("MPI_Get(vector)", MPI_Get(res_i[t], NE, MPI_INT, t, disp(e, t, OFF), 1, vec_type,
+    call("MPI_Get(vector)", MPI_Get(e->b->res_i[t], NE, MPI_INT, t, disp(e, t, OFF), 1, vec_type,
                                     e->w->win));
 }
 
-/* res_i[right][k] for k < count must be the right neighbour's word word_of(k). */
+/* e->b->res_i[right][k] for k < count must be the right neighbour's word word_of(k). */
 static void get_check(const env *e, int count, int vector)
 {
     for (int k = 0; k <= NE; k++) {
         int word = vector ? OFF / 4 + 3 * (k / 2) + k % 2 : OFF / 4 + k;
         int want = k < count ? win_val(e->right, word) : GUARD;
-        gdr_check_long("get result", k, want, res_i[e->right][k]);
+        gdr_check_long("get result", k, want, e->b->res_i[e->right][k]);
     }
 }
 
@@ -277,12 +291,12 @@ static void accsum_int_prepare(const env *e)
 {
     for (int t = 0; t < e->n; t++)
         for (int k = 0; k < NE; k++)
-            orig_i[t][k] = (e->me + 1) * (k + 1) + t;
+            e->b->orig_i[t][k] = (e->me + 1) * (k + 1) + t;
 }
 
 static void accsum_int_issue(const env *e, int t)
 {
-    call("MPI_Accumulate(SUM,INT)", MPI_Accumulate(orig_i[t], NE, MPI_INT, t, disp(e, t, OFF),
+    call("MPI_Accumulate(SUM,INT)", MPI_Accumulate(e->b->orig_i[t], NE, MPI_INT, t, disp(e, t, OFF),
                                                    NE, MPI_INT, MPI_SUM, e->w->win));
 }
 
@@ -296,7 +310,7 @@ static void accsum_int_expect(const env *e, void *img)
 static void init_dbl(const env *e, void *img)
 {
     double *p = img;
-    for (int j = 0; j < WIN_BYTES / 8; j++)
+    for (int j = 0; j < REGION_BYTES / 8; j++)
         p[j] = 0.25 * j + e->me;
 }
 
@@ -305,12 +319,12 @@ static void accsum_dbl_prepare(const env *e)
 {
     for (int t = 0; t < e->n; t++)
         for (int k = 0; k < NE; k++)
-            orig_d[t][k] = (e->me + 1) * 0.5 + k + 0.25 * t;
+            e->b->orig_d[t][k] = (e->me + 1) * 0.5 + k + 0.25 * t;
 }
 
 static void accsum_dbl_issue(const env *e, int t)
 {
-    call("MPI_Accumulate(SUM,DOUBLE)", MPI_Accumulate(orig_d[t], NE, MPI_DOUBLE, t,
+    call("MPI_Accumulate(SUM,DOUBLE)", MPI_Accumulate(e->b->orig_d[t], NE, MPI_DOUBLE, t,
                                                       disp(e, t, OFF), NE, MPI_DOUBLE, MPI_SUM,
                                                       e->w->win));
 }
@@ -319,7 +333,7 @@ static void poison_dbl_row(const env *e, int t)
 {
     (void) e;
     for (int k = 0; k <= NE; k++)
-        orig_d[t][k] = POISON;
+        e->b->orig_d[t][k] = POISON;
 }
 
 static void accsum_dbl_expect(const env *e, void *img)
@@ -345,13 +359,13 @@ static void accrep_int_prepare(const env *e)
 {
     for (int t = 0; t < e->n; t++)
         for (int k = 0; k < 2; k++)
-            orig_i[t][k] = accrep_val(e->me, t, k);
+            e->b->orig_i[t][k] = accrep_val(e->me, t, k);
 }
 
 static void accrep_int_issue(const env *e, int t)
 {
     call("MPI_Accumulate(REPLACE,INT)",
-         MPI_Accumulate(orig_i[t], 2, MPI_INT, t, disp(e, t, OFF + 8 * e->me), 2, MPI_INT,
+         MPI_Accumulate(e->b->orig_i[t], 2, MPI_INT, t, disp(e, t, OFF + 8 * e->me), 2, MPI_INT,
                         MPI_REPLACE, e->w->win));
 }
 
@@ -367,13 +381,13 @@ static void accrep_dbl_prepare(const env *e)
 {
     for (int t = 0; t < e->n; t++)
         for (int k = 0; k < 2; k++)
-            orig_d[t][k] = accrep_dval(e->me, t, k);
+            e->b->orig_d[t][k] = accrep_dval(e->me, t, k);
 }
 
 static void accrep_dbl_issue(const env *e, int t)
 {
     call("MPI_Accumulate(REPLACE,DOUBLE)",
-         MPI_Accumulate(orig_d[t], 2, MPI_DOUBLE, t, disp(e, t, OFF + 16 * e->me), 2,
+         MPI_Accumulate(e->b->orig_d[t], 2, MPI_DOUBLE, t, disp(e, t, OFF + 16 * e->me), 2,
                         MPI_DOUBLE, MPI_REPLACE, e->w->win));
 }
 
@@ -444,15 +458,15 @@ static void gacc_sum_prepare(const env *e)
 {
     for (int t = 0; t < e->n; t++)
         for (int k = 0; k <= NE; k++) {
-            orig_i[t][k] = 1 << e->me;
-            res_i[t][k] = GUARD;
+            e->b->orig_i[t][k] = 1 << e->me;
+            e->b->res_i[t][k] = GUARD;
         }
 }
 
 static void gacc_sum_issue(const env *e, int t)
 {
     call("MPI_Get_accumulate(SUM)",
-         MPI_Get_accumulate(orig_i[t], GACC_N, MPI_INT, res_i[t], GACC_N, MPI_INT, t,
+         MPI_Get_accumulate(e->b->orig_i[t], GACC_N, MPI_INT, e->b->res_i[t], GACC_N, MPI_INT, t,
                             disp(e, t, OFF), GACC_N, MPI_INT, MPI_SUM, e->w->win));
 }
 
@@ -460,9 +474,9 @@ static void gacc_sum_check(const env *e)
 {
     int64_t send[MAX_RANKS * GACC_N], recv[MAX_RANKS * GACC_N], masks[MAX_RANKS];
     for (int t = 0; t < e->n; t++) {
-        gdr_check_long("get_accumulate result guard", GACC_N, GUARD, res_i[t][GACC_N]);
+        gdr_check_long("get_accumulate result guard", GACC_N, GUARD, e->b->res_i[t][GACC_N]);
         for (int k = 0; k < GACC_N; k++)
-            send[t * GACC_N + k] = res_i[t][k] - gacc_init_val(t, OFF / 4 + k);
+            send[t * GACC_N + k] = e->b->res_i[t][k] - gacc_init_val(t, OFF / 4 + k);
     }
     call("MPI_Alltoall", MPI_Alltoall(send, GACC_N, MPI_INT64_T, recv, GACC_N, MPI_INT64_T,
                                       MPI_COMM_WORLD));
@@ -483,7 +497,7 @@ static void gacc_sum_expect(const env *e, void *img)
 static void gacc_noop_issue(const env *e, int t)
 {
     call("MPI_Get_accumulate(NO_OP)",
-         MPI_Get_accumulate(orig_i[t], NE, MPI_INT, res_i[t], NE, MPI_INT, t, disp(e, t, OFF),
+         MPI_Get_accumulate(e->b->orig_i[t], NE, MPI_INT, e->b->res_i[t], NE, MPI_INT, t, disp(e, t, OFF),
                             NE, MPI_INT, MPI_NO_OP, e->w->win));
 }
 
@@ -512,38 +526,38 @@ static void fop_init(const env *e, void *img)
 static void fop_prepare(const env *e)
 {
     for (int t = 0; t < e->n; t++) {
-        orig_64[t][0] = (int64_t) 1 << (32 + e->me);
-        orig_l[t] = 1L << e->me;
-        res_64[t][0] = GUARD;
-        res_l[t] = GUARD;
+        e->b->orig_64[t][0] = (int64_t) 1 << (32 + e->me);
+        e->b->orig_l[t] = 1L << e->me;
+        e->b->res_64[t][0] = GUARD;
+        e->b->res_l[t] = GUARD;
     }
 }
 
 static void fop_issue(const env *e, int t)
 {
     call("MPI_Fetch_and_op(SUM,INT64)",
-         MPI_Fetch_and_op(&orig_64[t][0], &res_64[t][0], MPI_INT64_T, t, disp(e, t, OFF8),
+         MPI_Fetch_and_op(&e->b->orig_64[t][0], &e->b->res_64[t][0], MPI_INT64_T, t, disp(e, t, OFF8),
                           MPI_SUM, e->w->win));
     call("MPI_Fetch_and_op(SUM,LONG)",
-         MPI_Fetch_and_op(&orig_l[t], &res_l[t], MPI_LONG, t, disp(e, t, OFF8 + 8), MPI_SUM,
+         MPI_Fetch_and_op(&e->b->orig_l[t], &e->b->res_l[t], MPI_LONG, t, disp(e, t, OFF8 + 8), MPI_SUM,
                           e->w->win));
 }
 
 static void fop_poison(const env *e, int t)
 {
     (void) e;
-    orig_64[t][0] = POISON;
-    orig_l[t] = POISON;
+    e->b->orig_64[t][0] = POISON;
+    e->b->orig_l[t] = POISON;
 }
 
 static void fop_check(const env *e)
 {
     int64_t send[MAX_RANKS * 2], recv[MAX_RANKS * 2], masks[MAX_RANKS];
     for (int t = 0; t < e->n; t++) {
-        int64_t d64 = res_64[t][0] - fop_init64(t);
+        int64_t d64 = e->b->res_64[t][0] - fop_init64(t);
         /* low 32 bits must be untouched; report the raw value if not */
         send[2 * t] = (d64 & 0xffffffff) ? -1 : d64 >> 32;
-        send[2 * t + 1] = res_l[t] - fop_initl(t);
+        send[2 * t + 1] = e->b->res_l[t] - fop_initl(t);
     }
     call("MPI_Alltoall", MPI_Alltoall(send, 2, MPI_INT64_T, recv, 2, MPI_INT64_T,
                                       MPI_COMM_WORLD));
@@ -591,11 +605,11 @@ static void cas_ring_init(const env *e, void *img)
 static void cas_ring_prepare(const env *e)
 {
     for (int t = 0; t < e->n; t++) {
-        orig_64[t][0] = cas_new(e->me);
-        cmp_64[t][0] = cas_hit_init(t);
-        orig_64[t][1] = cas_new(e->me) + 1;
-        cmp_64[t][1] = cas_miss_init(t) + 1;
-        res_64[t][0] = res_64[t][1] = GUARD;
+        e->b->orig_64[t][0] = cas_new(e->me);
+        e->b->cmp_64[t][0] = cas_hit_init(t);
+        e->b->orig_64[t][1] = cas_new(e->me) + 1;
+        e->b->cmp_64[t][1] = cas_miss_init(t) + 1;
+        e->b->res_64[t][0] = e->b->res_64[t][1] = GUARD;
     }
 }
 
@@ -603,23 +617,23 @@ static void cas_ring_issue(const env *e, int t)
 {
     for (int s = 0; s < 2; s++)
         call("MPI_Compare_and_swap",
-             MPI_Compare_and_swap(&orig_64[t][s], &cmp_64[t][s], &res_64[t][s], MPI_INT64_T, t,
+             MPI_Compare_and_swap(&e->b->orig_64[t][s], &e->b->cmp_64[t][s], &e->b->res_64[t][s], MPI_INT64_T, t,
                                   disp(e, t, OFF8 + 8 * s), e->w->win));
 }
 
 static void cas_poison(const env *e, int t)
 {
     (void) e;
-    orig_64[t][0] = orig_64[t][1] = POISON;
-    cmp_64[t][0] = cmp_64[t][1] = POISON;
+    e->b->orig_64[t][0] = e->b->orig_64[t][1] = POISON;
+    e->b->cmp_64[t][0] = e->b->cmp_64[t][1] = POISON;
 }
 
 static void cas_ring_check(const env *e)
 {
     gdr_check_long("compare_and_swap(hit) old value", 0, cas_hit_init(e->right),
-                   res_64[e->right][0]);
+                   e->b->res_64[e->right][0]);
     gdr_check_long("compare_and_swap(miss) old value", 1, cas_miss_init(e->right),
-                   res_64[e->right][1]);
+                   e->b->res_64[e->right][1]);
 }
 
 static void cas_ring_expect(const env *e, void *img)
@@ -631,7 +645,6 @@ static void cas_ring_expect(const env *e, void *img)
 
 /* Contended: every origin tries to swap every target's word from its initial
  * value; exactly one wins, the others must see the winner's value. */
-static int cas_winner = -1;
 
 static void cas_all_init(const env *e, void *img)
 {
@@ -643,16 +656,16 @@ static void cas_all_init(const env *e, void *img)
 static void cas_all_prepare(const env *e)
 {
     for (int t = 0; t < e->n; t++) {
-        orig_64[t][0] = 1000 + e->me;
-        cmp_64[t][0] = 42 + t;
-        res_64[t][0] = GUARD;
+        e->b->orig_64[t][0] = 1000 + e->me;
+        e->b->cmp_64[t][0] = 42 + t;
+        e->b->res_64[t][0] = GUARD;
     }
 }
 
 static void cas_all_issue(const env *e, int t)
 {
     call("MPI_Compare_and_swap",
-         MPI_Compare_and_swap(&orig_64[t][0], &cmp_64[t][0], &res_64[t][0], MPI_INT64_T, t,
+         MPI_Compare_and_swap(&e->b->orig_64[t][0], &e->b->cmp_64[t][0], &e->b->res_64[t][0], MPI_INT64_T, t,
                               disp(e, t, OFF8), e->w->win));
 }
 
@@ -661,14 +674,14 @@ static void cas_all_check(const env *e)
     int64_t send[MAX_RANKS], recv[MAX_RANKS];
     int winners = 0;
     for (int t = 0; t < e->n; t++)
-        send[t] = res_64[t][0];
+        send[t] = e->b->res_64[t][0];
     call("MPI_Alltoall", MPI_Alltoall(send, 1, MPI_INT64_T, recv, 1, MPI_INT64_T,
                                       MPI_COMM_WORLD));
-    cas_winner = -1;
+    e->b->cas_winner = -1;
     for (int o = 0; o < e->n; o++)
         if (recv[o] == 42 + e->me) {
             winners++;
-            cas_winner = o;
+            e->b->cas_winner = o;
         }
     if (winners != 1) {
         gdr_test_fail("contended compare_and_swap: %d origins saw the initial value "
@@ -676,17 +689,16 @@ static void cas_all_check(const env *e)
         return;
     }
     for (int o = 0; o < e->n; o++)
-        if (o != cas_winner)
-            gdr_check_long("compare_and_swap old value seen by origin", o, 1000 + cas_winner,
+        if (o != e->b->cas_winner)
+            gdr_check_long("compare_and_swap old value seen by origin", o, 1000 + e->b->cas_winner,
                            recv[o]);
 }
 
 static void cas_all_expect(const env *e, void *img)
 {
     int64_t *p = img;
-    (void) e;
-    if (cas_winner >= 0)
-        p[OFF8 / 8] = 1000 + cas_winner;
+    if (e->b->cas_winner >= 0)
+        p[OFF8 / 8] = 1000 + e->b->cas_winner;
 }
 
 /* ---- the table ------------------------------------------------------------- */
@@ -726,46 +738,102 @@ static const op_test tests[] = {
 
 #define NTESTS ((int) (sizeof(tests) / sizeof(tests[0])))
 
-/* ---- running one test -------------------------------------------------------- */
+/* ---- running the tests ------------------------------------------------------ */
 
+#define WIN_BYTES (NTESTS * REGION_BYTES)
+
+static buffers bufs[NTESTS];
 static MPI_Group group_world, group_left, group_right;
 
-/* Compares my window with the expected image; the caller has synchronised. */
-static void verify(const env *e, const op_test *t)
+/* The environment of test i: its region of the window and its buffers. */
+static env test_env(const env *e, int i)
 {
-    static int64_t img64[WIN_BYTES / 8];
+    env te = *e;
+    te.region = (MPI_Aint) i * REGION_BYTES;
+    te.b = &bufs[i];
+    return te;
+}
+
+static void set_context(const env *e, int i)
+{
+    gdr_test_set_context("op=%s sync=%s win=%s nprocs=%d", tests[i].name, sync_names[e->sync],
+                         gdr_win_kind_name(e->w->kind), e->n);
+}
+
+/* Checks the results of the tests of phase `pat` and the whole of my window:
+ * regions of tests that ran must hold their expected image, the others their
+ * initial image.  The caller has synchronised. */
+static void verify(const env *e, pattern pat)
+{
+    static int64_t img64[REGION_BYTES / 8];
     void *img = img64;
 
-    if (t->check_results)
-        t->check_results(e);
-    t->init_window(e, img);
-    t->expect(e, img);
+    for (int i = 0; i < NTESTS; i++) {
+        env te = test_env(e, i);
+        const op_test *t = &tests[i];
+        const unsigned char *region = (const unsigned char *) e->w->base + te.region;
 
-    const void *win = e->w->base;
-    switch (t->elem) {
-    case ELEM_INT:
-        for (int i = 0; i < WIN_BYTES / 4; i++)
-            gdr_check_long("window", i, ((const int *) img)[i], ((const int *) win)[i]);
-        break;
-    case ELEM_DOUBLE:
-        for (int i = 0; i < WIN_BYTES / 8; i++)
-            gdr_check_double("window", i, ((const double *) img)[i], ((const double *) win)[i]);
-        break;
-    case ELEM_I64:
-        for (int i = 0; i < WIN_BYTES / 8; i++)
-            gdr_check_long("window", i, ((const int64_t *) img)[i], ((const int64_t *) win)[i]);
-        break;
+        set_context(e, i);
+        if (t->pat == pat && t->check_results)
+            t->check_results(&te);      /* collective: same order on every rank */
+        t->init_window(&te, img);
+        if (t->pat == pat)
+            t->expect(&te, img);
+        else
+            gdr_test_set_context("region of op=%s (not run in this epoch) sync=%s win=%s "
+                                 "nprocs=%d", t->name, sync_names[e->sync],
+                                 gdr_win_kind_name(e->w->kind), e->n);
+        switch (t->elem) {
+        case ELEM_INT:
+            for (int k = 0; k < REGION_BYTES / 4; k++)
+                gdr_check_long("region", k, ((const int *) img)[k], ((const int *) region)[k]);
+            break;
+        case ELEM_DOUBLE:
+            for (int k = 0; k < REGION_BYTES / 8; k++)
+                gdr_check_double("region", k, ((const double *) img)[k],
+                                 ((const double *) region)[k]);
+            break;
+        case ELEM_I64:
+            for (int k = 0; k < REGION_BYTES / 8; k++)
+                gdr_check_long("region", k, ((const int64_t *) img)[k],
+                               ((const int64_t *) region)[k]);
+            break;
+        }
     }
 }
 
-static void run_test(const env *e, const op_test *t)
+/* Issues the operations of every test of phase `pat` to one target. */
+static void issue_all(const env *e, pattern pat, int target)
+{
+    for (int i = 0; i < NTESTS; i++)
+        if (tests[i].pat == pat) {
+            env te = test_env(e, i);
+            set_context(e, i);
+            tests[i].issue(&te, target);
+        }
+}
+
+static void poison_all(const env *e, pattern pat, int target)
+{
+    for (int i = 0; i < NTESTS; i++)
+        if (tests[i].pat == pat && tests[i].poison) {
+            env te = test_env(e, i);
+            tests[i].poison(&te, target);
+        }
+}
+
+/* One epoch of sync mode e->sync in which every test of phase `pat` issues
+ * its operations (RING: to the right neighbour; ALL: to every rank), then the
+ * checks.  Mixing the operations of several tests in one epoch is what real
+ * programs do, and keeps the run short on an oversubscribed machine. */
+static void run_phase(const env *e, pattern pat)
 {
     MPI_Win win = e->w->win;
     int targets[MAX_RANKS], ntargets;
 
-    gdr_test_set_context("op=%s sync=%s win=%s nprocs=%d", t->name, sync_names[e->sync],
-                         gdr_win_kind_name(e->w->kind), e->n);
-    if (t->pat == RING) {
+    gdr_test_set_context("phase=%s sync=%s win=%s nprocs=%d", pat == RING ? "ring" : "all",
+                         sync_names[e->sync], gdr_win_kind_name(e->w->kind), e->n);
+    if (pat == RING) {
         targets[0] = e->right;
         ntargets = 1;
     } else {
@@ -776,10 +844,16 @@ static void run_test(const env *e, const op_test *t)
 
     /* Initial window contents: a local store, made public by the next
      * synchronisation (unlock for passive modes, fence/post for active ones). */
-    t->prepare(e);
+    for (int i = 0; i < NTESTS; i++) {
+        env te = test_env(e, i);
+        tests[i].prepare(&te);
+    }
     if (is_passive(e->sync))
         call("MPI_Win_lock(self)", MPI_Win_lock(MPI_LOCK_EXCLUSIVE, e->me, 0, win));
-    t->init_window(e, e->w->base);
+    for (int i = 0; i < NTESTS; i++) {
+        env te = test_env(e, i);
+        tests[i].init_window(&te, (unsigned char *) e->w->base + te.region);
+    }
     if (is_passive(e->sync))
         call("MPI_Win_unlock(self)", MPI_Win_unlock(e->me, win));
     MPI_Barrier(MPI_COMM_WORLD);
@@ -788,20 +862,20 @@ static void run_test(const env *e, const op_test *t)
     case SYNC_FENCE:
         call("MPI_Win_fence", MPI_Win_fence(MPI_MODE_NOPRECEDE, win));
         for (int k = 0; k < ntargets; k++)
-            t->issue(e, targets[k]);
+            issue_all(e, pat, targets[k]);
         call("MPI_Win_fence", MPI_Win_fence(MPI_MODE_NOSUCCEED, win));
-        verify(e, t);
+        verify(e, pat);
         break;
     case SYNC_PSCW:{
-            MPI_Group access = t->pat == RING ? group_right : group_world;
-            MPI_Group exposure = t->pat == RING ? group_left : group_world;
+            MPI_Group access = pat == RING ? group_right : group_world;
+            MPI_Group exposure = pat == RING ? group_left : group_world;
             call("MPI_Win_post", MPI_Win_post(exposure, 0, win));
             call("MPI_Win_start", MPI_Win_start(access, 0, win));
             for (int k = 0; k < ntargets; k++)
-                t->issue(e, targets[k]);
+                issue_all(e, pat, targets[k]);
             call("MPI_Win_complete", MPI_Win_complete(win));
             call("MPI_Win_wait", MPI_Win_wait(win));   /* all origins done with my window */
-            verify(e, t);
+            verify(e, pat);
             break;
         }
     case SYNC_LOCK_EXCLUSIVE:
@@ -809,12 +883,12 @@ static void run_test(const env *e, const op_test *t)
             int type = e->sync == SYNC_LOCK_EXCLUSIVE ? MPI_LOCK_EXCLUSIVE : MPI_LOCK_SHARED;
             for (int k = 0; k < ntargets; k++) {
                 call("MPI_Win_lock", MPI_Win_lock(type, targets[k], 0, win));
-                t->issue(e, targets[k]);
+                issue_all(e, pat, targets[k]);
                 call("MPI_Win_unlock", MPI_Win_unlock(targets[k], win));
             }
             MPI_Barrier(MPI_COMM_WORLD);
             call("MPI_Win_lock(self)", MPI_Win_lock(MPI_LOCK_SHARED, e->me, 0, win));
-            verify(e, t);
+            verify(e, pat);
             call("MPI_Win_unlock(self)", MPI_Win_unlock(e->me, win));
             break;
         }
@@ -824,27 +898,26 @@ static void run_test(const env *e, const op_test *t)
          * what completes the operations. */
         call("MPI_Win_lock_all", MPI_Win_lock_all(0, win));
         for (int k = 0; k < ntargets; k++) {
-            t->issue(e, targets[k]);
+            issue_all(e, pat, targets[k]);
             if (e->sync == SYNC_LOCK_ALL_FLUSH) {
                 call("MPI_Win_flush", MPI_Win_flush(targets[k], win));
             } else {
                 call("MPI_Win_flush_local", MPI_Win_flush_local(targets[k], win));
-                if (t->poison)
-                    t->poison(e, targets[k]);   /* origin buffers are reusable now */
+                poison_all(e, pat, targets[k]);     /* origin buffers are reusable now */
             }
         }
         if (e->sync == SYNC_LOCK_ALL_FLUSH_LOCAL_ALL)
             call("MPI_Win_flush_all", MPI_Win_flush_all(win));
         MPI_Barrier(MPI_COMM_WORLD);
         call("MPI_Win_sync", MPI_Win_sync(win));
-        verify(e, t);
+        verify(e, pat);
         call("MPI_Win_unlock_all", MPI_Win_unlock_all(win));
         break;
     default:
         break;
     }
-    /* No barrier needed here: the next test's operations on my window start only
-     * after its initialisation barrier. */
+    /* No barrier needed here: the next phase's operations on my window start
+     * only after its initialisation barrier. */
 }
 
 int main(int argc, char **argv)
@@ -853,6 +926,7 @@ int main(int argc, char **argv)
     int left, right;
 
     MPI_Init(&argc, &argv);
+    memset(&e, 0, sizeof(e));
     MPI_Comm_rank(MPI_COMM_WORLD, &e.me);
     MPI_Comm_size(MPI_COMM_WORLD, &e.n);
     if (e.n < 2 || e.n > MAX_RANKS) {
@@ -876,8 +950,8 @@ int main(int argc, char **argv)
         e.w = &w;
         for (int s = 0; s < SYNC_NMODES; s++) {
             e.sync = (sync_mode) s;
-            for (int i = 0; i < NTESTS; i++)
-                run_test(&e, &tests[i]);
+            run_phase(&e, RING);
+            run_phase(&e, ALL);
         }
         gdr_test_set_context("win=%s", gdr_win_kind_name((gdr_win_kind) kind));
         gdr_win_close(&w);
