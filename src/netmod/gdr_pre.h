@@ -40,9 +40,20 @@ typedef struct {
     int unused;
 } MPIDI_GDR_op_t;
 
+/* Per window: every target's size and displacement unit, so an access past a
+ * target's window is refused at the origin (MPI_ERR_RMA_RANGE) on every path.
+ * NULL for dynamic windows, whose regions the origin does not know yet. */
 typedef struct {
-    int unused;
+    MPI_Aint *target_size;
+    int *target_disp_unit;
 } MPIDI_GDR_win_t;
+
+/* Called by CH4 (maint/patches 0004) before every RMA operation is dispatched to
+ * the shm module or to this netmod: MPI_ERR_RMA_RANGE when the target range
+ * [disp*unit + lb, + span) is not inside the target's window. */
+struct MPIR_Win;
+int MPIDI_GDR_rma_check_target(struct MPIR_Win *win, int target_rank, MPI_Aint target_disp,
+                               MPI_Aint target_count, MPI_Datatype target_datatype);
 
 typedef struct {
     int unused;

@@ -18,6 +18,13 @@ typedef enum gdr_rma_range_status {
 gdr_rma_range_status_t gdr_rma_range_check(int64_t disp, uint64_t disp_unit, uint64_t bytes,
                                            uint64_t win_size, uint64_t *offset);
 
+/* The same for a datatype footprint: the access touches [disp * disp_unit + lb,
+ * disp * disp_unit + lb + span), where lb (true lower bound, may be negative) and
+ * span come from the target datatype and count. */
+gdr_rma_range_status_t gdr_rma_range_check_span(int64_t disp, uint64_t disp_unit, int64_t lb,
+                                                uint64_t span, uint64_t win_size,
+                                                uint64_t *offset);
+
 /* A short sentence for a status, for error messages. */
 const char *gdr_rma_range_str(gdr_rma_range_status_t status);
 
