@@ -1,0 +1,203 @@
+/* The verbs AM channel between two processes over real verbs (run inside
+ * maint/rxe: one process on each of two RDMA devices).  Checks values, order,
+ * credit flow control under bursts, and rendezvous payloads.
+ *
+ *   am_channel_rxe DEV_A DEV_B        e.g. am_channel_rxe rxe0 rxe1 */
+#define _POSIX_C_SOURCE 200809L
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
+#include "gdr_unit.h"
+#include "verbs/gdr_verbs_am.h"
+#include "verbs/gdr_verbs_device.h"
+
+#define N_EAGER 2000
+#define N_BURST 600
+static const size_t rndv_sizes[] = { 20000, 1 << 20, 4 << 20, 16 << 20 };
+#define N_RNDV (sizeof(rndv_sizes) / sizeof(rndv_sizes[0]))
+
+typedef struct {
+    int me;
+    uint32_t next_seq;          /* eager: expected sequence number */
+    int eager_ok, eager_seen;
+    int rndv_seen, rndv_ok;
+    int done_seen;
+    int echo_seen;
+    uint64_t rndv_done_mask;
+} state_t;
+
+static uint8_t pattern(uint32_t seq, size_t i)
+{
+    return (uint8_t) (seq * 31u + i * 7u + 1u);
+}
+
+static void deliver(void *ctx, int src, uint16_t handler, const void *am_hdr, size_t am_hdr_sz,
+                    const void *data, size_t data_sz)
+{
+    state_t *s = ctx;
+    uint32_t seq;
+    (void) src;
+    if (am_hdr_sz != sizeof(seq))
+        return;
+    memcpy(&seq, am_hdr, sizeof(seq));
+    const uint8_t *d = data;
+    int ok = 1;
+    for (size_t i = 0; i < data_sz; i++)
+        ok &= d[i] == pattern(seq, i);
+    if (handler == 1) {         /* eager stream */
+        s->eager_seen++;
+        s->eager_ok += ok && seq == s->next_seq && data_sz == seq % 8000;
+        s->next_seq++;
+    } else if (handler == 2) {  /* rendezvous */
+        s->rndv_seen++;
+        s->rndv_ok += ok && data_sz == rndv_sizes[seq];
+    } else if (handler == 3) {
+        s->done_seen++;
+    } else if (handler == 4) {
+        s->echo_seen++;
+    }
+}
+
+static void rndv_done(void *ctx, uint64_t cookie)
+{
+    ((state_t *) ctx)->rndv_done_mask |= 1ull << cookie;
+}
+
+static void pump(gdr_verbs_am_t *am, int *failed)
+{
+    int p;
+    if (gdr_verbs_am_progress(am, &p) != 0 && !*failed) {
+        *failed = 1;
+        printf("FAIL progress: %s\n", gdr_verbs_am_error(am));
+    }
+}
+
+static int run(int me, const char *devname, int sock)
+{
+    gdr_verbs_device_t dev;
+    char why[256];
+    state_t st = {.me = me };
+    int failed = 0, peer = 1 - me;
+
+    if (gdr_verbs_device_open(&dev, devname, why, sizeof(why)) != GDR_VERBS_OK
+        || gdr_verbs_device_pick_gid(&dev, -1, why, sizeof(why)) != 0) {
+        printf("FAIL rank %d: %s\n", me, why);
+        return 1;
+    }
+    uint8_t need[2] = { 0, 0 };
+    need[peer] = 1;
+    gdr_verbs_am_config_t cfg = {.buf_size = 16384,.recv_depth = 16,.send_slots = 32,.max_reads = 4 };
+    gdr_verbs_am_ops_t ops = {.deliver = deliver,.rndv_done = rndv_done };
+    gdr_verbs_am_t *am = gdr_verbs_am_create(&dev, me, 2, need, &cfg, &ops, &st, why, sizeof(why));
+    if (am == NULL) {
+        printf("FAIL rank %d: %s\n", me, why);
+        return 1;
+    }
+    size_t cl = gdr_verbs_am_card_size(am);
+    char *mine = malloc(cl), *theirs = malloc(cl);
+    gdr_verbs_am_card(am, mine);
+    if (write(sock, mine, cl) != (ssize_t) cl || read(sock, theirs, cl) != (ssize_t) cl
+        || gdr_verbs_am_connect(am, peer, theirs, cl) != 0) {
+        printf("FAIL rank %d: connect: %s\n", me, gdr_verbs_am_error(am));
+        return 1;
+    }
+    char c = 'x';               /* both QPs ready before anyone sends */
+    if (write(sock, &c, 1) != 1 || read(sock, &c, 1) != 1)
+        return 1;
+
+    static uint8_t buf[16384];
+    uint8_t *big[N_RNDV];
+    if (me == 0) {
+        /* eager stream of growing sizes, sent as fast as credits allow */
+        for (uint32_t seq = 0; seq < N_EAGER && !failed; seq++) {
+            size_t n = seq % 8000;
+            for (size_t i = 0; i < n; i++)
+                buf[i] = pattern(seq, i);
+            if (gdr_verbs_am_send_eager(am, peer, 1, &seq, sizeof(seq), buf, n) != 0) {
+                printf("FAIL send eager %u: %s\n", seq, gdr_verbs_am_error(am));
+                failed = 1;
+            }
+            pump(am, &failed);
+        }
+        for (uint32_t k = 0; k < N_RNDV && !failed; k++) {
+            big[k] = malloc(rndv_sizes[k]);
+            for (size_t i = 0; i < rndv_sizes[k]; i++)
+                big[k][i] = pattern(k, i);
+            if (gdr_verbs_am_send_rndv(am, peer, 2, &k, sizeof(k), big[k], rndv_sizes[k], k) != 0) {
+                printf("FAIL send rndv %u: %s\n", k, gdr_verbs_am_error(am));
+                failed = 1;
+            }
+        }
+        uint32_t z = 0;
+        gdr_verbs_am_send_eager(am, peer, 3, &z, sizeof(z), NULL, 0);
+        while (!failed && (st.rndv_done_mask != (1ull << N_RNDV) - 1 || st.echo_seen < N_BURST))
+            pump(am, &failed);
+        GDR_CHECK(st.rndv_done_mask == (1ull << N_RNDV) - 1,
+                  "sender: every rendezvous buffer released by the receiver's FIN");
+        GDR_CHECK(st.echo_seen == N_BURST, "sender: %d of %d burst messages from the peer arrived",
+                  st.echo_seen, N_BURST);
+        for (uint32_t k = 0; k < N_RNDV; k++)
+            free(big[k]);
+    } else {
+        /* let the sender run into flow control before we look at anything */
+        sleep(1);
+        while (!failed && (st.done_seen == 0 || st.rndv_seen < (int) N_RNDV))
+            pump(am, &failed);
+        GDR_CHECK(st.eager_seen == N_EAGER && st.eager_ok == N_EAGER,
+                  "receiver: %d eager messages, %d in order with the right bytes (of %d)",
+                  st.eager_seen, st.eager_ok, N_EAGER);
+        GDR_CHECK(st.rndv_seen == (int) N_RNDV && st.rndv_ok == (int) N_RNDV,
+                  "receiver: %d rendezvous payloads (20 KB .. 16 MiB) read intact (of %zu)",
+                  st.rndv_ok, N_RNDV);
+        /* a burst back, far beyond the peer's 16 receive buffers */
+        for (uint32_t i = 0; i < N_BURST && !failed; i++) {
+            if (gdr_verbs_am_send_eager(am, peer, 4, &i, sizeof(i), NULL, 0) != 0) {
+                printf("FAIL burst %u: %s\n", i, gdr_verbs_am_error(am));
+                failed = 1;
+            }
+        }
+        while (!failed && gdr_verbs_am_busy(am))
+            pump(am, &failed);
+        const gdr_verbs_am_stats_t *s = gdr_verbs_am_stats(am);
+        GDR_CHECK(s->queued > 0, "receiver: the burst waited for credits (%llu queued) instead "
+                  "of overrunning the peer", (unsigned long long) s->queued);
+    }
+    GDR_CHECK(!failed, "rank %d: no transport error", me);
+    /* finish together: the peer may still need our credits */
+    if (write(sock, &c, 1) != 1)
+        return 1;
+    while (read(sock, &c, 1) != 1)
+        ;
+    gdr_verbs_am_destroy(am);
+    gdr_verbs_device_close(&dev);
+    free(mine);
+    free(theirs);
+    return gdr_unit_finish();
+}
+
+int main(int argc, char **argv)
+{
+    int sv[2];
+    if (argc != 3) {
+        fprintf(stderr, "usage: %s DEV_A DEV_B (two RDMA devices, e.g. rxe0 rxe1)\n", argv[0]);
+        return 2;
+    }
+    setvbuf(stdout, NULL, _IOLBF, 0);
+    if (socketpair(AF_UNIX, SOCK_STREAM, 0, sv) != 0)
+        return 2;
+    pid_t child = fork();
+    if (child == 0) {
+        close(sv[0]);
+        _exit(run(1, argv[2], sv[1]));
+    }
+    close(sv[1]);
+    int rc = run(0, argv[1], sv[0]);
+    int status = 0;
+    waitpid(child, &status, 0);
+    int child_rc = WIFEXITED(status) ? WEXITSTATUS(status) : 1;
+    return rc || child_rc;
+}
