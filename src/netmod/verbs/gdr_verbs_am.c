@@ -4,6 +4,8 @@
 #include "gdr_verbs_am.h"
 #include "gdr_verbs_card.h"
 #include "gdr_verbs_credit.h"
+#include "gdr_verbs_memhooks.h"
+#include "gdr_verbs_rcache.h"
 #include "gdr_verbs_qp.h"
 #include "gdr_verbs_wire.h"
 
@@ -57,7 +59,7 @@ typedef struct rndv_read {
 
 /* A payload a peer reads from this rank (sender side), found again by its cookie. */
 typedef struct rndv_send {
-    struct ibv_mr *mr;
+    gdr_verbs_rcache_entry_t *reg;
     uint64_t user_cookie;
     uint32_t gen;
     int peer;
@@ -92,6 +94,7 @@ struct gdr_verbs_am {
     send_slot_t *free_slots;
     rndv_send_t *rsend;
     uint32_t rsend_cap;
+    gdr_verbs_rcache_t *rcache; /* registrations of rendezvous send buffers */
     uint32_t max_inline;
     uint64_t queued;            /* messages in all ep queues */
     uint64_t reads_active;      /* rendezvous reads in flight or waiting, all peers */
@@ -100,6 +103,26 @@ struct gdr_verbs_am {
     int failed;
     char error[320];
 };
+
+/* Rendezvous sources stay registered after use (until freed or evicted). */
+#define RCACHE_UNUSED_MAX ((size_t) 256 << 20)
+
+static void *reg_for_read(void *ctx, void *addr, size_t len, uint32_t *lkey, uint32_t *rkey)
+{
+    gdr_verbs_device_t *dev = ctx;
+    struct ibv_mr *mr = ibv_reg_mr(dev->pd, addr, len, IBV_ACCESS_REMOTE_READ);
+    if (mr == NULL)
+        return NULL;
+    *lkey = mr->lkey;
+    *rkey = mr->rkey;
+    return mr;
+}
+
+static void dereg_mr(void *ctx, void *handle)
+{
+    (void) ctx;
+    ibv_dereg_mr(handle);
+}
 
 static int fail(gdr_verbs_am_t *am, const char *fmt, ...)
 {
@@ -292,6 +315,15 @@ gdr_verbs_am_t *gdr_verbs_am_create(gdr_verbs_device_t *dev, int rank, int nrank
         }
     }
 
+    gdr_verbs_rcache_ops_t rops = {.reg = reg_for_read,.dereg = dereg_mr };
+    am->rcache = gdr_verbs_rcache_create(&rops, dev, RCACHE_UNUSED_MAX);
+    if (am->rcache == NULL)
+        goto oom;
+    if (gdr_verbs_memhooks_attach(am->rcache) != 0) {
+        snprintf(why, why_len, "too many registration caches in this process");
+        goto fail;
+    }
+
     gdr_verbs_qp_caps_t caps = {
         .max_send_wr = cfg->recv_depth + READ_CHUNKS_MAX * cfg->max_reads + 8,
         .max_recv_wr = cfg->recv_depth,
@@ -416,8 +448,8 @@ int gdr_verbs_am_send_rndv(gdr_verbs_am_t *am, int peer, uint16_t handler_id,
         am->rsend_cap = cap;
     }
     rndv_send_t *rs = &am->rsend[idx];
-    rs->mr = ibv_reg_mr(am->dev->pd, (void *) data, data_sz, IBV_ACCESS_REMOTE_READ);
-    if (rs->mr == NULL)
+    rs->reg = gdr_verbs_rcache_get(am->rcache, data, data_sz);
+    if (rs->reg == NULL)
         return fail(am, "registering a %zu-byte send buffer for rank %d failed: %s "
                     "(raise ulimit -l)", data_sz, peer, strerror(errno));
     rs->gen++;
@@ -427,7 +459,7 @@ int gdr_verbs_am_send_rndv(gdr_verbs_am_t *am, int peer, uint16_t handler_id,
     am->rsend_active++;
 
     gdr_verbs_wire_rts_t rts = {
-        .addr = (uintptr_t) data,.rkey = rs->mr->rkey,
+        .addr = (uintptr_t) data,.rkey = rs->reg->rkey,
         .cookie = ((uint64_t) rs->gen << 32) | idx
     };
     am->stats.rndv_sent++;
@@ -552,8 +584,8 @@ static int finish_send(gdr_verbs_am_t *am, int peer, uint64_t cookie)
         return fail(am, "rank %d finished a rendezvous transfer that this rank never started "
                     "(cookie %#llx)", peer, (unsigned long long) cookie);
     rndv_send_t *rs = &am->rsend[idx];
-    ibv_dereg_mr(rs->mr);
-    rs->mr = NULL;
+    gdr_verbs_rcache_put(am->rcache, rs->reg);
+    rs->reg = NULL;
     rs->in_use = 0;
     am->rsend_active--;
     am->ops.rndv_done(am->ctx, rs->user_cookie);
@@ -729,10 +761,14 @@ void gdr_verbs_am_destroy(gdr_verbs_am_t *am)
         }
     }
     for (uint32_t i = 0; i < am->rsend_cap; i++) {
-        if (am->rsend[i].mr != NULL)
-            ibv_dereg_mr(am->rsend[i].mr);
+        if (am->rsend[i].reg != NULL)
+            gdr_verbs_rcache_put(am->rcache, am->rsend[i].reg);
     }
     free(am->rsend);
+    if (am->rcache != NULL) {
+        gdr_verbs_memhooks_detach(am->rcache);
+        gdr_verbs_rcache_destroy(am->rcache);
+    }
     if (am->cq != NULL)
         ibv_destroy_cq(am->cq);
     if (am->recv_mr != NULL)

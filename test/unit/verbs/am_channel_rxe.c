@@ -3,11 +3,12 @@
  * credit flow control under bursts, and rendezvous payloads.
  *
  *   am_channel_rxe DEV_A DEV_B        e.g. am_channel_rxe rxe0 rxe1 */
-#define _POSIX_C_SOURCE 200809L
+#define _GNU_SOURCE     /* MAP_ANONYMOUS, MAP_FIXED_NOREPLACE */
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -27,6 +28,7 @@ typedef struct {
     int rndv_seen, rndv_ok;
     int done_seen;
     int echo_seen;
+    int reuse_seen, reuse_ok;
     uint64_t rndv_done_mask;
 } state_t;
 
@@ -59,6 +61,9 @@ static void deliver(void *ctx, int src, uint16_t handler, const void *am_hdr, si
         s->done_seen++;
     } else if (handler == 4) {
         s->echo_seen++;
+    } else if (handler == 5) {  /* a buffer at a recycled address */
+        s->reuse_seen++;
+        s->reuse_ok += ok && data_sz == (4 << 20);
     }
 }
 
@@ -132,11 +137,35 @@ static int run(int me, const char *devname, int sock)
                 failed = 1;
             }
         }
+        /* the same address with new memory behind it: munmap, map again, send again.
+         * A stale registration would make the peer read the old pages. */
+        size_t rl = 4 << 20;
+        char *r = mmap(NULL, rl, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+        for (uint32_t round = 0; round < 3 && !failed; round++) {
+            uint32_t seq = 100 + round;
+            if (round > 0) {
+                munmap(r, rl);
+                char *again = mmap(r, rl, PROT_READ | PROT_WRITE,
+                                   MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED_NOREPLACE, -1, 0);
+                GDR_CHECK(again == r, "round %u: the buffer is mapped again at the same address", round);
+            }
+            for (size_t i = 0; i < rl; i++)
+                r[i] = (char) pattern(seq, i);
+            uint64_t bit = 1ull << (40 + round);
+            if (gdr_verbs_am_send_rndv(am, peer, 5, &seq, sizeof(seq), r, rl, 40 + round) != 0) {
+                printf("FAIL send reuse %u: %s\n", round, gdr_verbs_am_error(am));
+                failed = 1;
+            }
+            while (!failed && !(st.rndv_done_mask & bit))
+                pump(am, &failed);
+        }
+        munmap(r, rl);
         uint32_t z = 0;
         gdr_verbs_am_send_eager(am, peer, 3, &z, sizeof(z), NULL, 0);
-        while (!failed && (st.rndv_done_mask != (1ull << N_RNDV) - 1 || st.echo_seen < N_BURST))
+        uint64_t all = ((1ull << N_RNDV) - 1) | (7ull << 40);
+        while (!failed && (st.rndv_done_mask != all || st.echo_seen < N_BURST))
             pump(am, &failed);
-        GDR_CHECK(st.rndv_done_mask == (1ull << N_RNDV) - 1,
+        GDR_CHECK(st.rndv_done_mask == all,
                   "sender: every rendezvous buffer released by the receiver's FIN");
         GDR_CHECK(st.echo_seen == N_BURST, "sender: %d of %d burst messages from the peer arrived",
                   st.echo_seen, N_BURST);
@@ -145,8 +174,11 @@ static int run(int me, const char *devname, int sock)
     } else {
         /* let the sender run into flow control before we look at anything */
         sleep(1);
-        while (!failed && (st.done_seen == 0 || st.rndv_seen < (int) N_RNDV))
+        while (!failed && (st.done_seen == 0 || st.rndv_seen < (int) N_RNDV || st.reuse_seen < 3))
             pump(am, &failed);
+        GDR_CHECK(st.reuse_seen == 3 && st.reuse_ok == 3,
+                  "receiver: a buffer unmapped and mapped again at its address was read fresh "
+                  "every time (%d of 3)", st.reuse_ok);
         GDR_CHECK(st.eager_seen == N_EAGER && st.eager_ok == N_EAGER,
                   "receiver: %d eager messages, %d in order with the right bytes (of %d)",
                   st.eager_seen, st.eager_ok, N_EAGER);
