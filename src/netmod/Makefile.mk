@@ -20,6 +20,8 @@ noinst_HEADERS += src/mpid/ch4/netmod/gdr/gdr_pre.h \
                   src/mpid/ch4/netmod/gdr/verbs/gdr_verbs_card.h \
                   src/mpid/ch4/netmod/gdr/verbs/gdr_verbs_qp.h \
                   src/mpid/ch4/netmod/gdr/verbs/gdr_verbs_am.h \
+                  src/mpid/ch4/netmod/gdr/verbs/gdr_verbs_rcache.h \
+                  src/mpid/ch4/netmod/gdr/verbs/gdr_verbs_memhooks.h \
                   src/mpid/ch4/netmod/gdr/gpu/gdr_gpu_driver.h \
                   src/mpid/ch4/netmod/gdr/rma/gdr_rma_range.h
 
@@ -38,6 +40,8 @@ mpi_core_sources += src/mpid/ch4/netmod/gdr/func_table.c \
                     src/mpid/ch4/netmod/gdr/verbs/gdr_verbs_card.c \
                     src/mpid/ch4/netmod/gdr/verbs/gdr_verbs_qp.c \
                     src/mpid/ch4/netmod/gdr/verbs/gdr_verbs_am.c \
+                    src/mpid/ch4/netmod/gdr/verbs/gdr_verbs_rcache.c \
+                    src/mpid/ch4/netmod/gdr/verbs/gdr_verbs_memhooks.c \
                     src/mpid/ch4/netmod/gdr/gpu/gdr_gpu_driver.c \
                     src/mpid/ch4/netmod/gdr/rma/gdr_rma_range.c
 

@@ -254,7 +254,7 @@ static size_t first_mismatch(const unsigned char *a, const unsigned char *b, siz
 /* Layout of each side's buffer: [0, 8) atomic word, [4096, 4096 + bytes) data. */
 #define DATA_OFF 4096
 
-static void test_write(struct side *a, struct side *b, size_t bytes)
+static void test_write(const char *name, struct side *a, struct side *b, size_t bytes)
 {
     char why[160];
     unsigned char *expect = malloc(bytes);
@@ -262,7 +262,7 @@ static void test_write(struct side *a, struct side *b, size_t bytes)
     struct ibv_send_wr wr = {0};
 
     if (!expect) {
-        check(false, "rdma_write", "out of memory");
+        check(false, name, "out of memory");
         return;
     }
     fill(a->buf + DATA_OFF, bytes, 7);
@@ -274,10 +274,10 @@ static void test_write(struct side *a, struct side *b, size_t bytes)
     wr.wr.rdma.remote_addr = (uintptr_t)(b->buf + DATA_OFF);
     wr.wr.rdma.rkey = b->mr->rkey;
     if (post_and_wait(a, &wr, why, sizeof why) != 0) {
-        check(false, "rdma_write", "%zu bytes %s -> %s: %s", bytes, a->name, b->name, why);
+        check(false, name, "%zu bytes %s -> %s: %s", bytes, a->name, b->name, why);
     } else {
         size_t at = first_mismatch(b->buf + DATA_OFF, expect, bytes);
-        check(at == bytes, "rdma_write", "%zu bytes %s -> %s%s", bytes, a->name, b->name,
+        check(at == bytes, name, "%zu bytes %s -> %s%s", bytes, a->name, b->name,
               at == bytes ? "" : ": target differs from source");
         if (at != bytes)
             printf("     first difference at byte %zu: got 0x%02x, want 0x%02x\n", at,
@@ -398,15 +398,15 @@ int main(int argc, char **argv)
     printf("# %s <-> %s, RC, path MTU %d, GID index %d\n", a.name, b.name,
            128 << (a.mtu < b.mtu ? a.mtu : b.mtu), gid_index);
 
-    test_write(&a, &b, bytes);
+    test_write("rdma_write", &a, &b, bytes);
     test_read(&a, &b, bytes);
     test_atomic(&a, &b, "fetch_add", false, 100, 23, 0, 123);
     test_atomic(&a, &b, "fetch_add_wrap", false, UINT64_MAX, 2, 0, 1);
     test_atomic(&a, &b, "compare_swap_hit", true, 123, 123, 77, 77);
     test_atomic(&a, &b, "compare_swap_miss", true, 77, 5, 9, 77);
     /* and the other direction, so both devices initiate */
-    test_write(&b, &a, bytes);
-    test_atomic(&b, &a, "fetch_add", false, 1, 1, 0, 2);
+    test_write("rdma_write_reverse", &b, &a, bytes);
+    test_atomic(&b, &a, "fetch_add_reverse", false, 1, 1, 0, 2);
 
     side_close(&a);
     side_close(&b);
