@@ -46,6 +46,9 @@ int gdr_gpu_driver_probe(gdr_gpu_driver_t *drv, const char *soname)
     drv->fn.cuDeviceGetCount = (int (*)(int *)) dlsym(drv->handle, "cuDeviceGetCount");
     drv->fn.cuDriverGetVersion = (int (*)(int *)) dlsym(drv->handle, "cuDriverGetVersion");
     drv->fn.cuGetErrorString = (int (*)(int, const char **)) dlsym(drv->handle, "cuGetErrorString");
+    drv->fn.cuDeviceGet = (int (*)(int *, int)) dlsym(drv->handle, "cuDeviceGet");
+    drv->fn.cuDeviceGetPCIBusId = (int (*)(char *, int, int)) dlsym(drv->handle,
+                                                                    "cuDeviceGetPCIBusId");
     if (drv->fn.cuInit == NULL || drv->fn.cuDeviceGetCount == NULL)
         return off(drv, "%s lacks cuInit/cuDeviceGetCount%s: not an NVIDIA driver", soname, "");
 
@@ -67,6 +70,16 @@ int gdr_gpu_driver_probe(gdr_gpu_driver_t *drv, const char *soname)
         (void) drv->fn.cuDriverGetVersion(&drv->driver_version);
     drv->enabled = 1;
     return 1;
+}
+
+int gdr_gpu_driver_pci_busid(const gdr_gpu_driver_t *drv, int ordinal, char *buf, size_t len)
+{
+    int dev;
+    if (!drv->enabled || drv->fn.cuDeviceGet == NULL || drv->fn.cuDeviceGetPCIBusId == NULL
+        || len < 16 || drv->fn.cuDeviceGet(&dev, ordinal) != CUDA_SUCCESS_CODE
+        || drv->fn.cuDeviceGetPCIBusId(buf, (int) len, dev) != CUDA_SUCCESS_CODE)
+        return -1;
+    return 0;
 }
 
 void gdr_gpu_driver_release(gdr_gpu_driver_t *drv)

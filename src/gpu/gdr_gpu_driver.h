@@ -13,6 +13,8 @@ typedef struct gdr_gpu_driver_table {
     int (*cuDeviceGetCount)(int *count);
     int (*cuDriverGetVersion)(int *version);
     int (*cuGetErrorString)(int result, const char **str);
+    int (*cuDeviceGet)(int *device, int ordinal);
+    int (*cuDeviceGetPCIBusId)(char *busid, int len, int device);
 } gdr_gpu_driver_table_t;
 
 typedef struct gdr_gpu_driver {
@@ -28,6 +30,9 @@ typedef struct gdr_gpu_driver {
  * Never fails: any problem (no library, stub library, no device) leaves
  * drv->enabled == 0 with why_off set.  Returns drv->enabled. */
 int gdr_gpu_driver_probe(gdr_gpu_driver_t *drv, const char *soname);
+
+/* PCI bus id ("dddd:bb:dd.f") of visible device `ordinal`; 0, or -1 if unknown. */
+int gdr_gpu_driver_pci_busid(const gdr_gpu_driver_t *drv, int ordinal, char *buf, size_t len);
 
 /* Unloads what probe loaded; safe on a zeroed or disabled driver. */
 void gdr_gpu_driver_release(gdr_gpu_driver_t *drv);

@@ -97,8 +97,12 @@ int MPIDI_GDR_init_local(int *tag_bits)
 
     (void) gdr_gpu_driver_probe(&MPIDI_GDR_global.gpu, NULL);
 
+    /* the HCA nearest the rank's GPU (its first visible device) when it has one */
+    char gpu_busid[32];
+    const char *near = gdr_gpu_driver_pci_busid(&MPIDI_GDR_global.gpu, 0, gpu_busid,
+                                                sizeof(gpu_busid)) == 0 ? gpu_busid : NULL;
     why[0] = '\0';
-    vs = gdr_verbs_device_open(&MPIDI_GDR_global.device, MPIR_CVAR_CH4_GDR_DEVICE, why,
+    vs = gdr_verbs_device_open(&MPIDI_GDR_global.device, MPIR_CVAR_CH4_GDR_DEVICE, near, why,
                                sizeof(why));
     MPIR_ERR_CHKANDJUMP1(vs == GDR_VERBS_ERROR, mpi_errno, MPI_ERR_OTHER, "**gdr_device",
                          "**gdr_device %s", why);

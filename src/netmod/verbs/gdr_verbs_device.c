@@ -21,13 +21,20 @@ static uint8_t first_active_port(struct ibv_context *ctx, struct ibv_port_attr *
 }
 
 /* Distances from hwloc; every distance stays -1 (unknown) if hwloc cannot help. */
-static void fill_distances(gdr_verbs_candidate_t *cands, size_t n)
+static void fill_distances(gdr_verbs_candidate_t *cands, size_t n, const char *near_pci_busid)
 {
     hwloc_topology_t topo;
     if (hwloc_topology_init(&topo) != 0)
         return;
     hwloc_topology_set_io_types_filter(topo, HWLOC_TYPE_FILTER_KEEP_IMPORTANT);
-    if (hwloc_topology_load(topo) == 0) {
+    if (hwloc_topology_load(topo) != 0) {
+        hwloc_topology_destroy(topo);
+        return;
+    }
+    if (near_pci_busid != NULL) {
+        for (size_t i = 0; i < n; i++)
+            cands[i].distance = gdr_verbs_topo_distance_to_pci(topo, cands[i].name, near_pci_busid);
+    } else {
         hwloc_bitmap_t bound = hwloc_bitmap_alloc();
         if (bound != NULL && hwloc_get_cpubind(topo, bound, HWLOC_CPUBIND_PROCESS) == 0) {
             for (size_t i = 0; i < n; i++)
@@ -39,7 +46,7 @@ static void fill_distances(gdr_verbs_candidate_t *cands, size_t n)
 }
 
 gdr_verbs_status_t gdr_verbs_device_open(gdr_verbs_device_t *dev, const char *wanted,
-                                         char *why, size_t why_len)
+                                         const char *near_pci_busid, char *why, size_t why_len)
 {
     gdr_verbs_status_t status = GDR_VERBS_NO_DEVICE;
     struct ibv_device **list;
@@ -70,7 +77,7 @@ gdr_verbs_status_t gdr_verbs_device_open(gdr_verbs_device_t *dev, const char *wa
             ibv_close_device(ctx);
         }
     }
-    fill_distances(cands, (size_t) num);
+    fill_distances(cands, (size_t) num, near_pci_busid);
 
     chosen = gdr_verbs_select(cands, (size_t) num, wanted, &reason);
     if (chosen < 0) {

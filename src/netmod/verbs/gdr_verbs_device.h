@@ -29,11 +29,13 @@ typedef struct gdr_verbs_device {
 } gdr_verbs_device_t;
 
 /* Opens the device chosen by gdr_verbs_select() (wanted: MPIR_CVAR_CH4_GDR_DEVICE,
- * or NULL/"" to let the topology decide) and allocates its protection domain.
+ * or NULL/"" to let the topology decide: nearest to the PCI device near_pci_busid,
+ * the rank's GPU, when given, else to the rank's CPU binding) and allocates its
+ * protection domain.
  * On anything but GDR_VERBS_OK, `dev` is left closed and `why` holds one sentence
  * naming the device and what to do. */
 gdr_verbs_status_t gdr_verbs_device_open(gdr_verbs_device_t *dev, const char *wanted,
-                                         char *why, size_t why_len);
+                                         const char *near_pci_busid, char *why, size_t why_len);
 
 /* Picks the GID to send from: `wanted` >= 0 (MPIR_CVAR_CH4_GDR_GID_INDEX) forces an
  * index; otherwise RoCE v2 with an IPv4-mapped address, then any RoCE v2, then

@@ -37,3 +37,17 @@ int cuGetErrorString(int result, const char **str)
     *str = result == 100 ? "no CUDA-capable device is detected" : "fake error";
     return 0;
 }
+
+int cuDeviceGet(int *device, int ordinal)
+{
+    *device = ordinal;
+    return ordinal < 2 ? 0 : 101;       /* CUDA_ERROR_INVALID_DEVICE */
+}
+
+int cuDeviceGetPCIBusId(char *busid, int len, int device)
+{
+    if (len < 13)
+        return 1;
+    strcpy(busid, device == 0 ? "0000:11:00.0" : "0000:21:00.0");
+    return 0;
+}

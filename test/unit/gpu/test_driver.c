@@ -37,7 +37,14 @@ int main(int argc, char **argv)
     GDR_CHECK(drv.device_count == 2 && drv.driver_version == 13000,
               "probe fake [ok2]: 2 devices, driver 13000 (got %d, %d)", drv.device_count,
               drv.driver_version);
+    char busid[32];
+    GDR_CHECK(gdr_gpu_driver_pci_busid(&drv, 1, busid, sizeof(busid)) == 0
+              && strcmp(busid, "0000:21:00.0") == 0, "device 1's PCI bus id (%s)", busid);
+    GDR_CHECK(gdr_gpu_driver_pci_busid(&drv, 5, busid, sizeof(busid)) == -1,
+              "no bus id for a device that does not exist");
     gdr_gpu_driver_release(&drv);
     GDR_CHECK(drv.handle == NULL && drv.enabled == 0, "release clears the driver");
+    GDR_CHECK(gdr_gpu_driver_pci_busid(&drv, 0, busid, sizeof(busid)) == -1,
+              "no bus id with GPU support off");
     return gdr_unit_finish();
 }

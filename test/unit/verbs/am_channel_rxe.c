@@ -88,7 +88,7 @@ static int run(int me, const char *devname, int sock)
     state_t st = {.me = me };
     int failed = 0, peer = 1 - me;
 
-    if (gdr_verbs_device_open(&dev, devname, why, sizeof(why)) != GDR_VERBS_OK
+    if (gdr_verbs_device_open(&dev, devname, NULL, why, sizeof(why)) != GDR_VERBS_OK
         || gdr_verbs_device_pick_gid(&dev, -1, why, sizeof(why)) != 0) {
         printf("FAIL rank %d: %s\n", me, why);
         return 1;
