@@ -11,6 +11,10 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+/* Interposition needs these exported even where the library is built with
+ * -fvisibility=hidden (MPICH is). */
+#define GDR_EXPORT __attribute__((visibility("default")))
+
 /* glibc's own entry points, so our wrappers need no dlsym (which may allocate). */
 extern void __libc_free(void *ptr);
 extern void *__libc_realloc(void *ptr, size_t size);
@@ -54,14 +58,14 @@ static void released(const void *addr, size_t len)
     }
 }
 
-void free(void *ptr)
+GDR_EXPORT void free(void *ptr)
 {
     if (ptr != NULL && atomic_load_explicit(&gdr_verbs_memhooks_ctx.active, memory_order_relaxed))
         released(ptr, malloc_usable_size(ptr));
     __libc_free(ptr);
 }
 
-void *realloc(void *ptr, size_t size)
+GDR_EXPORT void *realloc(void *ptr, size_t size)
 {
     /* the block may move (or be unmapped and remapped): the old range is gone */
     if (ptr != NULL && atomic_load_explicit(&gdr_verbs_memhooks_ctx.active, memory_order_relaxed))
@@ -69,13 +73,13 @@ void *realloc(void *ptr, size_t size)
     return __libc_realloc(ptr, size);
 }
 
-int munmap(void *addr, size_t len)
+GDR_EXPORT int munmap(void *addr, size_t len)
 {
     released(addr, len);
     return (int) syscall(SYS_munmap, addr, len);
 }
 
-void *mremap(void *old, size_t old_len, size_t new_len, int flags, ...)
+GDR_EXPORT void *mremap(void *old, size_t old_len, size_t new_len, int flags, ...)
 {
     void *new_addr = NULL;
     if (flags & MREMAP_FIXED) {
@@ -90,7 +94,7 @@ void *mremap(void *old, size_t old_len, size_t new_len, int flags, ...)
     return (void *) syscall(SYS_mremap, old, old_len, new_len, flags, new_addr);
 }
 
-int madvise(void *addr, size_t len, int advice)
+GDR_EXPORT int madvise(void *addr, size_t len, int advice)
 {
     if (advice == MADV_DONTNEED || advice == MADV_FREE || advice == MADV_REMOVE)
         released(addr, len);
