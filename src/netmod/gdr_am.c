@@ -219,7 +219,7 @@ int MPIDI_GDR_am_start(void)
     MPIR_ERR_CHKANDJUMP1(card == NULL, mpi_errno, MPI_ERR_NO_MEM, "**nomem", "**nomem %s",
                          "gdr business card");
     gdr_verbs_am_card(MPIDI_GDR_global.am, card);
-    int recv_len = 0;
+    int recv_len = bc_len;      /* same_len: the table's stride is our own card size */
     mpi_errno = MPIDU_bc_table_create(rank, size, MPIR_Process.node_map, card, bc_len, TRUE,
                                       0, &table, &recv_len);
     MPIR_ERR_CHECK(mpi_errno);
