@@ -18,7 +18,7 @@ int main(int argc, char **argv)
         } else if (rank == 1) {
             MPI_Recv(&buf, 1, MPI_INT, 0, 0, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
             if (iter == 20) {
-                fprintf(stderr, "kill_peer: rank 1 kills itself now\n");
+                fprintf(stderr, "kill_peer: SIGKILL now\n");
                 raise(SIGKILL);
             }
             MPI_Send(&iter, 1, MPI_INT, 0, 0, MPI_COMM_WORLD);

@@ -15,13 +15,25 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #define POLL_BATCH 32
 #define READ_CHUNK_MAX (1u << 30)
 #define READ_CHUNKS_MAX 4
 
 /* Every work request's wr_id points at one of these, first member of its context. */
-typedef enum { WR_RECV = 1, WR_SEND, WR_READ } wr_kind_t;
+typedef enum { WR_RECV = 1, WR_SEND, WR_READ, WR_PROBE } wr_kind_t;
+
+/* A zero-length RDMA WRITE (no receive buffer, no key check at the target) sent to
+ * a peer we are waiting on: it completes if the peer is alive, fails if not. */
+typedef struct probe {
+    wr_kind_t kind;
+    int peer;
+    int in_flight;
+    struct timespec last;
+} probe_t;
+
+#define PROBE_INTERVAL_NS 1000000000LL
 
 typedef struct recv_buf {
     wr_kind_t kind;
@@ -73,6 +85,7 @@ typedef struct ep {
     rndv_read_t *r_head, *r_tail;
     uint32_t reads_in_flight;
     recv_buf_t *recv;           /* [recv_depth] */
+    probe_t probe;
     int connected;
     int failed;
 } ep_t;
@@ -340,6 +353,8 @@ gdr_verbs_am_t *gdr_verbs_am_create(gdr_verbs_device_t *dev, int rank, int nrank
             goto fail;
         am->max_inline = c.max_inline;
         gdr_verbs_credit_init(&ep->credit, cfg->recv_depth);
+        ep->probe.kind = WR_PROBE;
+        ep->probe.peer = i;
         ep->recv = &am->recv_bufs[next];
         for (uint32_t k = 0; k < cfg->recv_depth; k++, next++) {
             recv_buf_t *rb = &am->recv_bufs[next];
@@ -645,6 +660,10 @@ static int on_completion(gdr_verbs_am_t *am, const struct ibv_wc *wc)
         case WR_READ:
             peer = ((rndv_read_t *) (uintptr_t) wc->wr_id)->peer;
             break;
+        case WR_PROBE:
+            peer = ((probe_t *) (uintptr_t) wc->wr_id)->peer;
+            ((probe_t *) (uintptr_t) wc->wr_id)->in_flight = 0;
+            break;
         default:
             return fail(am, "completion with an unknown work request id");
     }
@@ -661,6 +680,35 @@ static int on_completion(gdr_verbs_am_t *am, const struct ibv_wc *wc)
         return on_recv(am, (recv_buf_t *) (uintptr_t) wc->wr_id, wc->byte_len);
     if (kind == WR_READ)
         return finish_read(am, (rndv_read_t *) (uintptr_t) wc->wr_id);
+    return 0;
+}
+
+/* Messages wait for credits that only the peer can return: check, at most once a
+ * second, that it is still there, so a dead peer becomes an error, not a hang. */
+static int maybe_probe(gdr_verbs_am_t *am, int peer)
+{
+    ep_t *ep = &am->eps[peer];
+    struct timespec now;
+
+    if (ep->probe.in_flight)
+        return 0;
+    clock_gettime(CLOCK_MONOTONIC, &now);
+    long long since = (now.tv_sec - ep->probe.last.tv_sec) * 1000000000LL +
+        (now.tv_nsec - ep->probe.last.tv_nsec);
+    if (since < PROBE_INTERVAL_NS)
+        return 0;
+    ep->probe.last = now;
+    struct ibv_send_wr wr, *bad;
+    memset(&wr, 0, sizeof(wr));
+    wr.wr_id = (uintptr_t) &ep->probe;
+    wr.opcode = IBV_WR_RDMA_WRITE;
+    wr.send_flags = IBV_SEND_SIGNALED;
+    if (ibv_post_send(ep->qp, &wr, &bad) != 0) {
+        ep->failed = 1;
+        return fail(am, "probing rank %d failed: %s (queue pair in error?)", peer, strerror(errno));
+    }
+    ep->probe.in_flight = 1;
+    am->stats.probes++;
     return 0;
 }
 
@@ -685,6 +733,9 @@ static int flush(gdr_verbs_am_t *am, int *progressed)
             free(pm);
             *progressed = 1;
         }
+        if (ep->q_head != NULL && !gdr_verbs_credit_can_send_data(&ep->credit)
+            && maybe_probe(am, i) != 0)
+            return -1;
         if (ep->q_head == NULL && gdr_verbs_credit_want_update(&ep->credit)
             && am->free_slots != NULL) {
             send_slot_t *slot = take_slot(am);

@@ -37,6 +37,7 @@ typedef struct gdr_verbs_am_stats {
     uint64_t eager_recv, rndv_recv;
     uint64_t queued;            /* messages that waited for a credit or a bounce buffer */
     uint64_t empty_polls;
+    uint64_t probes;            /* liveness probes of peers we wait on */
 } gdr_verbs_am_stats_t;
 
 /* Creates the channel for `rank` of `nranks`; need_qp[i] != 0 for every peer that is

@@ -4,10 +4,11 @@
 #include <stdio.h>
 #include <string.h>
 
-/* Retransmission timer 4.096 us * 2^14 = 67 ms, 7 retries: a dead peer is noticed
- * in about half a second of silence, and slow hosts (Soft-RoCE) do not trip it. */
+/* Retransmission timer 4.096 us * 2^14 = 67 ms, 6 retries: a dead peer is noticed
+ * in about half a second of silence, and slow hosts (Soft-RoCE) do not trip it.
+ * Not 7: Soft-RoCE (Linux 6.1 rxe) then retries forever, as for RNR (measured). */
 #define QP_TIMEOUT 14
-#define QP_RETRY_CNT 7
+#define QP_RETRY_CNT 6
 #define QP_RNR_RETRY 7          /* credits prevent RNR; infinite retry never spins on it */
 #define QP_MIN_RNR_TIMER 12
 

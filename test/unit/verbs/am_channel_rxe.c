@@ -11,6 +11,7 @@
 #include <sys/mman.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 #include "gdr_unit.h"
 #include "verbs/gdr_verbs_am.h"
@@ -204,6 +205,35 @@ static int run(int me, const char *devname, int sock)
         return 1;
     while (read(sock, &c, 1) != 1)
         ;
+    if (me == 1) {
+        /* die without a goodbye: the kernel tears the QP down under the peer */
+        int rc = gdr_unit_finish();
+        _exit(rc);
+    }
+    /* rank 0 keeps talking to the dead rank: it must get an error naming it, soon */
+    while (read(sock, &c, 1) > 0)
+        ;                       /* EOF: rank 1 has exited */
+    struct timespec t0, t1;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    int err = 0;
+    double secs = 0;
+    for (uint32_t i = 0; !err && secs < 30; i++) {
+        if (gdr_verbs_am_send_eager(am, peer, 4, &i, sizeof(i), NULL, 0) != 0)
+            err = 1;
+        int p;
+        if (!err && gdr_verbs_am_progress(am, &p) != 0)
+            err = 1;
+        clock_gettime(CLOCK_MONOTONIC, &t1);
+        secs = (double) (t1.tv_sec - t0.tv_sec) + (double) (t1.tv_nsec - t0.tv_nsec) / 1e9;
+    }
+    GDR_CHECK(err && strstr(gdr_verbs_am_error(am), "rank 1") != NULL,
+              "a dead peer is reported, by rank, after %.1f s: \"%s\"", secs,
+              gdr_verbs_am_error(am));
+    GDR_CHECK(secs < 30, "the failure came in under 30 s");
+    const gdr_verbs_am_stats_t *ds = gdr_verbs_am_stats(am);
+    printf("     (dead-peer phase: %llu queued, %llu probes, %llu eager sent)\n",
+           (unsigned long long) ds->queued, (unsigned long long) ds->probes,
+           (unsigned long long) ds->eager_sent);
     gdr_verbs_am_destroy(am);
     gdr_verbs_device_close(&dev);
     free(mine);
