@@ -1,6 +1,6 @@
 /* pt2pt_coll: two-sided and collective sanity, values checked.
  *
- *   - MPI_Send/MPI_Recv of 0 B, 1 B, 64 KiB and 4 MiB around the ring (eager
+ *   - MPI_Send/MPI_Recv of 0 B, 1 B, 16 kB (eager limit), 64 KiB, 4 and 16 MiB around the ring (eager
  *     and rendezvous sizes), every byte, the status source/tag and
  *     MPI_Get_count checked;
  *   - MPI_ANY_SOURCE: rank 0 receives one message from every other rank and
@@ -42,7 +42,7 @@ static void check_status(const char *what, const MPI_Status *st, int src, int ta
  * blocking calls cannot deadlock even at rendezvous sizes. */
 static void send_recv_sizes(void)
 {
-    static const size_t sizes[] = { 0, 1, 64 * 1024, 4 * 1024 * 1024 };
+    static const size_t sizes[] = { 0, 1, 16000, 64 * 1024, 4 * 1024 * 1024, 16 * 1024 * 1024 };
     int right = (me + 1) % n, left = (me + n - 1) % n;
 
     for (int s = 0; s < (int) (sizeof(sizes) / sizeof(sizes[0])); s++) {

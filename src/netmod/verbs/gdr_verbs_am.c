@@ -58,6 +58,7 @@ typedef struct pending_msg {
 /* A payload this rank reads from a peer (receiver side of rendezvous). */
 typedef struct rndv_read {
     wr_kind_t kind;
+    int done;                   /* payload landed; delivered in order by drain_inbound */
     struct rndv_read *next;
     int peer;
     uint16_t handler_id;
@@ -68,6 +69,18 @@ typedef struct rndv_read {
     char *buf;
     struct ibv_mr *mr;
 } rndv_read_t;
+
+/* Messages from one peer are handed up in the order they were sent (MPI's
+ * accumulate ordering depends on it): while a rendezvous payload is still being
+ * read, later messages from that peer wait here, eager ones copied. */
+typedef struct inbound {
+    struct inbound *next;
+    rndv_read_t *rr;            /* a rendezvous message, or NULL: an eager one below */
+    uint16_t handler_id;
+    size_t am_hdr_sz;
+    size_t data_sz;
+    char *am_hdr;               /* eager: am_hdr then data, one allocation */
+} inbound_t;
 
 /* A payload a peer reads from this rank (sender side), found again by its cookie. */
 typedef struct rndv_send {
@@ -83,6 +96,7 @@ typedef struct ep {
     gdr_verbs_credit_t credit;
     pending_msg_t *q_head, *q_tail;
     rndv_read_t *r_head, *r_tail;
+    inbound_t *in_head, *in_tail;       /* in-order delivery queue */
     uint32_t reads_in_flight;
     recv_buf_t *recv;           /* [recv_depth] */
     probe_t probe;
@@ -488,6 +502,17 @@ static int post_read(gdr_verbs_am_t *am, rndv_read_t *rr)
     uint64_t chunk = am->dev->max_msg_sz < READ_CHUNK_MAX ? am->dev->max_msg_sz : READ_CHUNK_MAX;
     uint64_t done = 0;
 
+    if (posix_memalign((void **) &rr->buf, 64, (size_t) rr->size) != 0)
+        return fail(am, "out of memory for a %llu-byte payload from rank %d",
+                    (unsigned long long) rr->size, rr->peer);
+    rr->mr = ibv_reg_mr(am->dev->pd, rr->buf, (size_t) rr->size, IBV_ACCESS_LOCAL_WRITE);
+    if (rr->mr == NULL) {
+        free(rr->buf);
+        rr->buf = NULL;
+        return fail(am, "registering a %llu-byte receive buffer failed: %s (raise ulimit -l)",
+                    (unsigned long long) rr->size, strerror(errno));
+    }
+
     while (done < rr->size) {
         uint64_t n = rr->size - done < chunk ? rr->size - done : chunk;
         struct ibv_sge sge = {
@@ -513,6 +538,62 @@ static int post_read(gdr_verbs_am_t *am, rndv_read_t *rr)
     return 0;
 }
 
+static void append_inbound(ep_t *ep, inbound_t *in)
+{
+    in->next = NULL;
+    if (ep->in_tail)
+        ep->in_tail->next = in;
+    else
+        ep->in_head = in;
+    ep->in_tail = in;
+}
+
+/* Hands up, in order, every message at the head of the queue that is complete. */
+static void drain_inbound(gdr_verbs_am_t *am, int peer)
+{
+    ep_t *ep = &am->eps[peer];
+    while (ep->in_head != NULL && (ep->in_head->rr == NULL || ep->in_head->rr->done)) {
+        inbound_t *in = ep->in_head;
+        ep->in_head = in->next;
+        if (ep->in_head == NULL)
+            ep->in_tail = NULL;
+        if (in->rr != NULL) {
+            rndv_read_t *rr = in->rr;
+            am->ops.deliver(am->ctx, peer, rr->handler_id, rr->am_hdr, rr->am_hdr_sz, rr->buf,
+                            (size_t) rr->size);
+            ibv_dereg_mr(rr->mr);
+            free(rr->buf);
+            free(rr->am_hdr);
+            free(rr);
+        } else {
+            am->ops.deliver(am->ctx, peer, in->handler_id, in->am_hdr, in->am_hdr_sz,
+                            in->am_hdr + gdr_verbs_wire_pad8(in->am_hdr_sz), in->data_sz);
+            free(in->am_hdr);
+        }
+        free(in);
+    }
+}
+
+/* An eager message arriving behind an unfinished rendezvous one waits, copied. */
+static int defer_eager(gdr_verbs_am_t *am, int peer, const gdr_verbs_msg_t *m)
+{
+    inbound_t *in = calloc(1, sizeof(*in));
+    size_t off = gdr_verbs_wire_pad8(m->am_hdr_sz);
+    if (in == NULL || (in->am_hdr = malloc(off + (size_t) m->data_sz + 1)) == NULL) {
+        free(in);
+        return fail(am, "out of memory holding a message from rank %d in order", peer);
+    }
+    in->handler_id = m->handler_id;
+    in->am_hdr_sz = m->am_hdr_sz;
+    in->data_sz = (size_t) m->data_sz;
+    if (m->am_hdr_sz)
+        memcpy(in->am_hdr, m->am_hdr, m->am_hdr_sz);
+    if (m->data_sz)
+        memcpy(in->am_hdr + off, m->data, (size_t) m->data_sz);
+    append_inbound(&am->eps[peer], in);
+    return 0;
+}
+
 static int start_read(gdr_verbs_am_t *am, int peer, const gdr_verbs_msg_t *m)
 {
     ep_t *ep = &am->eps[peer];
@@ -532,26 +613,23 @@ static int start_read(gdr_verbs_am_t *am, int peer, const gdr_verbs_msg_t *m)
     rr->size = m->data_sz;
     rr->am_hdr_sz = m->am_hdr_sz;
     rr->am_hdr = malloc(m->am_hdr_sz ? m->am_hdr_sz : 1);
-    if (posix_memalign((void **) &rr->buf, 64, (size_t) rr->size) != 0)
-        rr->buf = NULL;
-    if (rr->am_hdr == NULL || rr->buf == NULL) {
-        free(rr->am_hdr);
-        free(rr->buf);
+    if (rr->am_hdr == NULL) {
         free(rr);
-        return fail(am, "out of memory for a %llu-byte payload from rank %d",
-                    (unsigned long long) m->data_sz, peer);
+        return fail(am, "out of memory receiving from rank %d", peer);
     }
     if (m->am_hdr_sz)
         memcpy(rr->am_hdr, m->am_hdr, m->am_hdr_sz);
-    rr->mr = ibv_reg_mr(am->dev->pd, rr->buf, (size_t) rr->size, IBV_ACCESS_LOCAL_WRITE);
-    if (rr->mr == NULL) {
+    inbound_t *in = calloc(1, sizeof(*in));
+    if (in == NULL) {
         free(rr->am_hdr);
-        free(rr->buf);
         free(rr);
-        return fail(am, "registering a %llu-byte receive buffer failed: %s (raise ulimit -l)",
-                    (unsigned long long) m->data_sz, strerror(errno));
+        return fail(am, "out of memory receiving from rank %d", peer);
     }
+    in->rr = rr;
+    append_inbound(ep, in);
     am->reads_active++;
+    /* the landing buffer is allocated when the read starts: thousands of waiting
+     * announcements must not hold thousands of payload buffers */
     if (ep->reads_in_flight < am->cfg.max_reads)
         return post_read(am, rr);
     if (ep->r_tail)
@@ -566,18 +644,13 @@ static int finish_read(gdr_verbs_am_t *am, rndv_read_t *rr)
 {
     ep_t *ep = &am->eps[rr->peer];
     gdr_verbs_wire_fin_t fin = {.cookie = rr->rts.cookie };
-    int rc;
+    int peer = rr->peer, rc;
 
     ep->reads_in_flight--;
     am->reads_active--;
     am->stats.rndv_recv++;
-    am->ops.deliver(am->ctx, rr->peer, rr->handler_id, rr->am_hdr, rr->am_hdr_sz, rr->buf,
-                    (size_t) rr->size);
-    ibv_dereg_mr(rr->mr);
-    free(rr->buf);
-    free(rr->am_hdr);
-    int peer = rr->peer;
-    free(rr);
+    rr->done = 1;
+    /* the sender's buffer is free as soon as the data is here */
     am->stats.fin_sent++;
     rc = send_simple(am, peer, GDR_VERBS_MSG_FIN, 0, NULL, 0, &fin, sizeof(fin), 0);
     if (rc == 0 && ep->r_head != NULL && ep->reads_in_flight < am->cfg.max_reads) {
@@ -588,6 +661,7 @@ static int finish_read(gdr_verbs_am_t *am, rndv_read_t *rr)
         next->next = NULL;
         rc = post_read(am, next);
     }
+    drain_inbound(am, peer);
     return rc;
 }
 
@@ -621,8 +695,11 @@ static int on_recv(gdr_verbs_am_t *am, recv_buf_t *rb, uint32_t byte_len)
     switch (m.kind) {
         case GDR_VERBS_MSG_EAGER:
             am->stats.eager_recv++;
-            am->ops.deliver(am->ctx, rb->peer, m.handler_id, m.am_hdr, m.am_hdr_sz, m.data,
-                            (size_t) m.data_sz);
+            if (ep->in_head != NULL)
+                rc = defer_eager(am, rb->peer, &m);
+            else
+                am->ops.deliver(am->ctx, rb->peer, m.handler_id, m.am_hdr, m.am_hdr_sz, m.data,
+                                (size_t) m.data_sz);
             break;
         case GDR_VERBS_MSG_RTS:
             rc = start_read(am, rb->peer, &m);
@@ -802,13 +879,19 @@ void gdr_verbs_am_destroy(gdr_verbs_am_t *am)
             ep->q_head = pm->next;
             free(pm);
         }
-        while (ep->r_head != NULL) {
-            rndv_read_t *rr = ep->r_head;
-            ep->r_head = rr->next;
-            ibv_dereg_mr(rr->mr);
-            free(rr->buf);
-            free(rr->am_hdr);
-            free(rr);
+        /* every rendezvous read, waiting or in flight, has an inbound entry */
+        while (ep->in_head != NULL) {
+            inbound_t *in = ep->in_head;
+            ep->in_head = in->next;
+            if (in->rr != NULL) {
+                if (in->rr->mr != NULL)
+                    ibv_dereg_mr(in->rr->mr);
+                free(in->rr->buf);
+                free(in->rr->am_hdr);
+                free(in->rr);
+            }
+            free(in->am_hdr);
+            free(in);
         }
     }
     for (uint32_t i = 0; i < am->rsend_cap; i++) {

@@ -30,6 +30,8 @@ typedef struct {
     int done_seen;
     int echo_seen;
     int reuse_seen, reuse_ok;
+    uint32_t order_next;        /* mixed eager/rendezvous stream: next expected */
+    int order_ok;
     uint64_t rndv_done_mask;
 } state_t;
 
@@ -62,6 +64,9 @@ static void deliver(void *ctx, int src, uint16_t handler, const void *am_hdr, si
         s->done_seen++;
     } else if (handler == 4) {
         s->echo_seen++;
+    } else if (handler == 6) {  /* must arrive in the order sent, whatever the size */
+        s->order_ok += ok && seq == s->order_next;
+        s->order_next++;
     } else if (handler == 5) {  /* a buffer at a recycled address */
         s->reuse_seen++;
         s->reuse_ok += ok && data_sz == (4 << 20);
@@ -161,9 +166,33 @@ static int run(int me, const char *devname, int sock)
                 pump(am, &failed);
         }
         munmap(r, rl);
+        /* a mixed stream, sent without waiting: each large message is still being read
+         * when the small one after it arrives, yet they must come up in order */
+        static uint8_t mixed[20][100000];
+        uint64_t mixed_mask = 0;
+        for (uint32_t seq = 0; seq < 40 && !failed; seq++) {
+            static uint8_t small[10];
+            uint8_t *b = seq % 2 == 0 ? mixed[seq / 2] : small;   /* never reuse an unread one */
+            size_t n = seq % 2 == 0 ? sizeof(mixed[0]) : sizeof(small);
+            for (size_t i = 0; i < n; i++)
+                b[i] = pattern(seq, i);
+            int rc;
+            if (n > 16000) {
+                rc = gdr_verbs_am_send_rndv(am, peer, 6, &seq, sizeof(seq), b, n, 44 + seq / 2);
+                mixed_mask |= 1ull << (44 + seq / 2);
+            } else {
+                rc = gdr_verbs_am_send_eager(am, peer, 6, &seq, sizeof(seq), b, n);
+            }
+            if (rc != 0) {
+                printf("FAIL send mixed %u: %s\n", seq, gdr_verbs_am_error(am));
+                failed = 1;
+            }
+        }
+        while (!failed && (st.rndv_done_mask & mixed_mask) != mixed_mask)
+            pump(am, &failed);
         uint32_t z = 0;
         gdr_verbs_am_send_eager(am, peer, 3, &z, sizeof(z), NULL, 0);
-        uint64_t all = ((1ull << N_RNDV) - 1) | (7ull << 40);
+        uint64_t all = ((1ull << N_RNDV) - 1) | (7ull << 40) | (0xfffffull << 44);
         while (!failed && (st.rndv_done_mask != all || st.echo_seen < N_BURST))
             pump(am, &failed);
         GDR_CHECK(st.rndv_done_mask == all,
@@ -177,6 +206,10 @@ static int run(int me, const char *devname, int sock)
         sleep(1);
         while (!failed && (st.done_seen == 0 || st.rndv_seen < (int) N_RNDV || st.reuse_seen < 3))
             pump(am, &failed);
+        while (!failed && st.order_next < 40)
+            pump(am, &failed);
+        GDR_CHECK(st.order_ok == 40, "receiver: 40 messages alternating 100 kB and 10 B were "
+                  "delivered in the order sent (%d)", st.order_ok);
         GDR_CHECK(st.reuse_seen == 3 && st.reuse_ok == 3,
                   "receiver: a buffer unmapped and mapped again at its address was read fresh "
                   "every time (%d of 3)", st.reuse_ok);
