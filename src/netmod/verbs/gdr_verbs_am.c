@@ -1,5 +1,5 @@
-#if !defined(_POSIX_C_SOURCE) && !defined(_GNU_SOURCE)
-#define _POSIX_C_SOURCE 200809L /* posix_memalign */
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE     /* posix_memalign, MAP_ANONYMOUS */
 #endif
 #include "gdr_verbs_am.h"
 #include "gdr_verbs_card.h"
@@ -16,6 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <sys/mman.h>
 
 #define POLL_BATCH 32
 #define READ_CHUNK_MAX (1u << 30)
@@ -56,9 +57,21 @@ typedef struct pending_msg {
 } pending_msg_t;
 
 /* A payload this rank reads from a peer (receiver side of rendezvous). */
+/* A registered landing buffer for rendezvous reads, kept for reuse: mapped, not
+ * malloc'ed, so transient payload buffers never fragment the heap. */
+typedef struct landing {
+    struct landing *next;
+    char *addr;
+    size_t cap;
+    struct ibv_mr *mr;
+} landing_t;
+
+#define LANDING_POOL_BYTES ((size_t) 64 << 20)
+
 typedef struct rndv_read {
     wr_kind_t kind;
     int done;                   /* payload landed; delivered in order by drain_inbound */
+    landing_t *land;
     struct rndv_read *next;
     int peer;
     uint16_t handler_id;
@@ -122,6 +135,8 @@ struct gdr_verbs_am {
     rndv_send_t *rsend;
     uint32_t rsend_cap;
     gdr_verbs_rcache_t *rcache; /* registrations of rendezvous send buffers */
+    landing_t *landings;        /* idle landing buffers */
+    size_t landing_bytes;
     uint32_t max_inline;
     uint64_t queued;            /* messages in all ep queues */
     uint64_t reads_active;      /* rendezvous reads in flight or waiting, all peers */
@@ -496,22 +511,68 @@ int gdr_verbs_am_send_rndv(gdr_verbs_am_t *am, int peer, uint16_t handler_id,
                        sizeof(rts), data_sz);
 }
 
+static landing_t *landing_get(gdr_verbs_am_t *am, size_t size)
+{
+    landing_t **best = NULL;
+    for (landing_t ** pp = &am->landings; *pp; pp = &(*pp)->next) {
+        if ((*pp)->cap >= size && (best == NULL || (*pp)->cap < (*best)->cap))
+            best = pp;
+    }
+    if (best != NULL) {
+        landing_t *l = *best;
+        *best = l->next;
+        am->landing_bytes -= l->cap;
+        return l;
+    }
+    landing_t *l = calloc(1, sizeof(*l));
+    if (l == NULL)
+        return NULL;
+    l->cap = (size + 4095) & ~(size_t) 4095;
+    l->addr = mmap(NULL, l->cap, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (l->addr == MAP_FAILED) {
+        free(l);
+        return NULL;
+    }
+    l->mr = ibv_reg_mr(am->dev->pd, l->addr, l->cap, IBV_ACCESS_LOCAL_WRITE);
+    if (l->mr == NULL) {
+        munmap(l->addr, l->cap);
+        free(l);
+        return NULL;
+    }
+    return l;
+}
+
+static void landing_release(landing_t *l)
+{
+    ibv_dereg_mr(l->mr);
+    munmap(l->addr, l->cap);
+    free(l);
+}
+
+static void landing_put(gdr_verbs_am_t *am, landing_t *l)
+{
+    if (am->landing_bytes + l->cap > LANDING_POOL_BYTES) {
+        landing_release(l);
+        return;
+    }
+    l->next = am->landings;
+    am->landings = l;
+    am->landing_bytes += l->cap;
+}
+
 static int post_read(gdr_verbs_am_t *am, rndv_read_t *rr)
 {
     ep_t *ep = &am->eps[rr->peer];
     uint64_t chunk = am->dev->max_msg_sz < READ_CHUNK_MAX ? am->dev->max_msg_sz : READ_CHUNK_MAX;
     uint64_t done = 0;
 
-    if (posix_memalign((void **) &rr->buf, 64, (size_t) rr->size) != 0)
-        return fail(am, "out of memory for a %llu-byte payload from rank %d",
-                    (unsigned long long) rr->size, rr->peer);
-    rr->mr = ibv_reg_mr(am->dev->pd, rr->buf, (size_t) rr->size, IBV_ACCESS_LOCAL_WRITE);
-    if (rr->mr == NULL) {
-        free(rr->buf);
-        rr->buf = NULL;
-        return fail(am, "registering a %llu-byte receive buffer failed: %s (raise ulimit -l)",
-                    (unsigned long long) rr->size, strerror(errno));
-    }
+    rr->land = landing_get(am, (size_t) rr->size);
+    if (rr->land == NULL)
+        return fail(am, "no %llu-byte landing buffer for a payload from rank %d: %s (out of "
+                    "memory, or raise ulimit -l)", (unsigned long long) rr->size, rr->peer,
+                    strerror(errno));
+    rr->buf = rr->land->addr;
+    rr->mr = rr->land->mr;
 
     while (done < rr->size) {
         uint64_t n = rr->size - done < chunk ? rr->size - done : chunk;
@@ -561,8 +622,7 @@ static void drain_inbound(gdr_verbs_am_t *am, int peer)
             rndv_read_t *rr = in->rr;
             am->ops.deliver(am->ctx, peer, rr->handler_id, rr->am_hdr, rr->am_hdr_sz, rr->buf,
                             (size_t) rr->size);
-            ibv_dereg_mr(rr->mr);
-            free(rr->buf);
+            landing_put(am, rr->land);
             free(rr->am_hdr);
             free(rr);
         } else {
@@ -884,9 +944,8 @@ void gdr_verbs_am_destroy(gdr_verbs_am_t *am)
             inbound_t *in = ep->in_head;
             ep->in_head = in->next;
             if (in->rr != NULL) {
-                if (in->rr->mr != NULL)
-                    ibv_dereg_mr(in->rr->mr);
-                free(in->rr->buf);
+                if (in->rr->land != NULL)
+                    landing_release(in->rr->land);
                 free(in->rr->am_hdr);
                 free(in->rr);
             }
@@ -899,6 +958,11 @@ void gdr_verbs_am_destroy(gdr_verbs_am_t *am)
             gdr_verbs_rcache_put(am->rcache, am->rsend[i].reg);
     }
     free(am->rsend);
+    while (am->landings != NULL) {
+        landing_t *l = am->landings;
+        am->landings = l->next;
+        landing_release(l);
+    }
     if (am->rcache != NULL) {
         gdr_verbs_memhooks_detach(am->rcache);
         gdr_verbs_rcache_destroy(am->rcache);
