@@ -873,8 +873,10 @@ static int flush(gdr_verbs_am_t *am, int *progressed)
         if (ep->q_head != NULL && !gdr_verbs_credit_can_send_data(&ep->credit)
             && maybe_probe(am, i) != 0)
             return -1;
-        if (ep->q_head == NULL && gdr_verbs_credit_want_update(&ep->credit)
-            && am->free_slots != NULL) {
+        /* owed credits ride on data when data can go; when it cannot (both sides
+         * queued and dry), the kept last credit carries them in a CREDIT message */
+        if (gdr_verbs_credit_want_update(&ep->credit) && am->free_slots != NULL
+            && (ep->q_head == NULL || !gdr_verbs_credit_can_send_data(&ep->credit))) {
             send_slot_t *slot = take_slot(am);
             size_t len = gdr_verbs_wire_put_hdr(slot->addr, am->cfg.buf_size,
                                                 GDR_VERBS_MSG_CREDIT, 0, 0, NULL, 0, 0);
