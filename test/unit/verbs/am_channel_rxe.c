@@ -32,6 +32,7 @@ typedef struct {
     int reuse_seen, reuse_ok;
     uint32_t order_next;        /* mixed eager/rendezvous stream: next expected */
     int order_ok;
+    int flood_seen;
     uint64_t rndv_done_mask;
 } state_t;
 
@@ -64,6 +65,8 @@ static void deliver(void *ctx, int src, uint16_t handler, const void *am_hdr, si
         s->done_seen++;
     } else if (handler == 4) {
         s->echo_seen++;
+    } else if (handler == 7) {
+        s->flood_seen++;
     } else if (handler == 6) {  /* must arrive in the order sent, whatever the size */
         s->order_ok += ok && seq == s->order_next;
         s->order_next++;
@@ -232,6 +235,26 @@ static int run(int me, const char *devname, int sock)
         GDR_CHECK(s->queued > 0, "receiver: the burst waited for credits (%llu queued) instead "
                   "of overrunning the peer", (unsigned long long) s->queued);
     }
+    /* both sides flood each other at once: both run out of credits with messages
+     * queued, and must still hand each other the credits they owe */
+    if (write(sock, &c, 1) != 1 || read(sock, &c, 1) != 1)
+        return 1;
+    for (uint32_t i = 0; i < 400 && !failed; i++) {
+        if (gdr_verbs_am_send_eager(am, peer, 7, &i, sizeof(i), buf, 1000) != 0) {
+            printf("FAIL flood %u: %s\n", i, gdr_verbs_am_error(am));
+            failed = 1;
+        }
+    }
+    struct timespec f0, f1;
+    clock_gettime(CLOCK_MONOTONIC, &f0);
+    double fsecs = 0;
+    while (!failed && (st.flood_seen < 400 || gdr_verbs_am_busy(am)) && fsecs < 30) {
+        pump(am, &failed);
+        clock_gettime(CLOCK_MONOTONIC, &f1);
+        fsecs = (double) (f1.tv_sec - f0.tv_sec) + (double) (f1.tv_nsec - f0.tv_nsec) / 1e9;
+    }
+    GDR_CHECK(st.flood_seen == 400, "rank %d: a simultaneous flood both ways completes "
+              "(%d of 400 in %.1f s)", me, st.flood_seen, fsecs);
     GDR_CHECK(!failed, "rank %d: no transport error", me);
     /* finish together: the peer may still need our credits */
     if (write(sock, &c, 1) != 1)
