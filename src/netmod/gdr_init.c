@@ -138,10 +138,3 @@ int MPIDI_GDR_mpi_finalize_hook(void)
     memset(&MPIDI_GDR_global, 0, sizeof(MPIDI_GDR_global));
     return mpi_errno;
 }
-
-int MPIDI_GDR_no_transport(int rank, MPIR_Comm * comm)
-{
-    int mpi_errno = MPI_SUCCESS;
-    MPIR_ERR_SET1(mpi_errno, MPI_ERR_OTHER, "**gdr_no_transport", "**gdr_no_transport %d", rank);
-    return mpi_errno;
-}
