@@ -56,7 +56,6 @@ typedef struct pending_msg {
     unsigned char bytes[];
 } pending_msg_t;
 
-/* A payload this rank reads from a peer (receiver side of rendezvous). */
 /* A registered landing buffer for rendezvous reads, kept for reuse: mapped, not
  * malloc'ed, so transient payload buffers never fragment the heap. */
 typedef struct landing {
@@ -68,10 +67,11 @@ typedef struct landing {
 
 #define LANDING_POOL_BYTES ((size_t) 64 << 20)
 
+/* A payload this rank reads from a peer (receiver side of rendezvous). */
 typedef struct rndv_read {
     wr_kind_t kind;
     int done;                   /* payload landed; delivered in order by drain_inbound */
-    landing_t *land;
+    landing_t *land;            /* where it lands; NULL until the read is posted */
     struct rndv_read *next;
     int peer;
     uint16_t handler_id;
@@ -79,8 +79,6 @@ typedef struct rndv_read {
     size_t am_hdr_sz;
     gdr_verbs_wire_rts_t rts;
     uint64_t size;
-    char *buf;
-    struct ibv_mr *mr;
 } rndv_read_t;
 
 /* Messages from one peer are handed up in the order they were sent (MPI's
@@ -111,9 +109,7 @@ typedef struct ep {
     rndv_read_t *r_head, *r_tail;
     inbound_t *in_head, *in_tail;       /* in-order delivery queue */
     uint32_t reads_in_flight;
-    recv_buf_t *recv;           /* [recv_depth] */
     probe_t probe;
-    int connected;
     int failed;
 } ep_t;
 
@@ -384,7 +380,6 @@ gdr_verbs_am_t *gdr_verbs_am_create(gdr_verbs_device_t *dev, int rank, int nrank
         gdr_verbs_credit_init(&ep->credit, cfg->recv_depth);
         ep->probe.kind = WR_PROBE;
         ep->probe.peer = i;
-        ep->recv = &am->recv_bufs[next];
         for (uint32_t k = 0; k < cfg->recv_depth; k++, next++) {
             recv_buf_t *rb = &am->recv_bufs[next];
             rb->kind = WR_RECV;
@@ -448,10 +443,8 @@ int gdr_verbs_am_connect(gdr_verbs_am_t *am, int peer, const void *buf, size_t l
     else if (gdr_verbs_qp_connect(am->eps[peer].qp, am->dev, &card, card.qpn[am->rank], why,
                                   sizeof(why)) != 0)
         fail(am, "connecting to rank %d: %s", peer, why);
-    else {
-        am->eps[peer].connected = 1;
+    else
         rc = 0;
-    }
     free(card.qpn);
     return rc;
 }
@@ -511,6 +504,12 @@ int gdr_verbs_am_send_rndv(gdr_verbs_am_t *am, int peer, uint16_t handler_id,
                        sizeof(rts), data_sz);
 }
 
+/* Bytes one RDMA READ work request may carry. */
+static uint64_t read_chunk(const gdr_verbs_am_t *am)
+{
+    return am->dev->max_msg_sz < READ_CHUNK_MAX ? am->dev->max_msg_sz : READ_CHUNK_MAX;
+}
+
 static landing_t *landing_get(gdr_verbs_am_t *am, size_t size)
 {
     landing_t **best = NULL;
@@ -563,7 +562,7 @@ static void landing_put(gdr_verbs_am_t *am, landing_t *l)
 static int post_read(gdr_verbs_am_t *am, rndv_read_t *rr)
 {
     ep_t *ep = &am->eps[rr->peer];
-    uint64_t chunk = am->dev->max_msg_sz < READ_CHUNK_MAX ? am->dev->max_msg_sz : READ_CHUNK_MAX;
+    uint64_t chunk = read_chunk(am);
     uint64_t done = 0;
 
     rr->land = landing_get(am, (size_t) rr->size);
@@ -571,13 +570,12 @@ static int post_read(gdr_verbs_am_t *am, rndv_read_t *rr)
         return fail(am, "no %llu-byte landing buffer for a payload from rank %d: %s (out of "
                     "memory, or raise ulimit -l)", (unsigned long long) rr->size, rr->peer,
                     strerror(errno));
-    rr->buf = rr->land->addr;
-    rr->mr = rr->land->mr;
 
     while (done < rr->size) {
         uint64_t n = rr->size - done < chunk ? rr->size - done : chunk;
         struct ibv_sge sge = {
-            .addr = (uintptr_t) (rr->buf + done),.length = (uint32_t) n,.lkey = rr->mr->lkey
+            .addr = (uintptr_t) (rr->land->addr + done),.length = (uint32_t) n,
+            .lkey = rr->land->mr->lkey
         };
         struct ibv_send_wr wr, *bad;
         memset(&wr, 0, sizeof(wr));
@@ -620,8 +618,8 @@ static void drain_inbound(gdr_verbs_am_t *am, int peer)
             ep->in_tail = NULL;
         if (in->rr != NULL) {
             rndv_read_t *rr = in->rr;
-            am->ops.deliver(am->ctx, peer, rr->handler_id, rr->am_hdr, rr->am_hdr_sz, rr->buf,
-                            (size_t) rr->size);
+            am->ops.deliver(am->ctx, peer, rr->handler_id, rr->am_hdr, rr->am_hdr_sz,
+                            rr->land->addr, (size_t) rr->size);
             landing_put(am, rr->land);
             free(rr->am_hdr);
             free(rr);
@@ -657,7 +655,7 @@ static int defer_eager(gdr_verbs_am_t *am, int peer, const gdr_verbs_msg_t *m)
 static int start_read(gdr_verbs_am_t *am, int peer, const gdr_verbs_msg_t *m)
 {
     ep_t *ep = &am->eps[peer];
-    uint64_t chunk = am->dev->max_msg_sz < READ_CHUNK_MAX ? am->dev->max_msg_sz : READ_CHUNK_MAX;
+    uint64_t chunk = read_chunk(am);
 
     if (m->data_sz == 0 || m->data_sz > chunk * READ_CHUNKS_MAX)
         return fail(am, "rank %d announced a %llu-byte rendezvous payload (limit %llu)", peer,
