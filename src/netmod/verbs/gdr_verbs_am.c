@@ -8,6 +8,7 @@
 #include "gdr_verbs_rcache.h"
 #include "gdr_verbs_qp.h"
 #include "gdr_verbs_wire.h"
+#include "gdr_verbs_am_internal.h"
 
 #include <errno.h>
 #include <stdarg.h>
@@ -22,8 +23,9 @@
 #define READ_CHUNK_MAX (1u << 30)
 #define READ_CHUNKS_MAX 4
 
-/* Every work request's wr_id points at one of these, first member of its context. */
-typedef enum { WR_RECV = 1, WR_SEND, WR_READ, WR_PROBE } wr_kind_t;
+/* Every work request's wr_id points at a context whose first member is its kind
+ * (gdr_verbs_wr_kind_t, shared with gdr_verbs_rma.c). */
+typedef gdr_verbs_wr_kind_t wr_kind_t;
 
 /* A zero-length RDMA WRITE (no receive buffer, no key check at the target) sent to
  * a peer we are waiting on: it completes if the peer is alive, fails if not. */
@@ -138,6 +140,8 @@ struct gdr_verbs_am {
     uint64_t reads_active;      /* rendezvous reads in flight or waiting, all peers */
     uint64_t rsend_active;
     gdr_verbs_am_stats_t stats;
+    gdr_verbs_am_rma_cb_t rma_cb;       /* completions of one-sided work requests */
+    void *rma_ctx;
     int failed;
     char error[320];
 };
@@ -148,7 +152,9 @@ struct gdr_verbs_am {
 static void *reg_for_read(void *ctx, void *addr, size_t len, uint32_t *lkey, uint32_t *rkey)
 {
     gdr_verbs_device_t *dev = ctx;
-    struct ibv_mr *mr = ibv_reg_mr(dev->pd, addr, len, IBV_ACCESS_REMOTE_READ);
+    /* local write too: one-sided gets land in user buffers registered here */
+    struct ibv_mr *mr = ibv_reg_mr(dev->pd, addr, len,
+                                   IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_READ);
     if (mr == NULL)
         return NULL;
     *lkey = mr->lkey;
@@ -307,10 +313,10 @@ gdr_verbs_am_t *gdr_verbs_am_create(gdr_verbs_device_t *dev, int rank, int nrank
     if (am->eps == NULL)
         goto oom;
     for (int i = 0; i < nranks; i++)
-        npeers += (i != rank && need_qp[i]);
+        npeers += need_qp[i] != 0;
 
-    size_t cqe = (size_t) npeers * (2 * cfg->recv_depth + READ_CHUNKS_MAX * cfg->max_reads + 8)
-        + cfg->send_slots + 16;
+    size_t cqe = (size_t) npeers * (2 * cfg->recv_depth + READ_CHUNKS_MAX * cfg->max_reads + 8
+                                    + cfg->rma_depth) + cfg->send_slots + 16;
     if (cqe > (size_t) dev->attr.max_cqe)
         cqe = (size_t) dev->attr.max_cqe;
     am->cq = ibv_create_cq(dev->context, (int) cqe, NULL, NULL, 0);
@@ -363,14 +369,14 @@ gdr_verbs_am_t *gdr_verbs_am_create(gdr_verbs_device_t *dev, int rank, int nrank
     }
 
     gdr_verbs_qp_caps_t caps = {
-        .max_send_wr = cfg->recv_depth + READ_CHUNKS_MAX * cfg->max_reads + 8,
+        .max_send_wr = cfg->recv_depth + READ_CHUNKS_MAX * cfg->max_reads + 8 + cfg->rma_depth,
         .max_recv_wr = cfg->recv_depth,
         .max_inline = 128,
     };
     size_t next = 0;
     for (int i = 0; i < nranks; i++) {
         ep_t *ep = &am->eps[i];
-        if (i == rank || !need_qp[i])
+        if (!need_qp[i])
             continue;
         gdr_verbs_qp_caps_t c = caps;
         ep->qp = gdr_verbs_qp_create(dev, am->cq, &c, why, why_len);
@@ -799,6 +805,9 @@ static int on_completion(gdr_verbs_am_t *am, const struct ibv_wc *wc)
             peer = ((probe_t *) (uintptr_t) wc->wr_id)->peer;
             ((probe_t *) (uintptr_t) wc->wr_id)->in_flight = 0;
             break;
+        case WR_RMA:
+            peer = ((const gdr_verbs_wr_head_t *) (uintptr_t) wc->wr_id)->peer;
+            break;
         default:
             return fail(am, "completion with an unknown work request id");
     }
@@ -806,11 +815,19 @@ static int on_completion(gdr_verbs_am_t *am, const struct ibv_wc *wc)
         if (wc->status == IBV_WC_WR_FLUSH_ERR && am->eps[peer].failed)
             return 0;           /* the rest of a failed queue pair, already reported */
         am->eps[peer].failed = 1;
+        if (wc->status == IBV_WC_REM_ACCESS_ERR)
+            return fail(am, "rank %d refused a one-sided access (%s, status %d) on %s: the "
+                        "window key is stale (window freed or region detached) or the range "
+                        "is outside the registered window", peer,
+                        ibv_wc_status_str(wc->status), (int) wc->status, am->dev->name);
         return fail(am, "the connection to rank %d failed: %s (status %d, vendor error %#x) on "
                     "%s: rank %d died or the network path to it broke", peer,
                     ibv_wc_status_str(wc->status), (int) wc->status, wc->vendor_err,
                     am->dev->name, peer);
     }
+    if (kind == WR_RMA)
+        return am->rma_cb != NULL ? am->rma_cb(am->rma_ctx, wc) :
+            fail(am, "a one-sided completion arrived with no RMA engine attached");
     if (kind == WR_RECV)
         return on_recv(am, (recv_buf_t *) (uintptr_t) wc->wr_id, wc->byte_len);
     if (kind == WR_READ)
@@ -909,6 +926,46 @@ int gdr_verbs_am_progress(gdr_verbs_am_t *am, int *progressed)
     if (n > 0 || am->queued > 0)
         return flush(am, progressed);
     return 0;
+}
+
+void gdr_verbs_am_attach_rma(gdr_verbs_am_t *am, gdr_verbs_am_rma_cb_t cb, void *ctx)
+{
+    am->rma_cb = cb;
+    am->rma_ctx = ctx;
+}
+
+struct ibv_qp *gdr_verbs_am_qp(gdr_verbs_am_t *am, int peer)
+{
+    if (peer < 0 || peer >= am->nranks || am->eps[peer].failed)
+        return NULL;
+    return am->eps[peer].qp;
+}
+
+gdr_verbs_device_t *gdr_verbs_am_device(gdr_verbs_am_t *am)
+{
+    return am->dev;
+}
+
+int gdr_verbs_am_nranks(const gdr_verbs_am_t *am)
+{
+    return am->nranks;
+}
+
+uint32_t gdr_verbs_am_max_inline(const gdr_verbs_am_t *am)
+{
+    return am->max_inline;
+}
+
+gdr_verbs_rcache_t *gdr_verbs_am_rcache(gdr_verbs_am_t *am)
+{
+    return am->rcache;
+}
+
+int gdr_verbs_am_fail_peer(gdr_verbs_am_t *am, int peer, const char *what)
+{
+    if (peer >= 0 && peer < am->nranks)
+        am->eps[peer].failed = 1;
+    return fail(am, "%s", what);
 }
 
 int gdr_verbs_am_busy(const gdr_verbs_am_t *am)

@@ -29,6 +29,7 @@ typedef struct gdr_verbs_am_config {
     uint32_t recv_depth;        /* receive buffers posted per peer */
     uint32_t send_slots;        /* registered bounce buffers for outgoing messages */
     uint32_t max_reads;         /* rendezvous reads in flight per peer */
+    uint32_t rma_depth;         /* one-sided work requests in flight per peer (gdr_verbs_rma) */
 } gdr_verbs_am_config_t;
 
 /* Operation counts, for MPI_T and tests. */
@@ -41,7 +42,9 @@ typedef struct gdr_verbs_am_stats {
 } gdr_verbs_am_stats_t;
 
 /* Creates the channel for `rank` of `nranks`; need_qp[i] != 0 for every peer that is
- * reached through this device (never rank itself).  dev must be open with a GID
+ * reached through this device.  need_qp[rank] asks for a loopback queue pair (connect
+ * it with this rank's own card): one-sided atomics on a rank's own window must go
+ * through the NIC too, to stay atomic with those of its peers; no messages use it.  dev must be open with a GID
  * picked.  Returns NULL with why set on failure. */
 gdr_verbs_am_t *gdr_verbs_am_create(gdr_verbs_device_t *dev, int rank, int nranks,
                                     const uint8_t *need_qp, const gdr_verbs_am_config_t *cfg,

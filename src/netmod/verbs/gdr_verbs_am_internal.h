@@ -1,0 +1,35 @@
+/* What the AM channel shares with the one-sided engine (gdr_verbs_rma.c), which
+ * posts on the same queue pairs and completion queue.  Not for the netmod. */
+#ifndef GDR_VERBS_AM_INTERNAL_H
+#define GDR_VERBS_AM_INTERNAL_H
+
+#include <infiniband/verbs.h>
+#include "gdr_verbs_am.h"
+#include "gdr_verbs_rcache.h"
+
+/* Every work request's wr_id points at a context that starts with its kind. */
+typedef enum { WR_RECV = 1, WR_SEND, WR_READ, WR_PROBE, WR_RMA } gdr_verbs_wr_kind_t;
+
+/* The head of a one-sided operation's context (kind WR_RMA). */
+typedef struct gdr_verbs_wr_head {
+    gdr_verbs_wr_kind_t kind;
+    int peer;
+} gdr_verbs_wr_head_t;
+
+/* Called for each successful WR_RMA completion; returns 0 or -1. */
+typedef int (*gdr_verbs_am_rma_cb_t)(void *ctx, const struct ibv_wc *wc);
+
+void gdr_verbs_am_attach_rma(gdr_verbs_am_t *am, gdr_verbs_am_rma_cb_t cb, void *ctx);
+
+/* The connected queue pair to peer (rank itself: the loopback QP); NULL if none or failed. */
+struct ibv_qp *gdr_verbs_am_qp(gdr_verbs_am_t *am, int peer);
+
+gdr_verbs_device_t *gdr_verbs_am_device(gdr_verbs_am_t *am);
+int gdr_verbs_am_nranks(const gdr_verbs_am_t *am);
+uint32_t gdr_verbs_am_max_inline(const gdr_verbs_am_t *am);
+gdr_verbs_rcache_t *gdr_verbs_am_rcache(gdr_verbs_am_t *am);
+
+/* Marks the connection to peer failed with message `what`; returns -1. */
+int gdr_verbs_am_fail_peer(gdr_verbs_am_t *am, int peer, const char *what);
+
+#endif /* GDR_VERBS_AM_INTERNAL_H */

@@ -1,0 +1,401 @@
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE     /* posix_memalign */
+#endif
+#include "gdr_verbs_rma.h"
+#include "gdr_verbs_am_internal.h"
+#include "gdr_verbs_rcache.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define CHUNK_MAX (1u << 30)
+
+typedef struct bounce {
+    char *addr;
+    struct bounce *next_free;
+} bounce_t;
+
+/* One operation: one or more work requests, completed when the last one is. */
+typedef struct rma_op {
+    gdr_verbs_wr_head_t head;   /* kind WR_RMA, peer */
+    uint32_t wrs_left;
+    bounce_t *bounce;
+    void *copy_to;              /* get or atomic result: copied out of the bounce buffer */
+    size_t copy_len;
+    gdr_verbs_rcache_entry_t *reg;
+    gdr_verbs_rma_done_fn done;
+    void *arg;
+    struct rma_op *next_free;
+} rma_op_t;
+
+struct gdr_verbs_rma {
+    gdr_verbs_am_t *am;
+    gdr_verbs_device_t *dev;
+    gdr_verbs_rma_config_t cfg;
+    uint32_t *in_flight;        /* per peer */
+    int nranks;
+    uint32_t max_inline;
+    char *bounce_mem;
+    struct ibv_mr *bounce_mr;
+    bounce_t *bounces, *free_bounces;
+    rma_op_t *free_ops;
+    gdr_verbs_rma_stats_t stats;
+};
+
+static int on_complete(void *ctx, const struct ibv_wc *wc)
+{
+    gdr_verbs_rma_t *rma = ctx;
+    rma_op_t *op = (rma_op_t *) (uintptr_t) wc->wr_id;
+
+    rma->in_flight[op->head.peer]--;
+    if (--op->wrs_left > 0)
+        return 0;
+    if (op->copy_to != NULL)
+        memcpy(op->copy_to, op->bounce->addr, op->copy_len);
+    if (op->bounce != NULL) {
+        op->bounce->next_free = rma->free_bounces;
+        rma->free_bounces = op->bounce;
+    }
+    if (op->reg != NULL)
+        gdr_verbs_rcache_put(gdr_verbs_am_rcache(rma->am), op->reg);
+    gdr_verbs_rma_done_fn done = op->done;
+    void *arg = op->arg;
+    op->next_free = rma->free_ops;
+    rma->free_ops = op;
+    if (done != NULL)
+        done(arg);
+    return 0;
+}
+
+gdr_verbs_rma_t *gdr_verbs_rma_create(gdr_verbs_am_t *am, const gdr_verbs_rma_config_t *cfg,
+                                      char *why, size_t why_len)
+{
+    gdr_verbs_rma_t *rma = calloc(1, sizeof(*rma));
+    if (rma == NULL)
+        goto oom;
+    rma->am = am;
+    rma->dev = gdr_verbs_am_device(am);
+    rma->cfg = *cfg;
+    rma->nranks = gdr_verbs_am_nranks(am);
+    rma->max_inline = gdr_verbs_am_max_inline(am);
+    rma->in_flight = calloc((size_t) rma->nranks, sizeof(uint32_t));
+    rma->bounces = calloc(cfg->bounce_count ? cfg->bounce_count : 1, sizeof(bounce_t));
+    if (rma->in_flight == NULL || rma->bounces == NULL)
+        goto oom;
+    size_t bytes = (size_t) cfg->bounce_count * cfg->bounce_size;
+    if (bytes > 0) {
+        if (posix_memalign((void **) &rma->bounce_mem, 4096, bytes) != 0)
+            goto oom;
+        rma->bounce_mr = ibv_reg_mr(rma->dev->pd, rma->bounce_mem, bytes, IBV_ACCESS_LOCAL_WRITE);
+        if (rma->bounce_mr == NULL) {
+            snprintf(why, why_len, "registering %zu bytes of RMA bounce buffers on %s failed: "
+                     "%s (raise ulimit -l)", bytes, rma->dev->name, strerror(errno));
+            gdr_verbs_rma_destroy(rma);
+            return NULL;
+        }
+    }
+    for (uint32_t i = 0; i < cfg->bounce_count; i++) {
+        rma->bounces[i].addr = rma->bounce_mem + (size_t) i * cfg->bounce_size;
+        rma->bounces[i].next_free = rma->free_bounces;
+        rma->free_bounces = &rma->bounces[i];
+    }
+    gdr_verbs_am_attach_rma(am, on_complete, rma);
+    return rma;
+  oom:
+    snprintf(why, why_len, "out of memory creating the RMA engine");
+    gdr_verbs_rma_destroy(rma);
+    return NULL;
+}
+
+int gdr_verbs_rma_register(gdr_verbs_rma_t *rma, void *addr, size_t len, unsigned access,
+                           gdr_verbs_rma_region_t *out, char *why, size_t why_len)
+{
+    int flags = 0;
+    memset(out, 0, sizeof(*out));
+    out->addr = (uintptr_t) addr;
+    out->len = len;
+    if (len == 0)
+        return 0;
+    if (access & GDR_VERBS_RMA_REMOTE_READ)
+        flags |= IBV_ACCESS_REMOTE_READ;
+    if (access & GDR_VERBS_RMA_REMOTE_WRITE)
+        flags |= IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_LOCAL_WRITE;
+    if (access & GDR_VERBS_RMA_REMOTE_ATOMIC)
+        flags |= IBV_ACCESS_REMOTE_ATOMIC | IBV_ACCESS_LOCAL_WRITE;
+    struct ibv_mr *mr = ibv_reg_mr(rma->dev->pd, addr, len, flags);
+    if (mr == NULL) {
+        snprintf(why, why_len, "registering a %zu-byte window at %p on %s failed: %s (raise "
+                 "ulimit -l, or the memory is not host memory the NIC can reach)", len, addr,
+                 rma->dev->name, strerror(errno));
+        return -1;
+    }
+    out->mr = mr;
+    out->rkey = mr->rkey;
+    return 0;
+}
+
+void gdr_verbs_rma_deregister(gdr_verbs_rma_t *rma, gdr_verbs_rma_region_t *region)
+{
+    (void) rma;
+    if (region->mr != NULL)
+        ibv_dereg_mr(region->mr);
+    memset(region, 0, sizeof(*region));
+}
+
+static uint64_t chunk_size(const gdr_verbs_rma_t *rma)
+{
+    return rma->dev->max_msg_sz && rma->dev->max_msg_sz < CHUNK_MAX ? rma->dev->max_msg_sz
+        : CHUNK_MAX;
+}
+
+/* An operation of nwr work requests to peer, with room reserved; NULL if none. */
+static rma_op_t *op_start(gdr_verbs_rma_t *rma, int peer, uint32_t nwr, int want_bounce,
+                          gdr_verbs_rma_done_fn done, void *arg, int *rc)
+{
+    *rc = 0;
+    if (gdr_verbs_am_qp(rma->am, peer) == NULL) {
+        char what[256];
+        snprintf(what, sizeof(what), "no usable queue pair to rank %d for a one-sided "
+                 "operation (not connected through %s, or failed earlier)", peer, rma->dev->name);
+        *rc = gdr_verbs_am_fail_peer(rma->am, -1, what);
+        return NULL;
+    }
+    if (nwr > rma->cfg.depth) {
+        char what[256];
+        snprintf(what, sizeof(what), "a one-sided operation to rank %d needs %u work requests, "
+                 "more than the %u allowed in flight", peer, nwr, rma->cfg.depth);
+        *rc = gdr_verbs_am_fail_peer(rma->am, -1, what);
+        return NULL;
+    }
+    if (rma->in_flight[peer] + nwr > rma->cfg.depth || (want_bounce && rma->free_bounces == NULL)) {
+        rma->stats.busy++;
+        *rc = GDR_VERBS_RMA_BUSY;
+        return NULL;
+    }
+    rma_op_t *op = rma->free_ops;
+    if (op != NULL)
+        rma->free_ops = op->next_free;
+    else if ((op = malloc(sizeof(*op))) == NULL) {
+        *rc = gdr_verbs_am_fail_peer(rma->am, -1, "out of memory starting a one-sided operation");
+        return NULL;
+    }
+    memset(op, 0, sizeof(*op));
+    op->head.kind = WR_RMA;
+    op->head.peer = peer;
+    op->wrs_left = nwr;
+    op->done = done;
+    op->arg = arg;
+    if (want_bounce) {
+        op->bounce = rma->free_bounces;
+        rma->free_bounces = op->bounce->next_free;
+    }
+    return op;
+}
+
+static void op_abandon(gdr_verbs_rma_t *rma, rma_op_t *op)
+{
+    if (op->bounce != NULL) {
+        op->bounce->next_free = rma->free_bounces;
+        rma->free_bounces = op->bounce;
+    }
+    if (op->reg != NULL)
+        gdr_verbs_rcache_put(gdr_verbs_am_rcache(rma->am), op->reg);
+    op->next_free = rma->free_ops;
+    rma->free_ops = op;
+}
+
+static int post(gdr_verbs_rma_t *rma, rma_op_t *op, struct ibv_send_wr *wr)
+{
+    struct ibv_send_wr *bad;
+    int peer = op->head.peer;
+    if (ibv_post_send(gdr_verbs_am_qp(rma->am, peer), wr, &bad) != 0) {
+        char what[256];
+        snprintf(what, sizeof(what), "posting a one-sided operation to rank %d failed: %s "
+                 "(queue pair in error?)", peer, strerror(errno));
+        return gdr_verbs_am_fail_peer(rma->am, peer, what);
+    }
+    rma->in_flight[peer]++;
+    return 0;
+}
+
+/* Posts a contiguous transfer in chunks; the op's WR count was reserved. */
+static int post_chunks(gdr_verbs_rma_t *rma, rma_op_t *op, enum ibv_wr_opcode opcode,
+                       uint64_t laddr, uint32_t lkey, size_t len, uint64_t raddr, uint32_t rkey,
+                       int send_inline)
+{
+    uint64_t chunk = chunk_size(rma), done = 0;
+    while (done < len) {
+        uint64_t n = len - done < chunk ? len - done : chunk;
+        struct ibv_sge sge = {.addr = laddr + done,.length = (uint32_t) n,.lkey = lkey };
+        struct ibv_send_wr wr;
+        memset(&wr, 0, sizeof(wr));
+        wr.wr_id = (uintptr_t) op;
+        wr.sg_list = &sge;
+        wr.num_sge = 1;
+        wr.opcode = opcode;
+        wr.send_flags = IBV_SEND_SIGNALED | (send_inline ? IBV_SEND_INLINE : 0);
+        wr.wr.rdma.remote_addr = raddr + done;
+        wr.wr.rdma.rkey = rkey;
+        if (post(rma, op, &wr) != 0) {
+            /* earlier chunks are in flight and will complete the op's count down; the
+             * channel is failed now, so the op is never reported done */
+            op->done = NULL;
+            op->wrs_left -= (uint32_t) ((len - done + chunk - 1) / chunk);
+            if (op->wrs_left == 0)
+                op_abandon(rma, op);
+            return -1;
+        }
+        done += n;
+    }
+    return 0;
+}
+
+static uint32_t chunks_of(const gdr_verbs_rma_t *rma, size_t len)
+{
+    uint64_t c = chunk_size(rma);
+    return (uint32_t) ((len + c - 1) / c);
+}
+
+int gdr_verbs_rma_put(gdr_verbs_rma_t *rma, int peer, const void *src, size_t len,
+                      uint64_t raddr, uint32_t rkey, gdr_verbs_rma_done_fn done, void *arg,
+                      int *copied)
+{
+    int rc;
+    int by_inline = len <= rma->max_inline;
+    int by_bounce = !by_inline && len <= rma->cfg.bounce_size;
+    rma_op_t *op = op_start(rma, peer, by_inline || by_bounce ? 1 : chunks_of(rma, len),
+                            by_bounce, done, arg, &rc);
+    if (op == NULL)
+        return rc;
+    uint64_t laddr = (uintptr_t) src;
+    uint32_t lkey = 0;
+    if (by_bounce) {
+        memcpy(op->bounce->addr, src, len);
+        laddr = (uintptr_t) op->bounce->addr;
+        lkey = rma->bounce_mr->lkey;
+        rma->stats.bounced++;
+    } else if (!by_inline) {
+        op->reg = gdr_verbs_rcache_get(gdr_verbs_am_rcache(rma->am), src, len);
+        if (op->reg == NULL) {
+            op_abandon(rma, op);
+            char what[256];
+            snprintf(what, sizeof(what), "registering a %zu-byte put source failed: %s "
+                     "(raise ulimit -l)", len, strerror(errno));
+            return gdr_verbs_am_fail_peer(rma->am, -1, what);
+        }
+        lkey = op->reg->lkey;
+        rma->stats.registered++;
+    } else {
+        rma->stats.inline_puts++;
+    }
+    rma->stats.writes++;
+    rma->stats.bytes_written += len;
+    *copied = by_inline || by_bounce;
+    return post_chunks(rma, op, IBV_WR_RDMA_WRITE, laddr, lkey, len, raddr, rkey, by_inline);
+}
+
+int gdr_verbs_rma_get(gdr_verbs_rma_t *rma, int peer, void *dst, size_t len, uint64_t raddr,
+                      uint32_t rkey, gdr_verbs_rma_done_fn done, void *arg)
+{
+    int rc;
+    int by_bounce = len <= rma->cfg.bounce_size;
+    rma_op_t *op = op_start(rma, peer, by_bounce ? 1 : chunks_of(rma, len), by_bounce, done,
+                            arg, &rc);
+    if (op == NULL)
+        return rc;
+    uint64_t laddr;
+    uint32_t lkey;
+    if (by_bounce) {
+        op->copy_to = dst;
+        op->copy_len = len;
+        laddr = (uintptr_t) op->bounce->addr;
+        lkey = rma->bounce_mr->lkey;
+        rma->stats.bounced++;
+    } else {
+        op->reg = gdr_verbs_rcache_get(gdr_verbs_am_rcache(rma->am), dst, len);
+        if (op->reg == NULL) {
+            op_abandon(rma, op);
+            char what[256];
+            snprintf(what, sizeof(what), "registering a %zu-byte get destination failed: %s "
+                     "(raise ulimit -l)", len, strerror(errno));
+            return gdr_verbs_am_fail_peer(rma->am, -1, what);
+        }
+        laddr = (uintptr_t) dst;
+        lkey = op->reg->lkey;
+        rma->stats.registered++;
+    }
+    rma->stats.reads++;
+    rma->stats.bytes_read += len;
+    return post_chunks(rma, op, IBV_WR_RDMA_READ, laddr, lkey, len, raddr, rkey, 0);
+}
+
+int gdr_verbs_rma_atomic(gdr_verbs_rma_t *rma, int peer, gdr_verbs_rma_atomic_op_t aop,
+                         uint64_t operand, uint64_t compare, void *result, uint64_t raddr,
+                         uint32_t rkey, int fence, gdr_verbs_rma_done_fn done, void *arg)
+{
+    int rc;
+    if (raddr % 8 != 0) {
+        char what[256];
+        snprintf(what, sizeof(what), "an 8-byte atomic to rank %d at %#llx is not 8-byte "
+                 "aligned (the caller must send it as a message)", peer,
+                 (unsigned long long) raddr);
+        return gdr_verbs_am_fail_peer(rma->am, -1, what);
+    }
+    rma_op_t *op = op_start(rma, peer, 1, 1, done, arg, &rc);
+    if (op == NULL)
+        return rc;
+    op->copy_to = result;
+    op->copy_len = result != NULL ? 8 : 0;
+    struct ibv_sge sge = {
+        .addr = (uintptr_t) op->bounce->addr,.length = 8,.lkey = rma->bounce_mr->lkey
+    };
+    struct ibv_send_wr wr;
+    memset(&wr, 0, sizeof(wr));
+    wr.wr_id = (uintptr_t) op;
+    wr.sg_list = &sge;
+    wr.num_sge = 1;
+    wr.opcode = aop == GDR_VERBS_RMA_FETCH_ADD ? IBV_WR_ATOMIC_FETCH_AND_ADD
+        : IBV_WR_ATOMIC_CMP_AND_SWP;
+    wr.send_flags = IBV_SEND_SIGNALED | (fence ? IBV_SEND_FENCE : 0);
+    wr.wr.atomic.remote_addr = raddr;
+    wr.wr.atomic.rkey = rkey;
+    wr.wr.atomic.compare_add = aop == GDR_VERBS_RMA_FETCH_ADD ? operand : compare;
+    wr.wr.atomic.swap = operand;
+    rma->stats.atomics++;
+    if (post(rma, op, &wr) != 0) {
+        op_abandon(rma, op);
+        return -1;
+    }
+    return 0;
+}
+
+uint32_t gdr_verbs_rma_in_flight(const gdr_verbs_rma_t *rma, int peer)
+{
+    return rma->in_flight[peer];
+}
+
+const gdr_verbs_rma_stats_t *gdr_verbs_rma_stats(const gdr_verbs_rma_t *rma)
+{
+    return &rma->stats;
+}
+
+void gdr_verbs_rma_destroy(gdr_verbs_rma_t *rma)
+{
+    if (rma == NULL)
+        return;
+    if (rma->am != NULL)
+        gdr_verbs_am_attach_rma(rma->am, NULL, NULL);
+    while (rma->free_ops != NULL) {
+        rma_op_t *op = rma->free_ops;
+        rma->free_ops = op->next_free;
+        free(op);
+    }
+    if (rma->bounce_mr != NULL)
+        ibv_dereg_mr(rma->bounce_mr);
+    free(rma->bounce_mem);
+    free(rma->bounces);
+    free(rma->in_flight);
+    free(rma);
+}

@@ -1,0 +1,96 @@
+/* One-sided operations over the AM channel's RC queue pairs: RDMA WRITE, RDMA READ
+ * and 8-byte atomics on a peer's registered memory, and the registrations that
+ * expose a window.
+ *
+ * Small origin data is sent inline or copied through registered bounce buffers (the
+ * origin buffer is free at return); large origin buffers are registered through the
+ * AM channel's registration cache.  Transfers larger than the port's message limit
+ * are split.  Every operation completes once, through its done callback, inside
+ * gdr_verbs_am_progress(): for writes and atomics that is completion at the target
+ * (the RC acknowledgement), for reads that the data has landed.
+ *
+ * Plain C, no MPICH; not thread safe (the caller serialises, like the AM channel). */
+#ifndef GDR_VERBS_RMA_H
+#define GDR_VERBS_RMA_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include "gdr_verbs_am.h"
+
+typedef struct gdr_verbs_rma gdr_verbs_rma_t;
+
+typedef struct gdr_verbs_rma_config {
+    uint32_t depth;             /* work requests in flight per peer: the AM config's rma_depth */
+    uint32_t bounce_size;       /* puts and gets up to this size go through bounce buffers */
+    uint32_t bounce_count;      /* bounce buffers, shared by all peers */
+} gdr_verbs_rma_config_t;
+
+/* Remote access a registration grants (the window decides). */
+enum {
+    GDR_VERBS_RMA_REMOTE_READ = 1,
+    GDR_VERBS_RMA_REMOTE_WRITE = 2,
+    GDR_VERBS_RMA_REMOTE_ATOMIC = 4
+};
+
+typedef struct gdr_verbs_rma_region {
+    void *mr;                   /* NULL: nothing registered (zero length) */
+    uint64_t addr, len;
+    uint32_t rkey;
+} gdr_verbs_rma_region_t;
+
+typedef enum gdr_verbs_rma_atomic_op {
+    GDR_VERBS_RMA_FETCH_ADD,    /* *remote += operand, returns the old value */
+    GDR_VERBS_RMA_CMP_SWAP      /* if *remote == compare then *remote = operand; returns old */
+} gdr_verbs_rma_atomic_op_t;
+
+typedef void (*gdr_verbs_rma_done_fn)(void *arg);
+
+typedef struct gdr_verbs_rma_stats {
+    uint64_t writes, reads, atomics;    /* operations posted */
+    uint64_t bytes_written, bytes_read;
+    uint64_t inline_puts, bounced, registered;  /* how origin data travelled */
+    uint64_t busy;              /* posts refused for want of room (caller retried) */
+} gdr_verbs_rma_stats_t;
+
+/* Returned by the post functions when the peer's send queue or the bounce buffers are
+ * full: progress the channel and post again. */
+#define GDR_VERBS_RMA_BUSY 1
+
+/* Attaches to am (whose config has rma_depth == cfg->depth).  NULL with why set. */
+gdr_verbs_rma_t *gdr_verbs_rma_create(gdr_verbs_am_t *am, const gdr_verbs_rma_config_t *cfg,
+                                      char *why, size_t why_len);
+
+/* Registers [addr, addr+len) for remote access (GDR_VERBS_RMA_REMOTE_* flags).
+ * len 0 registers nothing and succeeds.  Returns 0 or -1 with why set. */
+int gdr_verbs_rma_register(gdr_verbs_rma_t *rma, void *addr, size_t len, unsigned access,
+                           gdr_verbs_rma_region_t *out, char *why, size_t why_len);
+
+/* Destroys the registration: its key is refused by the NIC from now on. */
+void gdr_verbs_rma_deregister(gdr_verbs_rma_t *rma, gdr_verbs_rma_region_t *region);
+
+/* RDMA WRITE of len > 0 bytes from src to (raddr, rkey) at peer.  *copied is set when
+ * src may be reused at once (sent inline or bounced).  0, GDR_VERBS_RMA_BUSY or -1. */
+int gdr_verbs_rma_put(gdr_verbs_rma_t *rma, int peer, const void *src, size_t len,
+                      uint64_t raddr, uint32_t rkey, gdr_verbs_rma_done_fn done, void *arg,
+                      int *copied);
+
+/* RDMA READ of len > 0 bytes from (raddr, rkey) at peer into dst. */
+int gdr_verbs_rma_get(gdr_verbs_rma_t *rma, int peer, void *dst, size_t len, uint64_t raddr,
+                      uint32_t rkey, gdr_verbs_rma_done_fn done, void *arg);
+
+/* An 8-byte atomic on the naturally aligned word at raddr; the old value goes to
+ * result (8 bytes, any alignment) unless NULL.  fence: start only after this queue
+ * pair's earlier reads and atomics have completed (accumulate ordering). */
+int gdr_verbs_rma_atomic(gdr_verbs_rma_t *rma, int peer, gdr_verbs_rma_atomic_op_t op,
+                         uint64_t operand, uint64_t compare, void *result, uint64_t raddr,
+                         uint32_t rkey, int fence, gdr_verbs_rma_done_fn done, void *arg);
+
+/* One-sided work requests to peer still in flight. */
+uint32_t gdr_verbs_rma_in_flight(const gdr_verbs_rma_t *rma, int peer);
+
+const gdr_verbs_rma_stats_t *gdr_verbs_rma_stats(const gdr_verbs_rma_t *rma);
+
+/* Detaches from the channel; call with nothing in flight. */
+void gdr_verbs_rma_destroy(gdr_verbs_rma_t *rma);
+
+#endif /* GDR_VERBS_RMA_H */

@@ -1,0 +1,308 @@
+/* One-sided operations over real verbs (run inside maint/rxe, one process on each of
+ * two RDMA devices): puts and gets of every size class read back, atomics from a peer
+ * and through the loopback queue pair on one word, more operations than the queue
+ * depth, and a key that dies with its registration.
+ *
+ *   rma_rxe DEV_A DEV_B        e.g. rma_rxe rxe0 rxe1 */
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
+#include "gdr_unit.h"
+#include "verbs/gdr_verbs_am.h"
+#include "verbs/gdr_verbs_device.h"
+#include "verbs/gdr_verbs_rma.h"
+
+#define WIN_BYTES (4u << 20)
+#define DEPTH 16
+#define N_FADD 500
+#define N_MANY 2000
+
+typedef struct {
+    uint64_t addr, len;
+    uint32_t rkey, stale_rkey;
+    uint64_t stale_addr;
+} wininfo_t;
+
+static void deliver(void *ctx, int src, uint16_t h, const void *a, size_t as, const void *d,
+                    size_t ds)
+{
+    (void) ctx; (void) src; (void) h; (void) a; (void) as; (void) d; (void) ds;
+}
+
+static void rndv_done(void *ctx, uint64_t cookie)
+{
+    (void) ctx; (void) cookie;
+}
+
+static void count_done(void *arg)
+{
+    (*(int *) arg)++;
+}
+
+static gdr_verbs_am_t *am_g;
+static int failed_g;
+
+static void pump(void)
+{
+    int p;
+    if (gdr_verbs_am_progress(am_g, &p) != 0 && !failed_g) {
+        failed_g = 1;
+        printf("     progress failed: %s\n", gdr_verbs_am_error(am_g));
+    }
+}
+
+static void wait_for(int *counter, int target)
+{
+    while (*counter < target && !failed_g)
+        pump();
+}
+
+static void sync_peer(int sock)
+{
+    char c = 's';
+    if (write(sock, &c, 1) != 1 || read(sock, &c, 1) != 1)
+        exit(3);
+}
+
+static uint8_t pat(int who, size_t i)
+{
+    return (uint8_t) (who * 77 + i * 13 + 5);
+}
+
+/* Retries while the engine is busy, pumping the channel. */
+#define POST(call)                                                \
+    do {                                                          \
+        int rc_;                                                  \
+        while ((rc_ = (call)) == GDR_VERBS_RMA_BUSY)              \
+            pump();                                               \
+        if (rc_ != 0 && !failed_g) {                              \
+            failed_g = 1;                                         \
+            printf("     post failed: %s\n", gdr_verbs_am_error(am_g)); \
+        }                                                         \
+    } while (0)
+
+static int run(int me, const char *devname, int sock)
+{
+    gdr_verbs_device_t dev;
+    char why[256];
+    int peer = 1 - me;
+
+    if (gdr_verbs_device_open(&dev, devname, NULL, why, sizeof(why)) != GDR_VERBS_OK
+        || gdr_verbs_device_pick_gid(&dev, -1, why, sizeof(why)) != 0) {
+        printf("FAIL rank %d: %s\n", me, why);
+        return 1;
+    }
+    uint8_t need[2] = { 1, 1 };         /* the peer and the loopback */
+    gdr_verbs_am_config_t cfg = {.buf_size = 8192,.recv_depth = 8,.send_slots = 16,
+        .max_reads = 2,.rma_depth = DEPTH };
+    gdr_verbs_am_ops_t ops = {.deliver = deliver,.rndv_done = rndv_done };
+    am_g = gdr_verbs_am_create(&dev, me, 2, need, &cfg, &ops, NULL, why, sizeof(why));
+    if (am_g == NULL) {
+        printf("FAIL rank %d: %s\n", me, why);
+        return 1;
+    }
+    gdr_verbs_rma_config_t rcfg = {.depth = DEPTH,.bounce_size = 4096,.bounce_count = 8 };
+    gdr_verbs_rma_t *rma = gdr_verbs_rma_create(am_g, &rcfg, why, sizeof(why));
+    if (rma == NULL) {
+        printf("FAIL rank %d: %s\n", me, why);
+        return 1;
+    }
+    size_t cl = gdr_verbs_am_card_size(am_g);
+    char *mine = malloc(cl), *theirs = malloc(cl);
+    gdr_verbs_am_card(am_g, mine);
+    if (write(sock, mine, cl) != (ssize_t) cl || read(sock, theirs, cl) != (ssize_t) cl
+        || gdr_verbs_am_connect(am_g, peer, theirs, cl) != 0
+        || gdr_verbs_am_connect(am_g, me, mine, cl) != 0) {
+        printf("FAIL rank %d: connect: %s\n", me, gdr_verbs_am_error(am_g));
+        return 1;
+    }
+
+    uint8_t *win = aligned_alloc(4096, WIN_BYTES), *stale = aligned_alloc(4096, 4096);
+    memset(win, 0, WIN_BYTES);
+    memset(stale, 0xab, 4096);
+    gdr_verbs_rma_region_t reg, sreg;
+    unsigned acc = GDR_VERBS_RMA_REMOTE_READ | GDR_VERBS_RMA_REMOTE_WRITE |
+        GDR_VERBS_RMA_REMOTE_ATOMIC;
+    if (gdr_verbs_rma_register(rma, win, WIN_BYTES, acc, &reg, why, sizeof(why)) != 0
+        || gdr_verbs_rma_register(rma, stale, 4096, acc, &sreg, why, sizeof(why)) != 0) {
+        printf("FAIL rank %d: %s\n", me, why);
+        return 1;
+    }
+    wininfo_t my = {.addr = reg.addr,.len = reg.len,.rkey = reg.rkey,
+        .stale_rkey = sreg.rkey,.stale_addr = sreg.addr }, their;
+    if (write(sock, &my, sizeof(my)) != sizeof(my) || read(sock, &their, sizeof(their))
+        != sizeof(their))
+        return 1;
+    sync_peer(sock);
+
+    /* puts of each size class into the peer's window, at offsets by size */
+    static const size_t sizes[] = { 8, 100, 3000, 4096, 65536, 1u << 20 };
+    uint8_t *src = malloc(1u << 20), *back = malloc(1u << 20);
+    uint64_t off = 0;
+    int done = 0, expect = 0;
+    for (size_t k = 0; k < sizeof(sizes) / sizeof(sizes[0]); k++) {
+        for (size_t i = 0; i < sizes[k]; i++)
+            src[i] = pat(me + (int) k, i);
+        int copied = 0;
+        POST(gdr_verbs_rma_put(rma, peer, src, sizes[k], their.addr + off, their.rkey,
+                               count_done, &done, &copied));
+        expect++;
+        if (!copied)
+            wait_for(&done, expect);    /* a registered source stays in use until done */
+        off += sizes[k] + 64;
+    }
+    wait_for(&done, expect);
+    GDR_CHECK(!failed_g && done == expect, "rank %d: %d puts (8 B .. 1 MiB) completed", me,
+              done);
+    sync_peer(sock);
+    /* the peer wrote into my window: check it in place */
+    int ok = 1;
+    off = 0;
+    for (size_t k = 0; k < sizeof(sizes) / sizeof(sizes[0]); k++) {
+        for (size_t i = 0; i < sizes[k]; i++)
+            ok &= win[off + i] == pat(peer + (int) k, i);
+        off += sizes[k] + 64;
+    }
+    GDR_CHECK(ok, "rank %d: every byte the peer put is in my window", me);
+
+    /* get it back from the peer's window */
+    off = 0;
+    ok = 1;
+    for (size_t k = 0; k < sizeof(sizes) / sizeof(sizes[0]); k++) {
+        memset(back, 0, sizes[k]);
+        POST(gdr_verbs_rma_get(rma, peer, back, sizes[k], their.addr + off, their.rkey,
+                               count_done, &done));
+        expect++;
+        wait_for(&done, expect);
+        for (size_t i = 0; i < sizes[k]; i++)
+            ok &= back[i] == pat(me + (int) k, i);
+        off += sizes[k] + 64;
+    }
+    GDR_CHECK(ok && !failed_g, "rank %d: gets read back what was put", me);
+    sync_peer(sock);
+
+    /* both ranks add to rank 1's counter: rank 0 from afar, rank 1 through loopback */
+    uint64_t ctr_off = WIN_BYTES - 64, old, sum_old = 0;
+    uint64_t ctr_addr = me == 1 ? my.addr + ctr_off : their.addr + ctr_off;
+    uint32_t ctr_key = me == 1 ? my.rkey : their.rkey;
+    for (int i = 0; i < N_FADD; i++) {
+        POST(gdr_verbs_rma_atomic(rma, 1, GDR_VERBS_RMA_FETCH_ADD, 3, 0, &old, ctr_addr, ctr_key,
+                                  0, count_done, &done));
+        expect++;
+        wait_for(&done, expect);
+        sum_old += old % 3 == 0;
+    }
+    GDR_CHECK(sum_old == N_FADD, "rank %d: %d fetch-adds returned multiples of 3", me, N_FADD);
+    sync_peer(sock);
+    if (me == 1) {
+        uint64_t v;
+        memcpy(&v, win + ctr_off, 8);
+        GDR_CHECK(v == 2u * 3u * N_FADD, "loopback and remote fetch-adds on one word sum to "
+                  "%llu (expected %u)", (unsigned long long) v, 2u * 3u * N_FADD);
+    }
+    sync_peer(sock);
+
+    /* compare-and-swap on the peer: one that fails, one that succeeds */
+    if (me == 0) {
+        uint64_t v = 0;
+        POST(gdr_verbs_rma_atomic(rma, 1, GDR_VERBS_RMA_CMP_SWAP, 42, 7, &v, ctr_addr, ctr_key,
+                                  1, count_done, &done));
+        expect++;
+        wait_for(&done, expect);
+        GDR_CHECK(v == 2u * 3u * N_FADD, "a failing CAS returns the current value (%llu)",
+                  (unsigned long long) v);
+        POST(gdr_verbs_rma_atomic(rma, 1, GDR_VERBS_RMA_CMP_SWAP, 42, v, &old, ctr_addr,
+                                  ctr_key, 1, count_done, &done));
+        expect++;
+        wait_for(&done, expect);
+        GDR_CHECK(old == v, "a matching CAS returns the old value");
+    }
+    sync_peer(sock);
+    if (me == 1) {
+        uint64_t v;
+        memcpy(&v, win + ctr_off, 8);
+        GDR_CHECK(v == 42, "the CAS stored its value (%llu)", (unsigned long long) v);
+    }
+
+    /* more operations than the queue depth, posted without waiting */
+    uint64_t *vals = malloc(N_MANY * sizeof(uint64_t));
+    for (int i = 0; i < N_MANY; i++) {
+        vals[i] = ((uint64_t) me << 32) | (uint64_t) i;
+        int copied;
+        POST(gdr_verbs_rma_put(rma, peer, &vals[i], 8, their.addr + 8u * (uint64_t) i,
+                               their.rkey, count_done, &done, &copied));
+        expect++;
+    }
+    wait_for(&done, expect);
+    const gdr_verbs_rma_stats_t *rs = gdr_verbs_rma_stats(rma);
+    GDR_CHECK(!failed_g && rs->busy > 0, "rank %d: %d puts through a %d-deep queue (%llu "
+              "times it was full)", me, N_MANY, DEPTH, (unsigned long long) rs->busy);
+    sync_peer(sock);
+    ok = 1;
+    for (int i = 0; i < N_MANY; i++) {
+        uint64_t v;
+        memcpy(&v, win + 8u * (uint64_t) i, 8);
+        ok &= v == (((uint64_t) peer << 32) | (uint64_t) i);
+    }
+    GDR_CHECK(ok, "rank %d: all %d small puts landed", me, N_MANY);
+    sync_peer(sock);
+
+    /* a dead key: rank 1 deregisters, rank 0 writes with the old key */
+    if (me == 1)
+        gdr_verbs_rma_deregister(rma, &sreg);
+    sync_peer(sock);
+    if (me == 0) {
+        uint64_t v = 0x1111111111111111ull;
+        int copied, rc;
+        while ((rc = gdr_verbs_rma_put(rma, 1, &v, 8, their.stale_addr, their.stale_rkey,
+                                       count_done, &done, &copied)) == GDR_VERBS_RMA_BUSY)
+            pump();
+        int err = rc != 0;
+        for (int i = 0; i < 2000000 && !err; i++) {
+            int p;
+            err = gdr_verbs_am_progress(am_g, &p) != 0;
+        }
+        GDR_CHECK(err && strstr(gdr_verbs_am_error(am_g), "refused") != NULL,
+                  "a put with a dead key fails at the NIC: \"%s\"", gdr_verbs_am_error(am_g));
+    }
+    sync_peer(sock);
+    if (me == 1) {
+        ok = 1;
+        for (int i = 0; i < 4096; i++)
+            ok &= stale[i] == 0xab;
+        GDR_CHECK(ok, "the memory behind the dead key is unchanged");
+    }
+    sync_peer(sock);
+    gdr_verbs_rma_deregister(rma, &reg);
+    gdr_verbs_rma_destroy(rma);
+    gdr_verbs_am_destroy(am_g);
+    gdr_verbs_device_close(&dev);
+    return gdr_unit_finish();
+}
+
+int main(int argc, char **argv)
+{
+    int sv[2];
+    if (argc != 3) {
+        fprintf(stderr, "usage: %s DEV_A DEV_B (two RDMA devices, e.g. rxe0 rxe1)\n", argv[0]);
+        return 2;
+    }
+    setvbuf(stdout, NULL, _IOLBF, 0);
+    if (socketpair(AF_UNIX, SOCK_STREAM, 0, sv) != 0)
+        return 2;
+    pid_t child = fork();
+    if (child == 0) {
+        close(sv[0]);
+        _exit(run(1, argv[2], sv[1]));
+    }
+    close(sv[1]);
+    int rc = run(0, argv[1], sv[0]);
+    int status = 0;
+    waitpid(child, &status, 0);
+    int child_rc = WIFEXITED(status) ? WEXITSTATUS(status) : 1;
+    return rc || child_rc;
+}
