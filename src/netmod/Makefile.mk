@@ -12,6 +12,7 @@ noinst_HEADERS += src/mpid/ch4/netmod/gdr/gdr_pre.h \
                   src/mpid/ch4/netmod/gdr/gdr_proc.h \
                   src/mpid/ch4/netmod/gdr/gdr_request.h \
                   src/mpid/ch4/netmod/gdr/netmod_inline.h \
+                  src/mpid/ch4/netmod/gdr/gdr_rma.h \
                   src/mpid/ch4/netmod/gdr/verbs/gdr_verbs_select.h \
                   src/mpid/ch4/netmod/gdr/verbs/gdr_verbs_topo.h \
                   src/mpid/ch4/netmod/gdr/verbs/gdr_verbs_device.h \
@@ -20,16 +21,20 @@ noinst_HEADERS += src/mpid/ch4/netmod/gdr/gdr_pre.h \
                   src/mpid/ch4/netmod/gdr/verbs/gdr_verbs_card.h \
                   src/mpid/ch4/netmod/gdr/verbs/gdr_verbs_qp.h \
                   src/mpid/ch4/netmod/gdr/verbs/gdr_verbs_am.h \
+                  src/mpid/ch4/netmod/gdr/verbs/gdr_verbs_am_internal.h \
+                  src/mpid/ch4/netmod/gdr/verbs/gdr_verbs_rma.h \
                   src/mpid/ch4/netmod/gdr/verbs/gdr_verbs_rcache.h \
                   src/mpid/ch4/netmod/gdr/verbs/gdr_verbs_memhooks.h \
                   src/mpid/ch4/netmod/gdr/gpu/gdr_gpu_driver.h \
-                  src/mpid/ch4/netmod/gdr/rma/gdr_rma_range.h
+                  src/mpid/ch4/netmod/gdr/rma/gdr_rma_range.h \
+                  src/mpid/ch4/netmod/gdr/rma/gdr_rma_path.h
 
 mpi_core_sources += src/mpid/ch4/netmod/gdr/func_table.c \
                     src/mpid/ch4/netmod/gdr/gdr_init.c \
                     src/mpid/ch4/netmod/gdr/gdr_am.c \
                     src/mpid/ch4/netmod/gdr/gdr_comm.c \
                     src/mpid/ch4/netmod/gdr/gdr_win.c \
+                    src/mpid/ch4/netmod/gdr/gdr_rma.c \
                     src/mpid/ch4/netmod/gdr/gdr_spawn.c \
                     src/mpid/ch4/netmod/gdr/gdr_hooks.c \
                     src/mpid/ch4/netmod/gdr/verbs/gdr_verbs_select.c \
@@ -40,10 +45,12 @@ mpi_core_sources += src/mpid/ch4/netmod/gdr/func_table.c \
                     src/mpid/ch4/netmod/gdr/verbs/gdr_verbs_card.c \
                     src/mpid/ch4/netmod/gdr/verbs/gdr_verbs_qp.c \
                     src/mpid/ch4/netmod/gdr/verbs/gdr_verbs_am.c \
+                    src/mpid/ch4/netmod/gdr/verbs/gdr_verbs_rma.c \
                     src/mpid/ch4/netmod/gdr/verbs/gdr_verbs_rcache.c \
                     src/mpid/ch4/netmod/gdr/verbs/gdr_verbs_memhooks.c \
                     src/mpid/ch4/netmod/gdr/gpu/gdr_gpu_driver.c \
-                    src/mpid/ch4/netmod/gdr/rma/gdr_rma_range.c
+                    src/mpid/ch4/netmod/gdr/rma/gdr_rma_range.c \
+                    src/mpid/ch4/netmod/gdr/rma/gdr_rma_path.c
 
 errnames_txt_files += src/mpid/ch4/netmod/gdr/errnames.txt
 

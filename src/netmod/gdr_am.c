@@ -3,6 +3,7 @@
  * larger payloads are read by the target (rendezvous) and complete at its FIN. */
 #include "gdr_impl.h"
 #include "gdr_noinline.h"
+#include "mpidu_bc.h"
 #include <sched.h>
 
 /*
@@ -21,6 +22,18 @@ cvars:
         progress polls that found no network completion (like Open MPI's
         mpi_yield_when_idle).  For oversubscribed nodes and the Soft-RoCE test
         machine; 0 (the default) spins.
+
+    - name        : MPIR_CVAR_CH4_GDR_RMA_DEPTH
+      category    : CH4_GDR
+      type        : int
+      default     : 64
+      class       : none
+      verbosity   : MPI_T_VERBOSITY_USER_BASIC
+      scope       : MPI_T_SCOPE_LOCAL
+      description : >-
+        One-sided work requests (RDMA writes, reads, atomics) in flight per
+        remote rank.  More outstanding operations wait inside the MPI call
+        until earlier ones complete.
 
 === END_MPI_T_CVAR_INFO_BLOCK ===
 */
@@ -46,7 +59,7 @@ MPI_Aint MPIDI_GDR_am_eager_payload_limit(void)
     return MPIDI_GDR_AM_EAGER_BUF_SZ - MPIDI_GDR_AM_WIRE_HDR_SZ;
 }
 
-static int transport_error(void)
+int MPIDI_GDR_transport_error(void)
 {
     int mpi_errno = MPI_SUCCESS;
     MPIR_ERR_SET1(mpi_errno, MPI_ERR_OTHER, "**gdr_transport", "**gdr_transport %s",
@@ -120,7 +133,7 @@ int MPIDI_GDR_am_send(int rank, MPIR_Comm * comm, int handler_id, const void *am
   fn_exit:
     return mpi_errno;
   fn_transport:
-    mpi_errno = transport_error();
+    mpi_errno = MPIDI_GDR_transport_error();
   fn_fail:
     if (sreq != NULL && GDR_AM_REQ(sreq).pack_buf == pack_buf)
         GDR_AM_REQ(sreq).pack_buf = NULL;
@@ -159,7 +172,7 @@ int MPIDI_GDR_progress_am(void)
     int progressed = 0, mpi_errno;
 
     if (gdr_verbs_am_progress(MPIDI_GDR_global.am, &progressed) != 0)
-        return transport_error();
+        return MPIDI_GDR_transport_error();
     mpi_errno = MPIDI_GDR_global.am_errno;
     if (mpi_errno != MPI_SUCCESS) {
         MPIDI_GDR_global.am_errno = MPI_SUCCESS;
@@ -195,6 +208,7 @@ int MPIDI_GDR_am_start(void)
     }
     if (remote == 0)
         goto fn_exit;   /* one node: MPICH's shm module carries everything */
+    need_qp[rank] = 1;  /* loopback: atomics on our own window go through the NIC too */
 
     MPIR_ERR_CHKANDJUMP1(!MPIDI_GDR_global.have_device, mpi_errno, MPI_ERR_OTHER,
                          "**gdr_nodevice", "**gdr_nodevice %s", MPIDI_GDR_global.no_device_why);
@@ -207,6 +221,7 @@ int MPIDI_GDR_am_start(void)
         .recv_depth = MPIR_CVAR_CH4_GDR_RECV_DEPTH > 2 ? MPIR_CVAR_CH4_GDR_RECV_DEPTH : 2,
         .send_slots = 64,
         .max_reads = 8,
+        .rma_depth = MPIR_CVAR_CH4_GDR_RMA_DEPTH > 1 ? MPIR_CVAR_CH4_GDR_RMA_DEPTH : 1,
     };
     gdr_verbs_am_ops_t ops = {.deliver = deliver,.rndv_done = rndv_done };
     MPIDI_GDR_global.am = gdr_verbs_am_create(&MPIDI_GDR_global.device, rank, size, need_qp,
@@ -229,11 +244,17 @@ int MPIDI_GDR_am_start(void)
         if (gdr_verbs_am_connect(MPIDI_GDR_global.am, i, (char *) table + (size_t) i * recv_len,
                                  (size_t) recv_len) != 0) {
             MPIDU_bc_table_destroy();
-            mpi_errno = transport_error();
+            mpi_errno = MPIDI_GDR_transport_error();
             goto fn_fail;
         }
     }
     MPIDU_bc_table_destroy();
+    gdr_verbs_rma_config_t rcfg = {
+        .depth = cfg.rma_depth,.bounce_size = 4096,.bounce_count = 256
+    };
+    MPIDI_GDR_global.rma = gdr_verbs_rma_create(MPIDI_GDR_global.am, &rcfg, why, sizeof(why));
+    MPIR_ERR_CHKANDJUMP1(MPIDI_GDR_global.rma == NULL, mpi_errno, MPI_ERR_OTHER,
+                         "**gdr_device", "**gdr_device %s", why);
     /* every QP of the job is ready to receive before anyone sends */
     mpi_errno = MPIR_pmi_barrier();
     MPIR_ERR_CHECK(mpi_errno);
@@ -243,6 +264,8 @@ int MPIDI_GDR_am_start(void)
     MPL_free(need_qp);
     return mpi_errno;
   fn_fail:
+    gdr_verbs_rma_destroy(MPIDI_GDR_global.rma);
+    MPIDI_GDR_global.rma = NULL;
     if (MPIDI_GDR_global.am != NULL) {
         gdr_verbs_am_destroy(MPIDI_GDR_global.am);
         MPIDI_GDR_global.am = NULL;
@@ -263,6 +286,8 @@ int MPIDI_GDR_am_stop(void)
     mpi_errno = MPIR_pmi_barrier();
     MPIR_ERR_CHECK(mpi_errno);
   fn_exit:
+    gdr_verbs_rma_destroy(MPIDI_GDR_global.rma);
+    MPIDI_GDR_global.rma = NULL;
     gdr_verbs_am_destroy(MPIDI_GDR_global.am);
     MPIDI_GDR_global.am = NULL;
     return mpi_errno;

@@ -10,5 +10,9 @@
 /* gdr_am.c: bring the AM channel up at init_world, down at finalize. */
 int MPIDI_GDR_am_start(void);
 int MPIDI_GDR_am_stop(void);
+/* The AM channel's last error as an MPI error (MPI_ERR_OTHER naming the peer). */
+int MPIDI_GDR_transport_error(void);
+/* gdr_rma.c: MPI_T counters, registered at init. */
+void MPIDI_GDR_rma_register_pvars(void);
 
 #endif /* GDR_IMPL_H_INCLUDED */

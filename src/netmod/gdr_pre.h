@@ -6,7 +6,18 @@
 
 #include "verbs/gdr_verbs_device.h"
 #include "verbs/gdr_verbs_am.h"
+#include "verbs/gdr_verbs_rma.h"
+#include "rma/gdr_rma_path.h"
 #include "gpu/gdr_gpu_driver.h"
+
+/* MPI_T performance variables (counters) of one-sided operations, by path. */
+enum {
+    MPIDI_GDR_PVAR_PUT_NATIVE, MPIDI_GDR_PVAR_GET_NATIVE, MPIDI_GDR_PVAR_ACC_NATIVE,
+    MPIDI_GDR_PVAR_GET_ACC_NATIVE, MPIDI_GDR_PVAR_FOP_NATIVE, MPIDI_GDR_PVAR_CAS_NATIVE,
+    MPIDI_GDR_PVAR_PUT_AM, MPIDI_GDR_PVAR_GET_AM, MPIDI_GDR_PVAR_ACC_AM,
+    MPIDI_GDR_PVAR_GET_ACC_AM, MPIDI_GDR_PVAR_FOP_AM, MPIDI_GDR_PVAR_CAS_AM,
+    MPIDI_GDR_PVAR_N
+};
 
 /* All gdr state of a process; lives in MPIDI_global.nm.gdr (see MPIDI_GDR_global). */
 typedef struct {
@@ -15,6 +26,8 @@ typedef struct {
     char no_device_why[256];    /* why not, when !have_device */
     gdr_gpu_driver_t gpu;       /* CUDA driver probe: gpu.enabled, gpu.why_off */
     gdr_verbs_am_t *am;         /* AM channel to ranks on other nodes; NULL: none */
+    gdr_verbs_rma_t *rma;       /* one-sided operations on the channel's QPs */
+    unsigned long long pvar[MPIDI_GDR_PVAR_N];  /* see gdr_rma.c */
     int am_errno;               /* first MPI error raised inside a channel callback */
     unsigned empty_polls;       /* consecutive progress calls that found nothing */
 } MPIDI_GDR_Global_t;
@@ -42,10 +55,21 @@ typedef struct {
 
 /* Per window: every target's size and displacement unit, so an access past a
  * target's window is refused at the origin (MPI_ERR_RMA_RANGE) on every path.
- * NULL for dynamic windows, whose regions the origin does not know yet. */
+ * NULL for dynamic windows, whose regions the origin does not know yet.
+ * Targets with a key (target_rkey != NULL, target_peer >= 0) take RDMA; the
+ * counters say what is still in flight to each, for flush and unlock. */
 typedef struct {
     MPI_Aint *target_size;
     int *target_disp_unit;
+    uint64_t *target_base;      /* registered window address at each target */
+    uint32_t *target_rkey;
+    int *target_peer;           /* world rank (QP index) of each target, -1: no QP */
+    gdr_verbs_rma_region_t region;      /* this rank's window registration */
+    gdr_rma_atomics_policy_t atomics;
+    unsigned *pending_remote;   /* per target: native ops not yet complete at the target */
+    unsigned *pending_local;    /* per target: native ops still using an origin buffer */
+    unsigned long total_remote, total_local;
+    uint8_t *last_acc_path;     /* per target: 0 none, 1 NIC, 2 AM (switch_wait) */
 } MPIDI_GDR_win_t;
 
 /* Called by CH4 (maint/patches 0004) before every RMA operation is dispatched to

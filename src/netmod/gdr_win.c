@@ -1,47 +1,134 @@
-/* Windows: created, synchronised and freed by MPICH's generic RMA layer (MPIDIG),
- * which runs every operation as an active message.  The hooks record every
- * target's window size for origin-side range checks; native RDMA registration
- * will attach here too. */
+/* Windows: created, synchronised and freed by MPICH's generic RMA layer (MPIDIG).
+ * The hooks register window memory for RDMA, spread every target's size, base and
+ * key (origin-side range checks, gdr_rma.c's RDMA path) and destroy the key at
+ * MPI_Win_free. */
 #include "gdr_impl.h"
 #include "gdr_noinline.h"
 #include "rma/gdr_rma_range.h"
+#include "gdr_rma.h"
 
 #define GDR_WIN(win) ((win)->dev.netmod.gdr)
 
-/* Collective over the window's communicator: every rank learns every size. */
-static int record_target_sizes(MPIR_Win * win)
+static void win_table_free(MPIR_Win * win)
+{
+    MPIDI_GDR_win_t *w = &GDR_WIN(win);
+    MPL_free(w->target_size);
+    MPL_free(w->target_disp_unit);
+    MPL_free(w->target_base);
+    MPL_free(w->target_rkey);
+    MPL_free(w->target_peer);
+    MPL_free(w->pending_remote);
+    MPL_free(w->pending_local);
+    MPL_free(w->last_acc_path);
+    if (w->region.mr != NULL)
+        gdr_verbs_rma_deregister(MPIDI_GDR_global.rma, &w->region);
+    memset(w, 0, sizeof(*w));
+}
+
+/* The ops a window declares (which_accumulate_ops), in gdr_rma_path's terms. */
+static unsigned declared_ops(MPIR_Win * win)
+{
+    uint32_t which = MPIDIG_WIN(win, info_args).which_accumulate_ops;
+    unsigned d = 0;
+    for (int i = 0; i < MPIDIG_ACCU_NUM_OP; i++) {
+        if (!(which & (1u << i)))
+            continue;
+        MPI_Op op = MPIDIU_win_acc_get_op(i);
+        if (op == MPI_SUM)
+            d |= GDR_RMA_DECLARES_SUM;
+        else if (op == MPI_NO_OP)
+            d |= GDR_RMA_DECLARES_NO_OP;
+        else if (op == MPI_OP_NULL)
+            d |= GDR_RMA_DECLARES_CSWAP;
+        else
+            d |= GDR_RMA_DECLARES_OTHER;
+    }
+    return d;
+}
+
+/* Collective over the window's communicator: every rank learns every target's
+ * size and displacement unit and, when RDMA can reach it, its registered base and
+ * key.  The accumulate policy (gdr_rma_path.h) is agreed here too. */
+static int win_table_init(MPIR_Win * win, int rdma)
 {
     int mpi_errno = MPI_SUCCESS;
     MPIR_Errflag_t errflag = MPIR_ERR_NONE;
+    MPIDI_GDR_win_t *w = &GDR_WIN(win);
     int n = win->comm_ptr->local_size;
     struct {
-        MPI_Aint size;
-        MPI_Aint disp_unit;
+        MPI_Aint size, disp_unit, base, rkey;
     } *all = NULL;
 
+    memset(w, 0, sizeof(*w));
     all = MPL_malloc(n * sizeof(*all), MPL_MEM_RMA);
-    GDR_WIN(win).target_size = MPL_malloc(n * sizeof(MPI_Aint), MPL_MEM_RMA);
-    GDR_WIN(win).target_disp_unit = MPL_malloc(n * sizeof(int), MPL_MEM_RMA);
-    MPIR_ERR_CHKANDJUMP1(all == NULL || GDR_WIN(win).target_size == NULL
-                         || GDR_WIN(win).target_disp_unit == NULL, mpi_errno, MPI_ERR_NO_MEM,
-                         "**nomem", "**nomem %s", "gdr window table");
+    w->target_size = MPL_malloc(n * sizeof(MPI_Aint), MPL_MEM_RMA);
+    w->target_disp_unit = MPL_malloc(n * sizeof(int), MPL_MEM_RMA);
+    MPIR_ERR_CHKANDJUMP1(all == NULL || w->target_size == NULL || w->target_disp_unit == NULL,
+                         mpi_errno, MPI_ERR_NO_MEM, "**nomem", "**nomem %s", "gdr window table");
+
+    /* RDMA needs the engine, and a queue pair to every rank it reaches */
+    rdma = rdma && MPIDI_GDR_global.rma != NULL;
+    int all_reach = rdma;
+    if (rdma) {
+        w->target_peer = MPL_malloc(n * sizeof(int), MPL_MEM_RMA);
+        w->target_base = MPL_calloc(n, sizeof(uint64_t), MPL_MEM_RMA);
+        w->target_rkey = MPL_calloc(n, sizeof(uint32_t), MPL_MEM_RMA);
+        w->pending_remote = MPL_calloc(n, sizeof(unsigned), MPL_MEM_RMA);
+        w->pending_local = MPL_calloc(n, sizeof(unsigned), MPL_MEM_RMA);
+        w->last_acc_path = MPL_calloc(n, 1, MPL_MEM_RMA);
+        MPIR_ERR_CHKANDJUMP1(w->target_peer == NULL || w->target_base == NULL
+                             || w->target_rkey == NULL || w->pending_remote == NULL
+                             || w->pending_local == NULL || w->last_acc_path == NULL, mpi_errno,
+                             MPI_ERR_NO_MEM, "**nomem", "**nomem %s", "gdr window table");
+        for (int i = 0; i < n; i++) {
+            int lpid = -1, avtid = -1;
+            MPIDIU_comm_rank_to_pid(win->comm_ptr, i, &lpid, &avtid);
+            w->target_peer[i] = avtid == 0 && lpid >= 0
+                && gdr_verbs_am_reaches(MPIDI_GDR_global.am, lpid) ? lpid : -1;
+            all_reach &= w->target_peer[i] >= 0;
+        }
+    }
+    /* NIC atomics only if every accumulate of the window, from anyone, reaches a NIC */
+    all_reach &= (MPIDI_WIN(win, winattr) & MPIDI_WINATTR_ACCU_NO_SHM) != 0;
+    int agreed = 0;
+    mpi_errno = MPIR_Allreduce(&all_reach, &agreed, 1, MPI_INT, MPI_MIN, win->comm_ptr, &errflag);
+    MPIR_ERR_CHECK(mpi_errno);
+    w->atomics = gdr_rma_atomics_policy(agreed, declared_ops(win),
+                                        MPIDIG_WIN(win, info_args).accumulate_ordering != 0);
+
     all[win->comm_ptr->rank].size = win->size;
     all[win->comm_ptr->rank].disp_unit = win->disp_unit;
-    mpi_errno = MPIR_Allgather(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, all, 2, MPI_AINT,
+    all[win->comm_ptr->rank].base = 0;
+    all[win->comm_ptr->rank].rkey = 0;
+    if (rdma && win->size > 0) {
+        char why[256];
+        unsigned access = GDR_VERBS_RMA_REMOTE_READ | GDR_VERBS_RMA_REMOTE_WRITE |
+            (w->atomics.native ? GDR_VERBS_RMA_REMOTE_ATOMIC : 0);
+        if (gdr_verbs_rma_register(MPIDI_GDR_global.rma, win->base, (size_t) win->size, access,
+                                   &w->region, why, sizeof(why)) == 0) {
+            all[win->comm_ptr->rank].base = (MPI_Aint) w->region.addr;
+            all[win->comm_ptr->rank].rkey = (MPI_Aint) w->region.rkey;
+        } else if (MPIR_CVAR_CH4_GDR_VERBOSE > 0) {
+            /* still correct: every operation on this window then goes as a message */
+            fprintf(stderr, "gdr[%d]: window without RDMA: %s\n", MPIR_Process.rank, why);
+        }
+    }
+    mpi_errno = MPIR_Allgather(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, all, 4, MPI_AINT,
                                win->comm_ptr, &errflag);
     MPIR_ERR_CHECK(mpi_errno);
     for (int i = 0; i < n; i++) {
-        GDR_WIN(win).target_size[i] = all[i].size;
-        GDR_WIN(win).target_disp_unit[i] = (int) all[i].disp_unit;
+        w->target_size[i] = all[i].size;
+        w->target_disp_unit[i] = (int) all[i].disp_unit;
+        if (rdma) {
+            w->target_base[i] = (uint64_t) all[i].base;
+            w->target_rkey[i] = (uint32_t) all[i].rkey;
+        }
     }
   fn_exit:
     MPL_free(all);
     return mpi_errno;
   fn_fail:
-    MPL_free(GDR_WIN(win).target_size);
-    MPL_free(GDR_WIN(win).target_disp_unit);
-    GDR_WIN(win).target_size = NULL;
-    GDR_WIN(win).target_disp_unit = NULL;
+    win_table_free(win);
     goto fn_exit;
 }
 
@@ -121,23 +208,23 @@ int MPIDI_GDR_mpi_win_get_info(MPIR_Win * win, MPIR_Info ** info_p_p)
 
 int MPIDI_GDR_mpi_win_create_hook(MPIR_Win * win)
 {
-    return record_target_sizes(win);
+    return win_table_init(win, 1);
 }
 
 int MPIDI_GDR_mpi_win_allocate_hook(MPIR_Win * win)
 {
-    return record_target_sizes(win);
+    return win_table_init(win, 1);
 }
 
 int MPIDI_GDR_mpi_win_allocate_shared_hook(MPIR_Win * win)
 {
-    return record_target_sizes(win);
+    return win_table_init(win, 0);      /* one node: MPICH's shm module */
 }
 
 int MPIDI_GDR_mpi_win_create_dynamic_hook(MPIR_Win * win)
 {
-    GDR_WIN(win).target_size = NULL;    /* regions unknown at the origin: not checked */
-    GDR_WIN(win).target_disp_unit = NULL;
+    /* regions unknown at the origin: not range checked, and operations go as messages */
+    memset(&GDR_WIN(win), 0, sizeof(GDR_WIN(win)));
     return MPI_SUCCESS;
 }
 
@@ -153,9 +240,8 @@ int MPIDI_GDR_mpi_win_detach_hook(MPIR_Win * win, const void *base)
 
 int MPIDI_GDR_mpi_win_free_hook(MPIR_Win * win)
 {
-    MPL_free(GDR_WIN(win).target_size);
-    MPL_free(GDR_WIN(win).target_disp_unit);
-    GDR_WIN(win).target_size = NULL;
-    GDR_WIN(win).target_disp_unit = NULL;
-    return MPI_SUCCESS;
+    /* epochs are closed, so nothing should be in flight; never free under the NIC */
+    int mpi_errno = MPIDI_GDR_rma_wait_all(win, 0);
+    win_table_free(win);        /* the key dies here */
+    return mpi_errno;
 }

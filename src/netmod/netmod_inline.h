@@ -1,11 +1,16 @@
-/* The CH4 netmod API of gdr.  Point-to-point, RMA and collectives go through
- * MPICH's active-message (MPIDIG) layer for now: netmod_am_fallback.h maps them
- * onto the AM entry points in gdr_am.h. */
+/* The CH4 netmod API of gdr.  Point-to-point and collectives go through MPICH's
+ * active-message (MPIDIG) layer, mapped onto the AM entry points in gdr_am.h;
+ * RMA takes RDMA where it can (gdr_rma.h) and MPIDIG otherwise. */
 #ifndef NETMOD_INLINE_H_INCLUDED
 #define NETMOD_INLINE_H_INCLUDED
 
 #include "gdr_impl.h"
-#include "netmod_am_fallback.h"
+#include "netmod_am_fallback_send.h"
+#include "netmod_am_fallback_recv.h"
+#include "netmod_am_fallback_probe.h"
+#include "netmod_am_fallback_coll.h"
+#include "netmod_am_fallback_part.h"
+#include "gdr_rma.h"
 #include "gdr_am.h"
 #include "gdr_progress.h"
 #include "gdr_proc.h"

@@ -941,6 +941,11 @@ struct ibv_qp *gdr_verbs_am_qp(gdr_verbs_am_t *am, int peer)
     return am->eps[peer].qp;
 }
 
+int gdr_verbs_am_reaches(gdr_verbs_am_t *am, int peer)
+{
+    return gdr_verbs_am_qp(am, peer) != NULL;
+}
+
 gdr_verbs_device_t *gdr_verbs_am_device(gdr_verbs_am_t *am)
 {
     return am->dev;

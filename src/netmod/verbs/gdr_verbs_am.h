@@ -77,6 +77,9 @@ int gdr_verbs_am_send_rndv(gdr_verbs_am_t *am, int peer, uint16_t handler_id,
  * anything happened.  Returns 0, or -1 once a connection failed (see error). */
 int gdr_verbs_am_progress(gdr_verbs_am_t *am, int *progressed);
 
+/* Is peer (or rank itself: loopback) connected through this channel and healthy? */
+int gdr_verbs_am_reaches(gdr_verbs_am_t *am, int peer);
+
 /* Is there outgoing work (queued messages, unread payloads) not yet finished? */
 int gdr_verbs_am_busy(const gdr_verbs_am_t *am);
 

@@ -1,0 +1,409 @@
+/* One-sided operations: RDMA on the window when the target has a key and the
+ * access maps onto the NIC (src/rma/gdr_rma_path.h says which accumulates may),
+ * else MPICH's active-message RMA (MPIDIG).  Completion is counted per window and
+ * target, for flush, unlock, fence and PSCW (the rma_*_cmpl_hook functions). */
+#include "gdr_impl.h"
+#include "gdr_noinline.h"
+#include "gdr_rma.h"
+
+#define GDR_WIN(win) ((win)->dev.netmod.gdr)
+
+/* One MPI operation in flight on the NIC: one or more verbs operations. */
+typedef struct {
+    MPIR_Win *win;
+    int target;
+    int local_pending;          /* counted in pending_local until done */
+    unsigned subops;            /* verbs operations not yet complete (+1 while posting) */
+    MPIR_Request *req;          /* request-based operations */
+    void *tmp;                  /* packed origin data or landing area */
+    void *unpack_to;            /* results: unpack tmp here at completion */
+    MPI_Aint unpack_count;
+    MPI_Datatype unpack_type;
+} gdr_rma_op_t;
+
+static const char *const pvar_names[MPIDI_GDR_PVAR_N][2] = {
+    {"gdr_rma_put_native", "MPI_Put/Rput carried out as RDMA writes"},
+    {"gdr_rma_get_native", "MPI_Get/Rget carried out as RDMA reads"},
+    {"gdr_rma_acc_native", "MPI_Accumulate/Raccumulate carried out as RDMA atomics"},
+    {"gdr_rma_get_acc_native", "MPI_Get_accumulate carried out as RDMA atomics or reads"},
+    {"gdr_rma_fop_native", "MPI_Fetch_and_op carried out as an RDMA atomic or read"},
+    {"gdr_rma_cas_native", "MPI_Compare_and_swap carried out as an RDMA compare-and-swap"},
+    {"gdr_rma_put_am", "MPI_Put/Rput sent as active messages"},
+    {"gdr_rma_get_am", "MPI_Get/Rget sent as active messages"},
+    {"gdr_rma_acc_am", "MPI_Accumulate/Raccumulate sent as active messages"},
+    {"gdr_rma_get_acc_am", "MPI_Get_accumulate sent as active messages"},
+    {"gdr_rma_fop_am", "MPI_Fetch_and_op sent as an active message"},
+    {"gdr_rma_cas_am", "MPI_Compare_and_swap sent as an active message"},
+};
+
+void MPIDI_GDR_rma_register_pvars(void)
+{
+    for (int i = 0; i < MPIDI_GDR_PVAR_N; i++)
+        MPIR_T_PVAR_REGISTER_impl(MPI_T_PVAR_CLASS_COUNTER, MPI_UNSIGNED_LONG_LONG,
+                                  pvar_names[i][0], &MPIDI_GDR_global.pvar[i], 1, NULL,
+                                  MPI_T_VERBOSITY_USER_BASIC, MPI_T_BIND_NO_OBJECT,
+                                  MPIR_T_PVAR_FLAG_READONLY | MPIR_T_PVAR_FLAG_CONTINUOUS,
+                                  NULL, NULL, "CH4_GDR", pvar_names[i][1]);
+}
+
+static int wait_until_zero(const unsigned long *count)
+{
+    int mpi_errno = MPI_SUCCESS;
+    while (*count != 0 && mpi_errno == MPI_SUCCESS)
+        mpi_errno = MPIDI_GDR_progress_am();
+    return mpi_errno;
+}
+
+static int wait_until_zero_u(const unsigned *count)
+{
+    int mpi_errno = MPI_SUCCESS;
+    while (*count != 0 && mpi_errno == MPI_SUCCESS)
+        mpi_errno = MPIDI_GDR_progress_am();
+    return mpi_errno;
+}
+
+int MPIDI_GDR_rma_wait_all(MPIR_Win * win, int local_only)
+{
+    if (GDR_WIN(win).pending_remote == NULL)
+        return MPI_SUCCESS;
+    return wait_until_zero(local_only ? &GDR_WIN(win).total_local : &GDR_WIN(win).total_remote);
+}
+
+int MPIDI_GDR_rma_wait_target(MPIR_Win * win, int rank, int local_only)
+{
+    if (GDR_WIN(win).pending_remote == NULL || rank < 0 || rank >= win->comm_ptr->local_size)
+        return MPI_SUCCESS;
+    return wait_until_zero_u(local_only ? &GDR_WIN(win).pending_local[rank]
+                             : &GDR_WIN(win).pending_remote[rank]);
+}
+
+static void op_finish(gdr_rma_op_t * op)
+{
+    MPIDI_GDR_win_t *w = &GDR_WIN(op->win);
+    if (op->unpack_to != NULL) {
+        MPI_Aint actual;
+        MPI_Aint bytes;
+        MPIR_Datatype_get_size_macro(op->unpack_type, bytes);
+        MPIR_Typerep_unpack(op->tmp, bytes * op->unpack_count, op->unpack_to, op->unpack_count,
+                            op->unpack_type, 0, &actual);
+        MPIR_Datatype_release_if_not_builtin(op->unpack_type);
+    }
+    MPL_free(op->tmp);
+    w->pending_remote[op->target]--;
+    w->total_remote--;
+    if (op->local_pending) {
+        w->pending_local[op->target]--;
+        w->total_local--;
+    }
+    if (op->req != NULL)
+        MPID_Request_complete(op->req);
+    MPL_free(op);
+}
+
+static void subop_done(void *arg)
+{
+    gdr_rma_op_t *op = arg;
+    if (--op->subops == 0)
+        op_finish(op);
+}
+
+static gdr_rma_op_t *op_new(MPIR_Win * win, int target, int local_pending)
+{
+    gdr_rma_op_t *op = MPL_calloc(1, sizeof(*op), MPL_MEM_RMA);
+    if (op == NULL)
+        return NULL;
+    op->win = win;
+    op->target = target;
+    op->local_pending = local_pending;
+    op->subops = 1;             /* held while posting */
+    GDR_WIN(win).pending_remote[target]++;
+    GDR_WIN(win).total_remote++;
+    if (local_pending) {
+        GDR_WIN(win).pending_local[target]++;
+        GDR_WIN(win).total_local++;
+    }
+    return op;
+}
+
+/* Posting done: drop the hold (the op may finish right here). */
+static void op_posted(gdr_rma_op_t * op)
+{
+    subop_done(op);
+}
+
+/* Retries a post while the engine is full, progressing the channel. */
+#define GDR_POST(call_)                                                          \
+    do {                                                                         \
+        int rc_;                                                                 \
+        while ((rc_ = (call_)) == GDR_VERBS_RMA_BUSY) {                          \
+            mpi_errno = MPIDI_GDR_progress_am();                                 \
+            MPIR_ERR_CHECK(mpi_errno);                                           \
+        }                                                                        \
+        if (rc_ != 0) {                                                          \
+            mpi_errno = MPIDI_GDR_transport_error();                             \
+            goto fn_fail;                                                        \
+        }                                                                        \
+    } while (0)
+
+static int is_int64(MPI_Datatype basic)
+{
+    MPI_Aint size;
+    if (basic == MPI_DATATYPE_NULL || !HANDLE_IS_BUILTIN(basic))
+        return 0;
+    MPIR_Datatype_get_size_macro(basic, size);
+    if (size != 8)
+        return 0;
+    return basic == MPI_LONG || basic == MPI_UNSIGNED_LONG || basic == MPI_LONG_LONG_INT
+        || basic == MPI_LONG_LONG || basic == MPI_UNSIGNED_LONG_LONG || basic == MPI_INT64_T
+        || basic == MPI_UINT64_T || basic == MPI_AINT || basic == MPI_OFFSET
+        || basic == MPI_COUNT;
+}
+
+static gdr_rma_acc_op_t acc_op_of(MPI_Op op, int kind)
+{
+    if (kind == MPIDI_GDR_RMA_CAS)
+        return GDR_RMA_ACC_CSWAP;
+    if (op == MPI_SUM)
+        return GDR_RMA_ACC_SUM;
+    if (op == MPI_NO_OP)
+        return GDR_RMA_ACC_NO_OP;
+    return GDR_RMA_ACC_OTHER;
+}
+
+static const int native_pvar[] = {
+    [MPIDI_GDR_RMA_PUT] = MPIDI_GDR_PVAR_PUT_NATIVE,[MPIDI_GDR_RMA_GET] = MPIDI_GDR_PVAR_GET_NATIVE,
+    [MPIDI_GDR_RMA_ACC] = MPIDI_GDR_PVAR_ACC_NATIVE,
+    [MPIDI_GDR_RMA_GET_ACC] = MPIDI_GDR_PVAR_GET_ACC_NATIVE,
+    [MPIDI_GDR_RMA_FOP] = MPIDI_GDR_PVAR_FOP_NATIVE,[MPIDI_GDR_RMA_CAS] = MPIDI_GDR_PVAR_CAS_NATIVE,
+};
+
+/* With ordered accumulates and both paths in use, an origin that changes path to a
+ * target first lets the other path's accumulates to it complete. */
+static int switch_path(MPIR_Win * win, int target, int to_nic)
+{
+    int mpi_errno = MPI_SUCCESS;
+    MPIDI_GDR_win_t *w = &GDR_WIN(win);
+    uint8_t want = to_nic ? 1 : 2;
+    if (!w->atomics.switch_wait || w->last_acc_path == NULL || w->last_acc_path[target] == want)
+        return MPI_SUCCESS;
+    if (w->last_acc_path[target] == 1) {
+        mpi_errno = wait_until_zero_u(&w->pending_remote[target]);
+    } else if (w->last_acc_path[target] == 2) {
+        MPIDIG_win_target_t *t = MPIDIG_win_target_find(win, target);
+        while (mpi_errno == MPI_SUCCESS
+               && ((t != NULL && MPIR_cc_get(t->remote_acc_cmpl_cnts) != 0)
+                   || MPIR_cc_get(MPIDIG_WIN(win, remote_acc_cmpl_cnts)) != 0))
+            mpi_errno = MPIDI_GDR_progress_am();
+    }
+    w->last_acc_path[target] = want;
+    return mpi_errno;
+}
+
+int MPIDI_GDR_rma_prepare_am(MPIR_Win * win, int kind, int target)
+{
+    MPIDI_GDR_global.pvar[native_pvar[kind] - MPIDI_GDR_PVAR_PUT_NATIVE + MPIDI_GDR_PVAR_PUT_AM]++;
+    if (kind == MPIDI_GDR_RMA_PUT || kind == MPIDI_GDR_RMA_GET || GDR_WIN(win).target_peer == NULL
+        || target < 0 || target >= win->comm_ptr->local_size)
+        return MPI_SUCCESS;
+    return switch_path(win, target, 0);
+}
+
+/* Target element addresses of an accumulate: contiguous, or up to this many pieces. */
+#define ACC_IOV_MAX 64
+
+int MPIDI_GDR_rma_native(const MPIDI_GDR_rma_args_t * a, MPIR_Win * win, MPIR_Request ** req,
+                         int *handled)
+{
+    int mpi_errno = MPI_SUCCESS;
+    MPIDI_GDR_win_t *w = &GDR_WIN(win);
+    gdr_rma_op_t *op = NULL;
+    int t = a->target;
+    struct iovec iov_small[1], *iov = iov_small;
+    MPI_Aint niov = 1;
+    void *land = NULL, *packed = NULL;
+    const char *src = NULL;
+
+    *handled = 0;
+    if (MPIDI_GDR_global.rma == NULL || w->target_rkey == NULL || t < 0
+        || t >= win->comm_ptr->local_size || w->target_peer[t] < 0 || w->target_rkey[t] == 0)
+        return MPI_SUCCESS;
+    if ((a->origin != NULL && MPIR_GPU_query_pointer_is_dev(a->origin))
+        || (a->result != NULL && MPIR_GPU_query_pointer_is_dev(a->result)))
+        return MPI_SUCCESS;     /* device buffers: issue 6 */
+
+    int t_contig;
+    MPI_Aint t_size, t_lb, t_extent;
+    MPIR_Datatype_is_contig(a->ttype, &t_contig);
+    MPIR_Datatype_get_size_macro(a->ttype, t_size);
+    MPIR_Type_get_true_extent_impl(a->ttype, &t_lb, &t_extent);
+    MPI_Aint t_bytes = t_size * a->tcount;
+    uint64_t tbase = w->target_base[t] + (uint64_t) a->tdisp * (uint64_t) w->target_disp_unit[t];
+    uint64_t taddr = tbase + (uint64_t) t_lb;
+    int peer = w->target_peer[t];
+    uint32_t rkey = w->target_rkey[t];
+    gdr_rma_path_t path = GDR_RMA_PATH_AM;
+
+    if (a->kind == MPIDI_GDR_RMA_PUT || a->kind == MPIDI_GDR_RMA_GET) {
+        if (!t_contig && a->tcount > 0)
+            return MPI_SUCCESS;
+    } else {
+        MPI_Datatype basic = MPI_DATATYPE_NULL;
+        MPIR_Datatype_get_basic_type(a->ttype, basic);
+        if (a->kind == MPIDI_GDR_RMA_FOP || a->kind == MPIDI_GDR_RMA_CAS)
+            basic = a->ttype;
+        int aligned = 1;
+        if (!t_contig && a->tcount > 0) {
+            /* element addresses from the target type's pieces */
+            mpi_errno = MPIR_Typerep_iov_len(a->tcount, a->ttype, t_bytes, &niov);
+            MPIR_ERR_CHECK(mpi_errno);
+            if (niov > ACC_IOV_MAX)
+                aligned = 0;    /* too scattered: the target applies it */
+            else {
+                iov = MPL_malloc(niov * sizeof(struct iovec), MPL_MEM_RMA);
+                MPIR_ERR_CHKANDJUMP1(iov == NULL, mpi_errno, MPI_ERR_NO_MEM, "**nomem",
+                                     "**nomem %s", "gdr accumulate pieces");
+                MPI_Aint got;
+                mpi_errno = MPIR_Typerep_to_iov_offset((void *) (uintptr_t) tbase, a->tcount,
+                                                       a->ttype, 0, iov, niov, &got);
+                MPIR_ERR_CHECK(mpi_errno);
+                niov = got;
+            }
+        } else {
+            iov[0].iov_base = (void *) (uintptr_t) taddr;
+            iov[0].iov_len = (size_t) t_bytes;
+        }
+        for (MPI_Aint i = 0; aligned && i < niov; i++)
+            aligned = (uintptr_t) iov[i].iov_base % 8 == 0 && iov[i].iov_len % 8 == 0;
+        path = gdr_rma_acc_path(&w->atomics, acc_op_of(a->op, a->kind), is_int64(basic), aligned);
+        if (path == GDR_RMA_PATH_READ && niov != 1)
+            path = GDR_RMA_PATH_AM;     /* a read never conflicts: the AM path is as good */
+        if (path == GDR_RMA_PATH_AM)
+            goto fn_exit;
+        mpi_errno = switch_path(win, t, 1);
+        MPIR_ERR_CHECK(mpi_errno);
+    }
+
+    MPIDIG_RMA_OP_CHECK_SYNC(t, win);
+    *handled = 1;
+    MPIDI_GDR_global.pvar[native_pvar[a->kind]]++;
+    if (req != NULL) {
+        *req = MPIR_Request_create_from_pool(MPIR_REQUEST_KIND__RMA, 0, 2);
+        MPIR_ERR_CHKANDJUMP(*req == NULL, mpi_errno, MPIX_ERR_NOREQ, "**nomemreq");
+    }
+    int fetches = a->kind != MPIDI_GDR_RMA_PUT && a->kind != MPIDI_GDR_RMA_ACC;
+    op = op_new(win, t, fetches);
+    MPIR_ERR_CHKANDJUMP1(op == NULL, mpi_errno, MPI_ERR_NO_MEM, "**nomem", "**nomem %s",
+                         "gdr RMA operation");
+    if (req != NULL)
+        op->req = *req;
+    if (t_bytes == 0)
+        goto posted;
+
+    /* where results land: the result/origin buffer itself when contiguous */
+    if (fetches) {
+        void *dst = a->kind == MPIDI_GDR_RMA_GET ? (void *) a->origin : a->result;
+        MPI_Aint dcount = a->kind == MPIDI_GDR_RMA_GET ? a->ocount : a->rcount;
+        MPI_Datatype dtype = a->kind == MPIDI_GDR_RMA_GET ? a->otype : a->rtype;
+        int d_contig;
+        MPI_Aint d_lb, d_extent;
+        MPIR_Datatype_is_contig(dtype, &d_contig);
+        MPIR_Type_get_true_extent_impl(dtype, &d_lb, &d_extent);
+        if (d_contig) {
+            land = (char *) dst + d_lb;
+        } else {
+            op->tmp = MPL_malloc(t_bytes, MPL_MEM_RMA);
+            MPIR_ERR_CHKANDJUMP1(op->tmp == NULL, mpi_errno, MPI_ERR_NO_MEM, "**nomem",
+                                 "**nomem %s", "gdr RMA landing buffer");
+            land = op->tmp;
+            op->unpack_to = dst;
+            op->unpack_count = dcount;
+            op->unpack_type = dtype;
+            MPIR_Datatype_add_ref_if_not_builtin(dtype);
+        }
+    }
+    /* origin data, contiguous */
+    if (a->kind != MPIDI_GDR_RMA_GET && !(a->kind == MPIDI_GDR_RMA_GET_ACC && a->op == MPI_NO_OP)
+        && a->origin != NULL) {
+        int o_contig;
+        MPI_Aint o_lb, o_extent;
+        MPIR_Datatype_is_contig(a->otype, &o_contig);
+        MPIR_Type_get_true_extent_impl(a->otype, &o_lb, &o_extent);
+        if (o_contig || a->kind == MPIDI_GDR_RMA_FOP || a->kind == MPIDI_GDR_RMA_CAS) {
+            src = (const char *) a->origin + (o_contig ? o_lb : 0);
+        } else {
+            MPI_Aint actual;
+            packed = MPL_malloc(t_bytes, MPL_MEM_RMA);
+            MPIR_ERR_CHKANDJUMP1(packed == NULL, mpi_errno, MPI_ERR_NO_MEM, "**nomem",
+                                 "**nomem %s", "gdr RMA packed origin");
+            mpi_errno = MPIR_Typerep_pack(a->origin, a->ocount, a->otype, 0, packed, t_bytes,
+                                          &actual);
+            MPIR_ERR_CHECK(mpi_errno);
+            src = packed;
+        }
+    }
+
+    switch (a->kind) {
+        case MPIDI_GDR_RMA_PUT:{
+                int copied = 0;
+                op->subops++;
+                GDR_POST(gdr_verbs_rma_put(MPIDI_GDR_global.rma, peer, src, (size_t) t_bytes,
+                                           taddr, rkey, subop_done, op, &copied));
+                if (!copied && packed == NULL) {
+                    op->local_pending = 1;      /* the origin buffer is read by the NIC */
+                    w->pending_local[t]++;
+                    w->total_local++;
+                }
+                if (packed != NULL) {
+                    if (copied)
+                        MPL_free(packed);
+                    else
+                        op->tmp = packed;       /* freed at completion */
+                    packed = NULL;
+                }
+                break;
+            }
+        case MPIDI_GDR_RMA_GET:
+            op->subops++;
+            GDR_POST(gdr_verbs_rma_get(MPIDI_GDR_global.rma, peer, land, (size_t) t_bytes, taddr,
+                                       rkey, subop_done, op));
+            break;
+        default:{
+                /* element-wise atomics (or one read for NO_OP) at the pieces' addresses */
+                MPI_Aint elem = 0;
+                int fence = w->atomics.fence;
+                if (path == GDR_RMA_PATH_READ) {
+                    op->subops++;
+                    GDR_POST(gdr_verbs_rma_get(MPIDI_GDR_global.rma, peer, land,
+                                               (size_t) t_bytes, taddr, rkey, subop_done, op));
+                    break;
+                }
+                for (MPI_Aint i = 0; i < niov; i++) {
+                    uint64_t addr = (uint64_t) (uintptr_t) iov[i].iov_base;
+                    for (size_t k = 0; k < iov[i].iov_len / 8; k++, elem++) {
+                        uint64_t operand = 0, compare = 0;
+                        memcpy(&operand, src + 8 * elem, 8);
+                        if (path == GDR_RMA_PATH_CMP_SWAP)
+                            memcpy(&compare, a->compare, 8);
+                        op->subops++;
+                        GDR_POST(gdr_verbs_rma_atomic(MPIDI_GDR_global.rma, peer,
+                                                      path == GDR_RMA_PATH_CMP_SWAP ?
+                                                      GDR_VERBS_RMA_CMP_SWAP :
+                                                      GDR_VERBS_RMA_FETCH_ADD, operand, compare,
+                                                      fetches ? (char *) land + 8 * elem : NULL,
+                                                      addr + 8 * k, rkey, fence, subop_done, op));
+                    }
+                }
+                break;
+            }
+    }
+  posted:
+    op_posted(op);
+    op = NULL;
+  fn_exit:
+    MPL_free(packed);
+    if (iov != iov_small)
+        MPL_free(iov);
+    return mpi_errno;
+  fn_fail:
+    goto fn_exit;
+}

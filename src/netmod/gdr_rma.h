@@ -1,0 +1,337 @@
+/* The netmod's RMA entry points: each operation tries the RDMA path (gdr_rma.c) and
+ * otherwise goes to MPICH's active-message RMA.  Synchronisation is MPIDIG's; it
+ * calls the completion hooks below, which wait for this rank's RDMA operations. */
+#ifndef GDR_RMA_H_INCLUDED
+#define GDR_RMA_H_INCLUDED
+
+#include "gdr_impl.h"
+
+enum {
+    MPIDI_GDR_RMA_PUT, MPIDI_GDR_RMA_GET, MPIDI_GDR_RMA_ACC, MPIDI_GDR_RMA_GET_ACC,
+    MPIDI_GDR_RMA_FOP, MPIDI_GDR_RMA_CAS
+};
+
+typedef struct {
+    int kind;
+    const void *origin;
+    MPI_Aint ocount;
+    MPI_Datatype otype;
+    void *result;
+    MPI_Aint rcount;
+    MPI_Datatype rtype;
+    const void *compare;
+    int target;
+    MPI_Aint tdisp;
+    MPI_Aint tcount;
+    MPI_Datatype ttype;
+    MPI_Op op;
+} MPIDI_GDR_rma_args_t;
+
+/* *handled = 1: carried out over RDMA (request created when req != NULL);
+ * 0: the caller sends it through MPIDIG (after MPIDI_GDR_rma_prepare_am). */
+int MPIDI_GDR_rma_native(const MPIDI_GDR_rma_args_t * a, MPIR_Win * win, MPIR_Request ** req,
+                         int *handled);
+/* Counts the AM path and keeps accumulate ordering across paths. */
+int MPIDI_GDR_rma_prepare_am(MPIR_Win * win, int kind, int target);
+/* Waits for this rank's RDMA operations on win: all targets or one; remote or local
+ * completion. */
+int MPIDI_GDR_rma_wait_all(MPIR_Win * win, int local_only);
+int MPIDI_GDR_rma_wait_target(MPIR_Win * win, int rank, int local_only);
+
+#define MPIDI_GDR_RMA_TRY(args_, win_, req_)                                     \
+    do {                                                                         \
+        int handled_ = 0;                                                        \
+        int err_ = MPIDI_GDR_rma_native(&(args_), (win_), (req_), &handled_);    \
+        if (err_ != MPI_SUCCESS || handled_)                                     \
+            return err_;                                                         \
+        err_ = MPIDI_GDR_rma_prepare_am((win_), (args_).kind, (args_).target);   \
+        if (err_ != MPI_SUCCESS)                                                 \
+            return err_;                                                         \
+    } while (0)
+
+MPL_STATIC_INLINE_PREFIX int MPIDI_NM_mpi_win_start(MPIR_Group * group, int assert, MPIR_Win * win)
+{
+    return MPIDIG_mpi_win_start(group, assert, win);
+}
+
+MPL_STATIC_INLINE_PREFIX int MPIDI_NM_mpi_win_complete(MPIR_Win * win)
+{
+    return MPIDIG_mpi_win_complete(win);
+}
+
+MPL_STATIC_INLINE_PREFIX int MPIDI_NM_mpi_win_post(MPIR_Group * group, int assert, MPIR_Win * win)
+{
+    return MPIDIG_mpi_win_post(group, assert, win);
+}
+
+MPL_STATIC_INLINE_PREFIX int MPIDI_NM_mpi_win_wait(MPIR_Win * win)
+{
+    return MPIDIG_mpi_win_wait(win);
+}
+
+MPL_STATIC_INLINE_PREFIX int MPIDI_NM_mpi_win_test(MPIR_Win * win, int *flag)
+{
+    return MPIDIG_mpi_win_test(win, flag);
+}
+
+MPL_STATIC_INLINE_PREFIX int MPIDI_NM_mpi_win_lock(int lock_type, int rank, int assert,
+                                                   MPIR_Win * win, MPIDI_av_entry_t * addr)
+{
+    return MPIDIG_mpi_win_lock(lock_type, rank, assert, win);
+}
+
+MPL_STATIC_INLINE_PREFIX int MPIDI_NM_mpi_win_unlock(int rank, MPIR_Win * win,
+                                                     MPIDI_av_entry_t * addr)
+{
+    return MPIDIG_mpi_win_unlock(rank, win);
+}
+
+MPL_STATIC_INLINE_PREFIX int MPIDI_NM_mpi_win_fence(int assert, MPIR_Win * win)
+{
+    return MPIDIG_mpi_win_fence(assert, win);
+}
+
+MPL_STATIC_INLINE_PREFIX int MPIDI_NM_mpi_win_shared_query(MPIR_Win * win, int rank,
+                                                           MPI_Aint * size, int *disp_unit,
+                                                           void *baseptr)
+{
+    return MPIDIG_mpi_win_shared_query(win, rank, size, disp_unit, baseptr);
+}
+
+MPL_STATIC_INLINE_PREFIX int MPIDI_NM_mpi_win_flush(int rank, MPIR_Win * win,
+                                                    MPIDI_av_entry_t * addr)
+{
+    return MPIDIG_mpi_win_flush(rank, win);
+}
+
+MPL_STATIC_INLINE_PREFIX int MPIDI_NM_mpi_win_flush_local_all(MPIR_Win * win)
+{
+    return MPIDIG_mpi_win_flush_local_all(win);
+}
+
+MPL_STATIC_INLINE_PREFIX int MPIDI_NM_mpi_win_unlock_all(MPIR_Win * win)
+{
+    return MPIDIG_mpi_win_unlock_all(win);
+}
+
+MPL_STATIC_INLINE_PREFIX int MPIDI_NM_mpi_win_flush_local(int rank, MPIR_Win * win,
+                                                          MPIDI_av_entry_t * addr)
+{
+    return MPIDIG_mpi_win_flush_local(rank, win);
+}
+
+MPL_STATIC_INLINE_PREFIX int MPIDI_NM_mpi_win_sync(MPIR_Win * win)
+{
+    return MPIDIG_mpi_win_sync(win);
+}
+
+MPL_STATIC_INLINE_PREFIX int MPIDI_NM_mpi_win_flush_all(MPIR_Win * win)
+{
+    return MPIDIG_mpi_win_flush_all(win);
+}
+
+MPL_STATIC_INLINE_PREFIX int MPIDI_NM_mpi_win_lock_all(int assert, MPIR_Win * win)
+{
+    return MPIDIG_mpi_win_lock_all(assert, win);
+}
+
+/* RC completions are remote completions: a write's or atomic's acknowledgement
+ * means the target NIC placed the data. */
+MPL_STATIC_INLINE_PREFIX int MPIDI_NM_rma_win_cmpl_hook(MPIR_Win * win)
+{
+    return MPIDI_GDR_rma_wait_all(win, 0);
+}
+
+MPL_STATIC_INLINE_PREFIX int MPIDI_NM_rma_win_local_cmpl_hook(MPIR_Win * win)
+{
+    return MPIDI_GDR_rma_wait_all(win, 1);
+}
+
+MPL_STATIC_INLINE_PREFIX int MPIDI_NM_rma_target_cmpl_hook(int rank, MPIR_Win * win)
+{
+    return MPIDI_GDR_rma_wait_target(win, rank, 0);
+}
+
+MPL_STATIC_INLINE_PREFIX int MPIDI_NM_rma_target_local_cmpl_hook(int rank, MPIR_Win * win)
+{
+    return MPIDI_GDR_rma_wait_target(win, rank, 1);
+}
+
+MPL_STATIC_INLINE_PREFIX int MPIDI_NM_mpi_put(const void *origin_addr, int origin_count,
+                                              MPI_Datatype origin_datatype, int target_rank,
+                                              MPI_Aint target_disp, int target_count,
+                                              MPI_Datatype target_datatype, MPIR_Win * win,
+                                              MPIDI_av_entry_t * addr, MPIDI_winattr_t winattr)
+{
+    MPIDI_GDR_rma_args_t a = {.kind = MPIDI_GDR_RMA_PUT,.origin = origin_addr,
+        .ocount = origin_count,.otype = origin_datatype,.target = target_rank,
+        .tdisp = target_disp,.tcount = target_count,.ttype = target_datatype
+    };
+    MPIDI_GDR_RMA_TRY(a, win, NULL);
+    return MPIDIG_mpi_put(origin_addr, origin_count, origin_datatype, target_rank, target_disp,
+                          target_count, target_datatype, win);
+}
+
+MPL_STATIC_INLINE_PREFIX int MPIDI_NM_mpi_get(void *origin_addr, int origin_count,
+                                              MPI_Datatype origin_datatype, int target_rank,
+                                              MPI_Aint target_disp, int target_count,
+                                              MPI_Datatype target_datatype, MPIR_Win * win,
+                                              MPIDI_av_entry_t * addr, MPIDI_winattr_t winattr)
+{
+    MPIDI_GDR_rma_args_t a = {.kind = MPIDI_GDR_RMA_GET,.origin = origin_addr,
+        .ocount = origin_count,.otype = origin_datatype,.target = target_rank,
+        .tdisp = target_disp,.tcount = target_count,.ttype = target_datatype
+    };
+    MPIDI_GDR_RMA_TRY(a, win, NULL);
+    return MPIDIG_mpi_get(origin_addr, origin_count, origin_datatype, target_rank, target_disp,
+                          target_count, target_datatype, win);
+}
+
+MPL_STATIC_INLINE_PREFIX int MPIDI_NM_mpi_rput(const void *origin_addr, int origin_count,
+                                               MPI_Datatype origin_datatype, int target_rank,
+                                               MPI_Aint target_disp, int target_count,
+                                               MPI_Datatype target_datatype, MPIR_Win * win,
+                                               MPIDI_av_entry_t * addr, MPIDI_winattr_t winattr,
+                                               MPIR_Request ** request)
+{
+    MPIDI_GDR_rma_args_t a = {.kind = MPIDI_GDR_RMA_PUT,.origin = origin_addr,
+        .ocount = origin_count,.otype = origin_datatype,.target = target_rank,
+        .tdisp = target_disp,.tcount = target_count,.ttype = target_datatype
+    };
+    MPIDI_GDR_RMA_TRY(a, win, request);
+    return MPIDIG_mpi_rput(origin_addr, origin_count, origin_datatype, target_rank,
+                           target_disp, target_count, target_datatype, win, request);
+}
+
+MPL_STATIC_INLINE_PREFIX int MPIDI_NM_mpi_rget(void *origin_addr, int origin_count,
+                                               MPI_Datatype origin_datatype, int target_rank,
+                                               MPI_Aint target_disp, int target_count,
+                                               MPI_Datatype target_datatype, MPIR_Win * win,
+                                               MPIDI_av_entry_t * addr, MPIDI_winattr_t winattr,
+                                               MPIR_Request ** request)
+{
+    MPIDI_GDR_rma_args_t a = {.kind = MPIDI_GDR_RMA_GET,.origin = origin_addr,
+        .ocount = origin_count,.otype = origin_datatype,.target = target_rank,
+        .tdisp = target_disp,.tcount = target_count,.ttype = target_datatype
+    };
+    MPIDI_GDR_RMA_TRY(a, win, request);
+    return MPIDIG_mpi_rget(origin_addr, origin_count, origin_datatype, target_rank,
+                           target_disp, target_count, target_datatype, win, request);
+}
+
+MPL_STATIC_INLINE_PREFIX int MPIDI_NM_mpi_accumulate(const void *origin_addr, int origin_count,
+                                                     MPI_Datatype origin_datatype,
+                                                     int target_rank, MPI_Aint target_disp,
+                                                     int target_count,
+                                                     MPI_Datatype target_datatype, MPI_Op op,
+                                                     MPIR_Win * win, MPIDI_av_entry_t * addr,
+                                                     MPIDI_winattr_t winattr)
+{
+    MPIDI_GDR_rma_args_t a = {.kind = MPIDI_GDR_RMA_ACC,.origin = origin_addr,
+        .ocount = origin_count,.otype = origin_datatype,.target = target_rank,
+        .tdisp = target_disp,.tcount = target_count,.ttype = target_datatype,.op = op
+    };
+    MPIDI_GDR_RMA_TRY(a, win, NULL);
+    return MPIDIG_mpi_accumulate(origin_addr, origin_count, origin_datatype, target_rank,
+                                 target_disp, target_count, target_datatype, op, win);
+}
+
+MPL_STATIC_INLINE_PREFIX int MPIDI_NM_mpi_raccumulate(const void *origin_addr, int origin_count,
+                                                      MPI_Datatype origin_datatype,
+                                                      int target_rank, MPI_Aint target_disp,
+                                                      int target_count,
+                                                      MPI_Datatype target_datatype, MPI_Op op,
+                                                      MPIR_Win * win, MPIDI_av_entry_t * addr,
+                                                      MPIDI_winattr_t winattr,
+                                                      MPIR_Request ** request)
+{
+    MPIDI_GDR_rma_args_t a = {.kind = MPIDI_GDR_RMA_ACC,.origin = origin_addr,
+        .ocount = origin_count,.otype = origin_datatype,.target = target_rank,
+        .tdisp = target_disp,.tcount = target_count,.ttype = target_datatype,.op = op
+    };
+    MPIDI_GDR_RMA_TRY(a, win, request);
+    return MPIDIG_mpi_raccumulate(origin_addr, origin_count, origin_datatype, target_rank,
+                                  target_disp, target_count, target_datatype, op, win, request);
+}
+
+MPL_STATIC_INLINE_PREFIX int MPIDI_NM_mpi_get_accumulate(const void *origin_addr,
+                                                         int origin_count,
+                                                         MPI_Datatype origin_datatype,
+                                                         void *result_addr, int result_count,
+                                                         MPI_Datatype result_datatype,
+                                                         int target_rank, MPI_Aint target_disp,
+                                                         int target_count,
+                                                         MPI_Datatype target_datatype, MPI_Op op,
+                                                         MPIR_Win * win, MPIDI_av_entry_t * addr,
+                                                         MPIDI_winattr_t winattr)
+{
+    MPIDI_GDR_rma_args_t a = {.kind = MPIDI_GDR_RMA_GET_ACC,.origin = origin_addr,
+        .ocount = origin_count,.otype = origin_datatype,.result = result_addr,
+        .rcount = result_count,.rtype = result_datatype,.target = target_rank,
+        .tdisp = target_disp,.tcount = target_count,.ttype = target_datatype,.op = op
+    };
+    MPIDI_GDR_RMA_TRY(a, win, NULL);
+    return MPIDIG_mpi_get_accumulate(origin_addr, origin_count, origin_datatype, result_addr,
+                                     result_count, result_datatype, target_rank, target_disp,
+                                     target_count, target_datatype, op, win);
+}
+
+MPL_STATIC_INLINE_PREFIX int MPIDI_NM_mpi_rget_accumulate(const void *origin_addr,
+                                                          int origin_count,
+                                                          MPI_Datatype origin_datatype,
+                                                          void *result_addr, int result_count,
+                                                          MPI_Datatype result_datatype,
+                                                          int target_rank, MPI_Aint target_disp,
+                                                          int target_count,
+                                                          MPI_Datatype target_datatype,
+                                                          MPI_Op op, MPIR_Win * win,
+                                                          MPIDI_av_entry_t * addr,
+                                                          MPIDI_winattr_t winattr,
+                                                          MPIR_Request ** request)
+{
+    MPIDI_GDR_rma_args_t a = {.kind = MPIDI_GDR_RMA_GET_ACC,.origin = origin_addr,
+        .ocount = origin_count,.otype = origin_datatype,.result = result_addr,
+        .rcount = result_count,.rtype = result_datatype,.target = target_rank,
+        .tdisp = target_disp,.tcount = target_count,.ttype = target_datatype,.op = op
+    };
+    MPIDI_GDR_RMA_TRY(a, win, request);
+    return MPIDIG_mpi_rget_accumulate(origin_addr, origin_count, origin_datatype, result_addr,
+                                      result_count, result_datatype, target_rank, target_disp,
+                                      target_count, target_datatype, op, win, request);
+}
+
+MPL_STATIC_INLINE_PREFIX int MPIDI_NM_mpi_fetch_and_op(const void *origin_addr, void *result_addr,
+                                                       MPI_Datatype datatype, int target_rank,
+                                                       MPI_Aint target_disp, MPI_Op op,
+                                                       MPIR_Win * win, MPIDI_av_entry_t * addr,
+                                                       MPIDI_winattr_t winattr)
+{
+    MPIDI_GDR_rma_args_t a = {.kind = MPIDI_GDR_RMA_FOP,.origin = origin_addr,.ocount = 1,
+        .otype = datatype,.result = result_addr,.rcount = 1,.rtype = datatype,
+        .target = target_rank,.tdisp = target_disp,.tcount = 1,.ttype = datatype,.op = op
+    };
+    MPIDI_GDR_RMA_TRY(a, win, NULL);
+    return MPIDIG_mpi_fetch_and_op(origin_addr, result_addr, datatype, target_rank, target_disp,
+                                   op, win);
+}
+
+MPL_STATIC_INLINE_PREFIX int MPIDI_NM_mpi_compare_and_swap(const void *origin_addr,
+                                                           const void *compare_addr,
+                                                           void *result_addr,
+                                                           MPI_Datatype datatype,
+                                                           int target_rank, MPI_Aint target_disp,
+                                                           MPIR_Win * win,
+                                                           MPIDI_av_entry_t * addr,
+                                                           MPIDI_winattr_t winattr)
+{
+    MPIDI_GDR_rma_args_t a = {.kind = MPIDI_GDR_RMA_CAS,.origin = origin_addr,.ocount = 1,
+        .otype = datatype,.result = result_addr,.rcount = 1,.rtype = datatype,
+        .compare = compare_addr,.target = target_rank,.tdisp = target_disp,.tcount = 1,
+        .ttype = datatype
+    };
+    MPIDI_GDR_RMA_TRY(a, win, NULL);
+    return MPIDIG_mpi_compare_and_swap(origin_addr, compare_addr, result_addr, datatype,
+                                       target_rank, target_disp, win);
+}
+
+#endif /* GDR_RMA_H_INCLUDED */

@@ -1,0 +1,373 @@
+/* RMA over the RDMA path: values read back after every kind of synchronisation,
+ * the accumulate path rule for both kinds of window (test/unit/rma/test_path.c has
+ * the rule itself), request-based operations, and a stress phase with far more
+ * operations in flight than the queue depth, on random derived datatypes.
+ *
+ * With GDR_TEST_EXPECT_NATIVE=1 (maint/check-rxe: one rank per guest, NOLOCAL) it
+ * also asserts, through gdr's MPI_T counters, that Put, Get, Fetch_and_op and
+ * Compare_and_swap took the RDMA path on a default window, and that a window whose
+ * which_accumulate_ops names no NIC op sent Fetch_and_op as a message. */
+#include "gdr_mpi_test.h"
+
+#define BIG (1 << 20)
+
+static int rank, nranks;
+
+/* ---- MPI_T counters ---------------------------------------------------------- */
+static MPI_T_pvar_session session;
+
+static unsigned long long pvar(const char *name)
+{
+    int idx;
+    unsigned long long v = 0;
+    MPI_T_pvar_handle h;
+    int count;
+    if (MPI_T_pvar_get_index(name, MPI_T_PVAR_CLASS_COUNTER, &idx) != MPI_SUCCESS) {
+        gdr_test_fail("MPI_T counter %s not found", name);
+        return 0;
+    }
+    MPI_T_pvar_handle_alloc(session, idx, NULL, &h, &count);
+    MPI_T_pvar_read(session, h, &v);
+    MPI_T_pvar_handle_free(session, &h);
+    return v;
+}
+
+/* ---- helpers ----------------------------------------------------------------- */
+static uint8_t pat(int who, long i, int salt)
+{
+    return (uint8_t) (who * 29 + i * 7 + salt);
+}
+
+static MPI_Win make_win(MPI_Info info, MPI_Aint bytes, int unit, void **base, int allocate)
+{
+    MPI_Win win;
+    if (allocate) {
+        gdr_check_mpi("MPI_Win_allocate",
+                      MPI_Win_allocate(bytes, unit, info, MPI_COMM_WORLD, base, &win));
+    } else {
+        *base = malloc((size_t) bytes);
+        gdr_check_mpi("MPI_Win_create",
+                      MPI_Win_create(*base, bytes, unit, info, MPI_COMM_WORLD, &win));
+    }
+    memset(*base, 0, (size_t) bytes);
+    MPI_Barrier(MPI_COMM_WORLD);
+    return win;
+}
+
+static void free_win(MPI_Win * win, void *base, int allocate)
+{
+    MPI_Win_free(win);
+    if (!allocate)
+        free(base);
+}
+
+/* Puts of three size classes to the right neighbour, gets back from the left. */
+static void put_get(int allocate, const char *sync)
+{
+    void *base;
+    MPI_Win win = make_win(MPI_INFO_NULL, 3 * BIG, 1, &base, allocate);
+    uint8_t *win_bytes = base;
+    int right = (rank + 1) % nranks, left = (rank + nranks - 1) % nranks;
+    static const int sizes[] = { 8, 3000, BIG };
+    uint8_t *src = malloc(BIG), *back = malloc(BIG);
+
+    gdr_test_set_context("put/get win=%s sync=%s", allocate ? "allocate" : "create", sync);
+    for (int k = 0; k < 3; k++) {
+        for (long i = 0; i < sizes[k]; i++)
+            src[i] = pat(rank, i, k);
+        MPI_Aint disp = (MPI_Aint) k * BIG;
+        if (!strcmp(sync, "lock")) {
+            MPI_Win_lock(MPI_LOCK_SHARED, right, 0, win);
+            MPI_Put(src, sizes[k], MPI_BYTE, right, disp, sizes[k], MPI_BYTE, win);
+            MPI_Win_unlock(right, win);
+        } else if (!strcmp(sync, "fence")) {
+            MPI_Win_fence(0, win);
+            MPI_Put(src, sizes[k], MPI_BYTE, right, disp, sizes[k], MPI_BYTE, win);
+            MPI_Win_fence(0, win);
+        } else if (!strcmp(sync, "pscw")) {
+            MPI_Group world, to, from;
+            MPI_Comm_group(MPI_COMM_WORLD, &world);
+            MPI_Group_incl(world, 1, &right, &to);
+            MPI_Group_incl(world, 1, &left, &from);
+            MPI_Win_post(from, 0, win);
+            MPI_Win_start(to, 0, win);
+            MPI_Put(src, sizes[k], MPI_BYTE, right, disp, sizes[k], MPI_BYTE, win);
+            MPI_Win_complete(win);
+            MPI_Win_wait(win);
+            MPI_Group_free(&to);
+            MPI_Group_free(&from);
+            MPI_Group_free(&world);
+        } else {                /* lock_all + Rput + flush_local, then flush */
+            MPI_Request r;
+            MPI_Win_lock_all(0, win);
+            MPI_Rput(src, sizes[k], MPI_BYTE, right, disp, sizes[k], MPI_BYTE, win, &r);
+            MPI_Wait(&r, MPI_STATUS_IGNORE);
+            memset(src, 0xee, (size_t) sizes[k]);       /* reusable after the request */
+            MPI_Win_flush(right, win);
+            MPI_Win_unlock_all(win);
+        }
+    }
+    MPI_Barrier(MPI_COMM_WORLD);
+    for (int k = 0; k < 3; k++) {
+        long bad = 0;
+        for (long i = 0; i < sizes[k]; i++)
+            bad += win_bytes[(long) k * BIG + i] != pat(left, i, k);
+        gdr_check_long("bytes put by the left neighbour, wrong", k, 0, bad);
+    }
+    /* read them back from the right neighbour's window: what this rank put */
+    MPI_Win_lock_all(0, win);
+    for (int k = 0; k < 3; k++) {
+        memset(back, 0, (size_t) sizes[k]);
+        MPI_Request r;
+        MPI_Rget(back, sizes[k], MPI_BYTE, right, (MPI_Aint) k * BIG, sizes[k], MPI_BYTE, win,
+                 &r);
+        MPI_Wait(&r, MPI_STATUS_IGNORE);
+        long bad = 0;
+        for (long i = 0; i < sizes[k]; i++)
+            bad += back[i] != pat(rank, i, k);
+        gdr_check_long("bytes read back, wrong", k, 0, bad);
+    }
+    MPI_Win_unlock_all(win);
+    free_win(&win, base, allocate);
+    free(src);
+    free(back);
+}
+
+/* Atomics on rank 0's counters from every rank; CAS; multi-element SUM; NO_OP. */
+static void atomics(MPI_Info info, const char *what)
+{
+    void *base;
+    MPI_Win win = make_win(info, 64 * 8, 8, &base, 1);
+    int64_t *w = base;
+    const int n = 50;
+    gdr_test_set_context("atomics %s", what);
+
+    MPI_Win_lock_all(0, win);
+    int64_t one = 1, got, sum_got = 0;
+    for (int i = 0; i < n; i++) {
+        MPI_Fetch_and_op(&one, &got, MPI_INT64_T, 0, 0, MPI_SUM, win);
+        MPI_Win_flush(0, win);
+        sum_got += got >= 0 && got < (int64_t) n * nranks;
+    }
+    gdr_check_long("fetch-and-op results in range", 0, n, sum_got);
+    /* every rank adds rank+1 to four words at once */
+    int64_t add[4] = { rank + 1, rank + 1, rank + 1, rank + 1 };
+    MPI_Accumulate(add, 4, MPI_INT64_T, 0, 8, 4, MPI_INT64_T, MPI_SUM, win);
+    MPI_Win_flush_all(win);
+    MPI_Win_unlock_all(win);
+    MPI_Barrier(MPI_COMM_WORLD);
+
+    /* a lock race: each rank CASes slot 20 from -1 to its rank once */
+    if (rank == 0) {
+        w[20] = -1;
+    }
+    MPI_Barrier(MPI_COMM_WORLD);
+    MPI_Win_lock_all(0, win);
+    int64_t expect = -1, mine = rank, old;
+    MPI_Compare_and_swap(&mine, &expect, &old, MPI_INT64_T, 0, 20, win);
+    MPI_Win_flush(0, win);
+    int won = old == -1;
+    /* NO_OP reads the final values */
+    int64_t now[4];
+    MPI_Get_accumulate(NULL, 0, MPI_INT64_T, now, 4, MPI_INT64_T, 0, 8, 4, MPI_INT64_T,
+                       MPI_NO_OP, win);
+    MPI_Win_flush(0, win);
+    MPI_Win_unlock_all(win);
+    int winners = 0;
+    MPI_Allreduce(&won, &winners, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
+    gdr_check_long("CAS winners", 0, 1, winners);
+    int64_t tri = (int64_t) nranks * (nranks + 1) / 2;
+    for (int i = 0; i < 4; i++)
+        gdr_check_long("Accumulate SUM of rank+1 over ranks (read with NO_OP)", i, tri, now[i]);
+    if (rank == 0)
+        gdr_check_long("fetch-and-op total", 0, (long long) n * nranks, w[0]);
+
+    /* one origin, two paths to one word, in order: REPLACE (message) then SUM (NIC) */
+    MPI_Win_lock(MPI_LOCK_EXCLUSIVE, 0, 0, win);
+    int64_t five = 5, r = 0;
+    for (int i = 0; i < 3; i++) {
+        MPI_Accumulate(&five, 1, MPI_INT64_T, 0, 30 + rank, 1, MPI_INT64_T, MPI_REPLACE, win);
+        MPI_Accumulate(&one, 1, MPI_INT64_T, 0, 30 + rank, 1, MPI_INT64_T, MPI_SUM, win);
+    }
+    MPI_Fetch_and_op(NULL, &r, MPI_INT64_T, 0, 30 + rank, MPI_NO_OP, win);
+    MPI_Win_unlock(0, win);
+    gdr_check_long("REPLACE 5 then SUM 1, ordered across paths", 0, 6, r);
+    MPI_Win_free(&win);
+}
+
+/* ---- random derived datatypes, many operations in flight ----------------------- */
+static unsigned long long rng_state;
+static unsigned rnd(unsigned n)
+{
+    rng_state = rng_state * 6364136223846793005ull + 1442695040888963407ull;
+    return (unsigned) ((rng_state >> 33) % n);
+}
+
+/* A random type of `elems` int64 elements: vector, indexed or contiguous. */
+static MPI_Datatype random_type(int elems, MPI_Aint * extent_elems)
+{
+    MPI_Datatype t;
+    int kind = (int) rnd(3);
+    if (kind == 0 && elems % 2 == 0) {
+        int stride = 2 + (int) rnd(3);
+        MPI_Type_vector(elems / 2, 2, stride, MPI_INT64_T, &t);
+        *extent_elems = (MPI_Aint) (elems / 2 - 1) * stride + 2;
+    } else if (kind == 1) {
+        int bl[8], disp[8], nb = 0, at = 0, left = elems;
+        while (left > 0 && nb < 8) {
+            bl[nb] = nb == 7 ? left : 1 + (int) rnd((unsigned) left);
+            disp[nb] = at;
+            at += bl[nb] + (int) rnd(3);
+            left -= bl[nb];
+            nb++;
+        }
+        MPI_Type_indexed(nb, bl, disp, MPI_INT64_T, &t);
+        *extent_elems = disp[nb - 1] + bl[nb - 1];
+    } else {
+        MPI_Type_contiguous(elems, MPI_INT64_T, &t);
+        *extent_elems = elems;
+    }
+    MPI_Type_commit(&t);
+    return t;
+}
+
+#define STRESS_OPS 1500
+#define SLOT 64 /* int64 per slot: room for any random type's extent */
+
+static void stress(void)
+{
+    void *base;
+    int nslots = STRESS_OPS;
+    MPI_Win win = make_win(MPI_INFO_NULL, (MPI_Aint) nslots * SLOT * 8, 8, &base, 1);
+    int64_t *w = base;
+    int right = (rank + 1) % nranks, left = (rank + nranks - 1) % nranks;
+    int64_t *src = malloc((size_t) STRESS_OPS * SLOT * 8);
+    int64_t *expect = calloc((size_t) nslots * SLOT, 8);
+    gdr_test_set_context("stress: %d puts/accumulates on random types, one epoch", STRESS_OPS);
+
+    /* what the left neighbour does to this rank's window, replayed with its seed */
+    for (int pass = 0; pass < 2; pass++) {
+        int who = pass == 0 ? rank : left;
+        rng_state = 1234567ull + (unsigned long long) who;
+        if (pass == 0)
+            MPI_Win_lock_all(0, win);
+        for (int op = 0; op < STRESS_OPS; op++) {
+            int elems = 2 * (1 + (int) rnd(8));
+            MPI_Aint ext_o, ext_t;
+            MPI_Datatype to = random_type(elems, &ext_o), tt = random_type(elems, &ext_t);
+            int is_acc = rnd(3) == 0;
+            int64_t *s = src + (size_t) op * SLOT;
+            MPI_Aint disp = (MPI_Aint) op * SLOT;  /* in int64 units */
+            /* target element k lives at the k-th element of tt's layout */
+            MPI_Aint tdisp[SLOT];
+            int nt = 0;
+            {
+                int64_t probe[SLOT];
+                for (int i = 0; i < SLOT; i++)
+                    probe[i] = i;
+                int64_t packed[SLOT];
+                int pos = 0;
+                MPI_Pack(probe, 1, tt, packed, (int) sizeof(packed), &pos, MPI_COMM_SELF);
+                for (int i = 0; i < elems; i++)
+                    tdisp[nt++] = packed[i];
+            }
+            int64_t vals[SLOT];
+            for (int i = 0; i < elems; i++)
+                vals[i] = (int64_t) who * 100000 + op * 10 + i;
+            if (pass == 0) {
+                /* scatter vals into s through the origin type */
+                int pos = 0;
+                MPI_Unpack(vals, (int) sizeof(vals), &pos, s, 1, to, MPI_COMM_SELF);
+                if (is_acc)
+                    MPI_Accumulate(s, 1, to, right, disp, 1, tt, MPI_SUM, win);
+                else
+                    MPI_Put(s, 1, to, right, disp, 1, tt, win);
+            } else {
+                for (int i = 0; i < nt; i++)
+                    expect[(size_t) op * SLOT + (size_t) tdisp[i]] += vals[i];
+            }
+            MPI_Type_free(&to);
+            MPI_Type_free(&tt);
+        }
+        if (pass == 0) {
+            MPI_Win_flush_all(win);
+            MPI_Win_unlock_all(win);
+            MPI_Barrier(MPI_COMM_WORLD);
+        }
+    }
+    long bad = 0;
+    for (long i = 0; i < (long) nslots * SLOT; i++)
+        bad += w[i] != expect[i];
+    gdr_check_long("window words differing from the replayed operations", 0, 0, bad);
+    MPI_Win_free(&win);
+    free(src);
+    free(expect);
+}
+
+int main(int argc, char **argv)
+{
+    int provided;
+    MPI_Init(&argc, &argv);
+    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    MPI_Comm_size(MPI_COMM_WORLD, &nranks);
+    MPI_T_init_thread(MPI_THREAD_SINGLE, &provided);
+    MPI_T_pvar_session_create(&session);
+
+    const char *e = getenv("GDR_TEST_EXPECT_NATIVE");
+    int expect_native = e != NULL && atoi(e) == 1;
+    unsigned long long put0 = pvar("gdr_rma_put_native"), get0 = pvar("gdr_rma_get_native");
+    unsigned long long fop0 = pvar("gdr_rma_fop_native"), cas0 = pvar("gdr_rma_cas_native");
+
+    put_get(1, "lock");
+    put_get(0, "fence");
+    put_get(1, "pscw");
+    put_get(0, "lock_all+rput");
+    atomics(MPI_INFO_NULL, "default window");
+    unsigned long long put1 = pvar("gdr_rma_put_native"), get1 = pvar("gdr_rma_get_native");
+    unsigned long long fop1 = pvar("gdr_rma_fop_native"), cas1 = pvar("gdr_rma_cas_native");
+    if (expect_native) {
+        gdr_test_set_context("MPI_T counters, default windows");
+        gdr_check_long("Put over RDMA", 0, 1, put1 > put0);
+        gdr_check_long("Get over RDMA", 0, 1, get1 > get0);
+        gdr_check_long("Fetch_and_op as an RDMA atomic", 0, 1, fop1 > fop0);
+        gdr_check_long("Compare_and_swap as an RDMA atomic", 0, 1, cas1 > cas0);
+    }
+
+    /* the other choice: no NIC op declared, unordered */
+    MPI_Info info;
+    MPI_Info_create(&info);
+    MPI_Info_set(info, "which_accumulate_ops", "max,replace,no_op,sum,cswap");
+    MPI_Info_set(info, "accumulate_ordering", "none");
+    atomics(info, "unordered window");
+    MPI_Info_free(&info);
+    MPI_Info_create(&info);
+    MPI_Info_set(info, "which_accumulate_ops", "max,replace");
+    {
+        void *base;
+        MPI_Win win = make_win(info, 64, 8, &base, 1);
+        unsigned long long am0 = pvar("gdr_rma_fop_am"), nat0 = pvar("gdr_rma_fop_native");
+        int64_t v = rank + 1, old;
+        gdr_test_set_context("which_accumulate_ops=max,replace");
+        MPI_Win_lock_all(0, win);
+        MPI_Fetch_and_op(&v, &old, MPI_INT64_T, 0, 0, MPI_MAX, win);
+        MPI_Win_unlock_all(win);
+        MPI_Barrier(MPI_COMM_WORLD);
+        if (rank == 0)
+            gdr_check_long("MAX over ranks", 0, nranks, ((int64_t *) base)[0]);
+        if (expect_native) {
+            gdr_check_long("Fetch_and_op(MAX) as a message", 0, 1, pvar("gdr_rma_fop_am") > am0);
+            gdr_check_long("no RDMA atomics on this window", 0, 0,
+                           pvar("gdr_rma_fop_native") - nat0);
+        }
+        MPI_Win_free(&win);
+    }
+    MPI_Info_free(&info);
+
+    stress();
+
+    MPI_T_pvar_session_free(&session);
+    MPI_T_finalize();
+    gdr_test_finish();
+    MPI_Finalize();
+    return 0;
+}
