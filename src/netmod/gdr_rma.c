@@ -46,19 +46,31 @@ void MPIDI_GDR_rma_register_pvars(void)
                                   NULL, NULL, "CH4_GDR", pvar_names[i][1]);
 }
 
+/* Waits drive all of MPICH's progress, not only ours: an operation to this rank
+ * itself, or an acknowledgement through shared memory, completes elsewhere. */
+static void report_stall(const char *what, int peer, MPL_time_t * since, int *reported);
+
 static int wait_until_zero(const unsigned long *count)
 {
-    int mpi_errno = MPI_SUCCESS;
-    while (*count != 0 && mpi_errno == MPI_SUCCESS)
-        mpi_errno = MPIDI_GDR_progress_am();
+    int mpi_errno = MPI_SUCCESS, reported = 0;
+    MPL_time_t since;
+    MPL_wtime(&since);
+    while (*count != 0 && mpi_errno == MPI_SUCCESS) {
+        mpi_errno = MPID_Progress_test(NULL);
+        report_stall("for one-sided completions", -1, &since, &reported);
+    }
     return mpi_errno;
 }
 
 static int wait_until_zero_u(const unsigned *count)
 {
-    int mpi_errno = MPI_SUCCESS;
-    while (*count != 0 && mpi_errno == MPI_SUCCESS)
-        mpi_errno = MPIDI_GDR_progress_am();
+    int mpi_errno = MPI_SUCCESS, reported = 0;
+    MPL_time_t since;
+    MPL_wtime(&since);
+    while (*count != 0 && mpi_errno == MPI_SUCCESS) {
+        mpi_errno = MPID_Progress_test(NULL);
+        report_stall("for one-sided completions to a target", -1, &since, &reported);
+    }
     return mpi_errno;
 }
 
@@ -131,13 +143,38 @@ static void op_posted(gdr_rma_op_t * op)
     subop_done(op);
 }
 
+/* With MPIR_CVAR_CH4_GDR_VERBOSE > 0, a wait longer than 10 s says what it waits for
+ * (once per wait): a stalled peer or NIC shows up in the job's output. */
+static void report_stall(const char *what, int peer, MPL_time_t * since, int *reported)
+{
+    MPL_time_t now;
+    double secs;
+    if (*reported || MPIR_CVAR_CH4_GDR_VERBOSE <= 0)
+        return;
+    MPL_wtime(&now);
+    MPL_wtime_diff(since, &now, &secs);
+    if (secs < 10)
+        return;
+    *reported = 1;
+    const gdr_verbs_rma_stats_t *st = gdr_verbs_rma_stats(MPIDI_GDR_global.rma);
+    fprintf(stderr, "gdr[%d]: waiting %.0f s %s (rank %d: %u one-sided requests in flight; "
+            "posted %llu writes, %llu reads, %llu atomics; channel %s)\n", MPIR_Process.rank,
+            secs, what, peer, peer >= 0 ? gdr_verbs_rma_in_flight(MPIDI_GDR_global.rma, peer) : 0,
+            (unsigned long long) st->writes, (unsigned long long) st->reads,
+            (unsigned long long) st->atomics,
+            gdr_verbs_am_busy(MPIDI_GDR_global.am) ? "busy" : "idle");
+}
+
 /* Retries a post while the engine is full, progressing the channel. */
 #define GDR_POST(call_)                                                          \
     do {                                                                         \
-        int rc_;                                                                 \
+        int rc_, reported_ = 0;                                                  \
+        MPL_time_t since_;                                                       \
+        MPL_wtime(&since_);                                                      \
         while ((rc_ = (call_)) == GDR_VERBS_RMA_BUSY) {                          \
-            mpi_errno = MPIDI_GDR_progress_am();                                 \
+            mpi_errno = MPID_Progress_test(NULL);                                \
             MPIR_ERR_CHECK(mpi_errno);                                           \
+            report_stall("for room to post", peer, &since_, &reported_);         \
         }                                                                        \
         if (rc_ != 0) {                                                          \
             mpi_errno = MPIDI_GDR_transport_error();                             \
@@ -190,10 +227,16 @@ static int switch_path(MPIR_Win * win, int target, int to_nic)
         mpi_errno = wait_until_zero_u(&w->pending_remote[target]);
     } else if (w->last_acc_path[target] == 2) {
         MPIDIG_win_target_t *t = MPIDIG_win_target_find(win, target);
+        int reported = 0;
+        MPL_time_t since;
+        MPL_wtime(&since);
         while (mpi_errno == MPI_SUCCESS
                && ((t != NULL && MPIR_cc_get(t->remote_acc_cmpl_cnts) != 0)
-                   || MPIR_cc_get(MPIDIG_WIN(win, remote_acc_cmpl_cnts)) != 0))
-            mpi_errno = MPIDI_GDR_progress_am();
+                   || MPIR_cc_get(MPIDIG_WIN(win, remote_acc_cmpl_cnts)) != 0)) {
+            mpi_errno = MPID_Progress_test(NULL);
+            report_stall("for message accumulates before an RDMA atomic", -1, &since,
+                         &reported);
+        }
     }
     w->last_acc_path[target] = want;
     return mpi_errno;
@@ -290,6 +333,16 @@ int MPIDI_GDR_rma_native(const MPIDI_GDR_rma_args_t * a, MPIR_Win * win, MPIR_Re
         *req = MPIR_Request_create_from_pool(MPIR_REQUEST_KIND__RMA, 0, 2);
         MPIR_ERR_CHKANDJUMP(*req == NULL, mpi_errno, MPIX_ERR_NOREQ, "**nomemreq");
     }
+    /* Ordered accumulates: responders run requests in order, except that a read's data
+     * may be fetched after later requests ran.  An atomic after an accumulate's read
+     * waits for it here.  (Not with IBV_SEND_FENCE: Linux 6.1 rxe stalled for good
+     * under streams of fenced atomics.) */
+    if ((path == GDR_RMA_PATH_FETCH_ADD || path == GDR_RMA_PATH_CMP_SWAP) && w->atomics.fence
+        && w->read_unfenced[t]) {
+        mpi_errno = wait_until_zero_u(&w->pending_remote[t]);
+        MPIR_ERR_CHECK(mpi_errno);
+        w->read_unfenced[t] = 0;
+    }
     int fetches = a->kind != MPIDI_GDR_RMA_PUT && a->kind != MPIDI_GDR_RMA_ACC;
     op = op_new(win, t, fetches);
     MPIR_ERR_CHKANDJUMP1(op == NULL, mpi_errno, MPI_ERR_NO_MEM, "**nomem", "**nomem %s",
@@ -370,8 +423,8 @@ int MPIDI_GDR_rma_native(const MPIDI_GDR_rma_args_t * a, MPIR_Win * win, MPIR_Re
         default:{
                 /* element-wise atomics (or one read for NO_OP) at the pieces' addresses */
                 MPI_Aint elem = 0;
-                int fence = w->atomics.fence;
                 if (path == GDR_RMA_PATH_READ) {
+                    w->read_unfenced[t] = 1;
                     op->subops++;
                     GDR_POST(gdr_verbs_rma_get(MPIDI_GDR_global.rma, peer, land,
                                                (size_t) t_bytes, taddr, rkey, subop_done, op));
@@ -390,7 +443,7 @@ int MPIDI_GDR_rma_native(const MPIDI_GDR_rma_args_t * a, MPIR_Win * win, MPIR_Re
                                                       GDR_VERBS_RMA_CMP_SWAP :
                                                       GDR_VERBS_RMA_FETCH_ADD, operand, compare,
                                                       fetches ? (char *) land + 8 * elem : NULL,
-                                                      addr + 8 * k, rkey, fence, subop_done, op));
+                                                      addr + 8 * k, rkey, 0, subop_done, op));
                     }
                 }
                 break;

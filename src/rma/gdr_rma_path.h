@@ -14,8 +14,10 @@
  *    NIC does: SUM (fetch-add), NO_OP (RDMA read, which never writes and so is safe
  *    next to CPU updates) or cswap (compare-and-swap).  Elements must be 8-byte
  *    integers at 8-byte aligned target addresses; anything else goes as an AM.
- *  - accumulate_ordering other than "none": atomics carry the IB fence (they start
- *    after earlier reads and atomics on the queue pair), and when which_accumulate_ops
+ *  - accumulate_ordering other than "none": an atomic that follows an accumulate's
+ *    RDMA read to the same target waits for the read to complete (an RC responder runs
+ *    requests in order, but may fetch a read's data after later requests), and when
+ *    which_accumulate_ops
  *    also allows AM-executed ops, an origin that switches paths to a target first
  *    waits for the other path's outstanding accumulates to that target.
  * Pure; thread safe. */
@@ -48,7 +50,7 @@ enum {
 
 typedef struct gdr_rma_atomics_policy {
     int native;                 /* the NIC path is open */
-    int fence;                  /* atomics wait for earlier reads/atomics (ordering) */
+    int fence;                  /* atomics after reads wait for them (ordering) */
     int switch_wait;            /* drain the other path before switching (ordering) */
 } gdr_rma_atomics_policy_t;
 

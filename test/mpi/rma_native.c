@@ -13,6 +13,16 @@
 
 static int rank, nranks;
 
+/* GDR_TEST_TRACE=1: say where each rank is (for a hang inside a phase). */
+static void trace(const char *what)
+{
+    static int on = -1;
+    if (on < 0)
+        on = getenv("GDR_TEST_TRACE") != NULL;
+    if (on)
+        fprintf(stderr, "rank %d: %s\n", rank, what);
+}
+
 /* ---- MPI_T counters ---------------------------------------------------------- */
 static MPI_T_pvar_session session;
 
@@ -72,6 +82,7 @@ static void put_get(int allocate, const char *sync)
     uint8_t *src = malloc(BIG), *back = malloc(BIG);
 
     gdr_test_set_context("put/get win=%s sync=%s", allocate ? "allocate" : "create", sync);
+    trace(gdr_test_context());
     for (int k = 0; k < 3; k++) {
         for (long i = 0; i < sizes[k]; i++)
             src[i] = pat(rank, i, k);
@@ -114,6 +125,7 @@ static void put_get(int allocate, const char *sync)
             bad += win_bytes[(long) k * BIG + i] != pat(left, i, k);
         gdr_check_long("bytes put by the left neighbour, wrong", k, 0, bad);
     }
+    trace("puts checked");
     /* read them back from the right neighbour's window: what this rank put */
     MPI_Win_lock_all(0, win);
     for (int k = 0; k < 3; k++) {
@@ -134,13 +146,14 @@ static void put_get(int allocate, const char *sync)
 }
 
 /* Atomics on rank 0's counters from every rank; CAS; multi-element SUM; NO_OP. */
-static void atomics(MPI_Info info, const char *what)
+static void atomics(MPI_Info info, const char *what, int ordered)
 {
     void *base;
     MPI_Win win = make_win(info, 64 * 8, 8, &base, 1);
     int64_t *w = base;
     const int n = 50;
     gdr_test_set_context("atomics %s", what);
+    trace(gdr_test_context());
 
     MPI_Win_lock_all(0, win);
     int64_t one = 1, got, sum_got = 0;
@@ -152,10 +165,15 @@ static void atomics(MPI_Info info, const char *what)
     gdr_check_long("fetch-and-op results in range", 0, n, sum_got);
     /* every rank adds rank+1 to four words at once */
     int64_t add[4] = { rank + 1, rank + 1, rank + 1, rank + 1 };
+    trace("accumulate");
     MPI_Accumulate(add, 4, MPI_INT64_T, 0, 8, 4, MPI_INT64_T, MPI_SUM, win);
+    trace("flush_all");
     MPI_Win_flush_all(win);
+    trace("unlock_all");
     MPI_Win_unlock_all(win);
+    trace("barrier");
     MPI_Barrier(MPI_COMM_WORLD);
+    trace("cas");
 
     /* a lock race: each rank CASes slot 20 from -1 to its rank once */
     if (rank == 0) {
@@ -164,15 +182,21 @@ static void atomics(MPI_Info info, const char *what)
     MPI_Barrier(MPI_COMM_WORLD);
     MPI_Win_lock_all(0, win);
     int64_t expect = -1, mine = rank, old;
+    trace("cas issue");
     MPI_Compare_and_swap(&mine, &expect, &old, MPI_INT64_T, 0, 20, win);
+    trace("cas flush");
     MPI_Win_flush(0, win);
+    trace("get_acc");
     int won = old == -1;
     /* NO_OP reads the final values */
     int64_t now[4];
     MPI_Get_accumulate(NULL, 0, MPI_INT64_T, now, 4, MPI_INT64_T, 0, 8, 4, MPI_INT64_T,
                        MPI_NO_OP, win);
+    trace("get_acc flush");
     MPI_Win_flush(0, win);
+    trace("get_acc unlock");
     MPI_Win_unlock_all(win);
+    trace("allreduce");
     int winners = 0;
     MPI_Allreduce(&won, &winners, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
     gdr_check_long("CAS winners", 0, 1, winners);
@@ -187,6 +211,8 @@ static void atomics(MPI_Info info, const char *what)
     int64_t five = 5, r = 0;
     for (int i = 0; i < 3; i++) {
         MPI_Accumulate(&five, 1, MPI_INT64_T, 0, 30 + rank, 1, MPI_INT64_T, MPI_REPLACE, win);
+        if (!ordered)           /* accumulate_ordering=none: the order is the user's job */
+            MPI_Win_flush(0, win);
         MPI_Accumulate(&one, 1, MPI_INT64_T, 0, 30 + rank, 1, MPI_INT64_T, MPI_SUM, win);
     }
     MPI_Fetch_and_op(NULL, &r, MPI_INT64_T, 0, 30 + rank, MPI_NO_OP, win);
@@ -244,6 +270,7 @@ static void stress(void)
     int64_t *src = malloc((size_t) STRESS_OPS * SLOT * 8);
     int64_t *expect = calloc((size_t) nslots * SLOT, 8);
     gdr_test_set_context("stress: %d puts/accumulates on random types, one epoch", STRESS_OPS);
+    trace(gdr_test_context());
 
     /* what the left neighbour does to this rank's window, replayed with its seed */
     for (int pass = 0; pass < 2; pass++) {
@@ -290,6 +317,7 @@ static void stress(void)
             MPI_Type_free(&tt);
         }
         if (pass == 0) {
+            trace("stress: all issued");
             MPI_Win_flush_all(win);
             MPI_Win_unlock_all(win);
             MPI_Barrier(MPI_COMM_WORLD);
@@ -322,7 +350,7 @@ int main(int argc, char **argv)
     put_get(0, "fence");
     put_get(1, "pscw");
     put_get(0, "lock_all+rput");
-    atomics(MPI_INFO_NULL, "default window");
+    atomics(MPI_INFO_NULL, "default window", 1);
     unsigned long long put1 = pvar("gdr_rma_put_native"), get1 = pvar("gdr_rma_get_native");
     unsigned long long fop1 = pvar("gdr_rma_fop_native"), cas1 = pvar("gdr_rma_cas_native");
     if (expect_native) {
@@ -338,7 +366,7 @@ int main(int argc, char **argv)
     MPI_Info_create(&info);
     MPI_Info_set(info, "which_accumulate_ops", "max,replace,no_op,sum,cswap");
     MPI_Info_set(info, "accumulate_ordering", "none");
-    atomics(info, "unordered window");
+    atomics(info, "unordered window", 0);
     MPI_Info_free(&info);
     MPI_Info_create(&info);
     MPI_Info_set(info, "which_accumulate_ops", "max,replace");
@@ -348,6 +376,7 @@ int main(int argc, char **argv)
         unsigned long long am0 = pvar("gdr_rma_fop_am"), nat0 = pvar("gdr_rma_fop_native");
         int64_t v = rank + 1, old;
         gdr_test_set_context("which_accumulate_ops=max,replace");
+        trace(gdr_test_context());
         MPI_Win_lock_all(0, win);
         MPI_Fetch_and_op(&v, &old, MPI_INT64_T, 0, 0, MPI_MAX, win);
         MPI_Win_unlock_all(win);
