@@ -137,6 +137,22 @@ static gdr_rma_op_t *op_new(MPIR_Win * win, int target, int local_pending)
     return op;
 }
 
+/* An op whose first post was refused: undo op_new. */
+static void op_cancel(gdr_rma_op_t * op)
+{
+    MPIDI_GDR_win_t *w = &GDR_WIN(op->win);
+    w->pending_remote[op->target]--;
+    w->total_remote--;
+    if (op->local_pending) {
+        w->pending_local[op->target]--;
+        w->total_local--;
+    }
+    if (op->unpack_to != NULL)
+        MPIR_Datatype_release_if_not_builtin(op->unpack_type);
+    MPL_free(op->tmp);
+    MPL_free(op);
+}
+
 /* Posting done: drop the hold (the op may finish right here). */
 static void op_posted(gdr_rma_op_t * op)
 {
@@ -176,6 +192,8 @@ static void report_stall(const char *what, int peer, MPL_time_t * since, int *re
             MPIR_ERR_CHECK(mpi_errno);                                           \
             report_stall("for room to post", peer, &since_, &reported_);         \
         }                                                                        \
+        if (rc_ == GDR_VERBS_RMA_NOREG)                                          \
+            goto noreg;                                                          \
         if (rc_ != 0) {                                                          \
             mpi_errno = MPIDI_GDR_transport_error();                             \
             goto fn_fail;                                                        \
@@ -275,10 +293,9 @@ int MPIDI_GDR_rma_native(const MPIDI_GDR_rma_args_t * a, MPIR_Win * win, MPIR_Re
         return MPI_SUCCESS;     /* device buffers: issue 6 */
 
     int t_contig;
-    MPI_Aint t_size, t_lb, t_extent;
-    MPIR_Datatype_is_contig(a->ttype, &t_contig);
+    MPI_Aint t_size, t_lb;
+    MPIDI_Datatype_check_contig_lb(a->ttype, t_contig, t_lb);
     MPIR_Datatype_get_size_macro(a->ttype, t_size);
-    MPIR_Type_get_true_extent_impl(a->ttype, &t_lb, &t_extent);
     MPI_Aint t_bytes = t_size * a->tcount;
     uint64_t tbase = w->target_base[t] + (uint64_t) a->tdisp * (uint64_t) w->target_disp_unit[t];
     uint64_t taddr = tbase + (uint64_t) t_lb;
@@ -327,12 +344,6 @@ int MPIDI_GDR_rma_native(const MPIDI_GDR_rma_args_t * a, MPIR_Win * win, MPIR_Re
     }
 
     MPIDIG_RMA_OP_CHECK_SYNC(t, win);
-    *handled = 1;
-    MPIDI_GDR_global.pvar[native_pvar[a->kind]]++;
-    if (req != NULL) {
-        *req = MPIR_Request_create_from_pool(MPIR_REQUEST_KIND__RMA, 0, 2);
-        MPIR_ERR_CHKANDJUMP(*req == NULL, mpi_errno, MPIX_ERR_NOREQ, "**nomemreq");
-    }
     /* Ordered accumulates: responders run requests in order, except that a read's data
      * may be fetched after later requests ran.  An atomic after an accumulate's read
      * waits for it here.  (Not with IBV_SEND_FENCE: Linux 6.1 rxe stalled for good
@@ -347,8 +358,6 @@ int MPIDI_GDR_rma_native(const MPIDI_GDR_rma_args_t * a, MPIR_Win * win, MPIR_Re
     op = op_new(win, t, fetches);
     MPIR_ERR_CHKANDJUMP1(op == NULL, mpi_errno, MPI_ERR_NO_MEM, "**nomem", "**nomem %s",
                          "gdr RMA operation");
-    if (req != NULL)
-        op->req = *req;
     if (t_bytes == 0)
         goto posted;
 
@@ -358,9 +367,8 @@ int MPIDI_GDR_rma_native(const MPIDI_GDR_rma_args_t * a, MPIR_Win * win, MPIR_Re
         MPI_Aint dcount = a->kind == MPIDI_GDR_RMA_GET ? a->ocount : a->rcount;
         MPI_Datatype dtype = a->kind == MPIDI_GDR_RMA_GET ? a->otype : a->rtype;
         int d_contig;
-        MPI_Aint d_lb, d_extent;
-        MPIR_Datatype_is_contig(dtype, &d_contig);
-        MPIR_Type_get_true_extent_impl(dtype, &d_lb, &d_extent);
+        MPI_Aint d_lb;
+        MPIDI_Datatype_check_contig_lb(dtype, d_contig, d_lb);
         if (d_contig) {
             land = (char *) dst + d_lb;
         } else {
@@ -375,12 +383,11 @@ int MPIDI_GDR_rma_native(const MPIDI_GDR_rma_args_t * a, MPIR_Win * win, MPIR_Re
         }
     }
     /* origin data, contiguous */
-    if (a->kind != MPIDI_GDR_RMA_GET && !(a->kind == MPIDI_GDR_RMA_GET_ACC && a->op == MPI_NO_OP)
-        && a->origin != NULL) {
+    /* (origin may be MPI_BOTTOM with absolute displacements; NO_OP reads none) */
+    if (a->kind != MPIDI_GDR_RMA_GET && !(a->kind != MPIDI_GDR_RMA_PUT && a->op == MPI_NO_OP)) {
         int o_contig;
-        MPI_Aint o_lb, o_extent;
-        MPIR_Datatype_is_contig(a->otype, &o_contig);
-        MPIR_Type_get_true_extent_impl(a->otype, &o_lb, &o_extent);
+        MPI_Aint o_lb;
+        MPIDI_Datatype_check_contig_lb(a->otype, o_contig, o_lb);
         if (o_contig || a->kind == MPIDI_GDR_RMA_FOP || a->kind == MPIDI_GDR_RMA_CAS) {
             src = (const char *) a->origin + (o_contig ? o_lb : 0);
         } else {
@@ -450,7 +457,24 @@ int MPIDI_GDR_rma_native(const MPIDI_GDR_rma_args_t * a, MPIR_Win * win, MPIR_Re
             }
     }
   posted:
+    /* the op cannot finish before op_posted() drops its hold: attach the request now */
+    if (req != NULL) {
+        *req = MPIR_Request_create_from_pool(MPIR_REQUEST_KIND__RMA, 0, 2);
+        MPIR_ERR_CHKANDJUMP(*req == NULL, mpi_errno, MPIX_ERR_NOREQ, "**nomemreq");
+        op->req = *req;
+    }
+    *handled = 1;
+    MPIDI_GDR_global.pvar[native_pvar[a->kind]]++;
     op_posted(op);
+    op = NULL;
+    goto fn_exit;
+  noreg:
+    /* a user buffer the NIC cannot pin (only put and get register one, before posting
+     * anything): this operation goes as a message instead */
+    if (MPIR_CVAR_CH4_GDR_VERBOSE > 1)
+        fprintf(stderr, "gdr[%d]: %s; sending it as a message\n", MPIR_Process.rank,
+                gdr_verbs_rma_error(MPIDI_GDR_global.rma));
+    op_cancel(op);
     op = NULL;
   fn_exit:
     MPL_free(packed);

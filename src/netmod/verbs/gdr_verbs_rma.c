@@ -42,6 +42,7 @@ struct gdr_verbs_rma {
     bounce_t *bounces, *free_bounces;
     rma_op_t *free_ops;
     gdr_verbs_rma_stats_t stats;
+    char error[200];
 };
 
 static int on_complete(void *ctx, const struct ibv_wc *wc)
@@ -279,11 +280,10 @@ int gdr_verbs_rma_put(gdr_verbs_rma_t *rma, int peer, const void *src, size_t le
     } else if (!by_inline) {
         op->reg = gdr_verbs_rcache_get(gdr_verbs_am_rcache(rma->am), src, len);
         if (op->reg == NULL) {
+            snprintf(rma->error, sizeof(rma->error), "registering a %zu-byte put source at %p "
+                     "failed: %s", len, src, strerror(errno));
             op_abandon(rma, op);
-            char what[256];
-            snprintf(what, sizeof(what), "registering a %zu-byte put source failed: %s "
-                     "(raise ulimit -l)", len, strerror(errno));
-            return gdr_verbs_am_fail_peer(rma->am, -1, what);
+            return GDR_VERBS_RMA_NOREG;
         }
         lkey = op->reg->lkey;
         rma->stats.registered++;
@@ -316,11 +316,10 @@ int gdr_verbs_rma_get(gdr_verbs_rma_t *rma, int peer, void *dst, size_t len, uin
     } else {
         op->reg = gdr_verbs_rcache_get(gdr_verbs_am_rcache(rma->am), dst, len);
         if (op->reg == NULL) {
+            snprintf(rma->error, sizeof(rma->error), "registering a %zu-byte get destination "
+                     "at %p failed: %s", len, dst, strerror(errno));
             op_abandon(rma, op);
-            char what[256];
-            snprintf(what, sizeof(what), "registering a %zu-byte get destination failed: %s "
-                     "(raise ulimit -l)", len, strerror(errno));
-            return gdr_verbs_am_fail_peer(rma->am, -1, what);
+            return GDR_VERBS_RMA_NOREG;
         }
         laddr = (uintptr_t) dst;
         lkey = op->reg->lkey;
@@ -369,6 +368,11 @@ int gdr_verbs_rma_atomic(gdr_verbs_rma_t *rma, int peer, gdr_verbs_rma_atomic_op
         return -1;
     }
     return 0;
+}
+
+const char *gdr_verbs_rma_error(const gdr_verbs_rma_t *rma)
+{
+    return rma->error;
 }
 
 uint32_t gdr_verbs_rma_in_flight(const gdr_verbs_rma_t *rma, int peer)

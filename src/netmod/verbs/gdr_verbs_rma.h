@@ -55,6 +55,10 @@ typedef struct gdr_verbs_rma_stats {
 /* Returned by the post functions when the peer's send queue or the bounce buffers are
  * full: progress the channel and post again. */
 #define GDR_VERBS_RMA_BUSY 1
+/* Returned by put and get when the origin buffer cannot be registered (not memory the
+ * NIC can pin, or over the locked-memory limit): nothing was posted, the channel is
+ * fine; send the data another way.  gdr_verbs_rma_error() says why. */
+#define GDR_VERBS_RMA_NOREG 2
 
 /* Attaches to am (whose config has rma_depth == cfg->depth).  NULL with why set. */
 gdr_verbs_rma_t *gdr_verbs_rma_create(gdr_verbs_am_t *am, const gdr_verbs_rma_config_t *cfg,
@@ -84,6 +88,9 @@ int gdr_verbs_rma_get(gdr_verbs_rma_t *rma, int peer, void *dst, size_t len, uin
 int gdr_verbs_rma_atomic(gdr_verbs_rma_t *rma, int peer, gdr_verbs_rma_atomic_op_t op,
                          uint64_t operand, uint64_t compare, void *result, uint64_t raddr,
                          uint32_t rkey, int fence, gdr_verbs_rma_done_fn done, void *arg);
+
+/* Why the last post returned GDR_VERBS_RMA_NOREG. */
+const char *gdr_verbs_rma_error(const gdr_verbs_rma_t *rma);
 
 /* One-sided work requests to peer still in flight. */
 uint32_t gdr_verbs_rma_in_flight(const gdr_verbs_rma_t *rma, int peer);
