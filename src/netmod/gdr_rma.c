@@ -48,28 +48,32 @@ void MPIDI_GDR_rma_register_pvars(void)
 
 /* Waits drive all of MPICH's progress, not only ours: an operation to this rank
  * itself, or an acknowledgement through shared memory, completes elsewhere. */
-static void report_stall(const char *what, int peer, MPL_time_t * since, int *reported);
+typedef struct {
+    unsigned long polls;
+    int reported;
+    MPL_time_t since;
+} stall_t;
+
+static void stall_tick(stall_t * st, const char *what, int peer);
 
 static int wait_until_zero(const unsigned long *count)
 {
-    int mpi_errno = MPI_SUCCESS, reported = 0;
-    MPL_time_t since;
-    MPL_wtime(&since);
+    int mpi_errno = MPI_SUCCESS;
+    stall_t st = { 0 };
     while (*count != 0 && mpi_errno == MPI_SUCCESS) {
         mpi_errno = MPID_Progress_test(NULL);
-        report_stall("for one-sided completions", -1, &since, &reported);
+        stall_tick(&st, "for one-sided completions", -1);
     }
     return mpi_errno;
 }
 
 static int wait_until_zero_u(const unsigned *count)
 {
-    int mpi_errno = MPI_SUCCESS, reported = 0;
-    MPL_time_t since;
-    MPL_wtime(&since);
+    int mpi_errno = MPI_SUCCESS;
+    stall_t st = { 0 };
     while (*count != 0 && mpi_errno == MPI_SUCCESS) {
         mpi_errno = MPID_Progress_test(NULL);
-        report_stall("for one-sided completions to a target", -1, &since, &reported);
+        stall_tick(&st, "for one-sided completions to a target", -1);
     }
     return mpi_errno;
 }
@@ -160,37 +164,42 @@ static void op_posted(gdr_rma_op_t * op)
 }
 
 /* With MPIR_CVAR_CH4_GDR_VERBOSE > 0, a wait longer than 10 s says what it waits for
- * (once per wait): a stalled peer or NIC shows up in the job's output. */
-static void report_stall(const char *what, int peer, MPL_time_t * since, int *reported)
+ * (once per wait): a stalled peer or NIC shows up in the job's output.  The clock is
+ * read every 4096 polls only: under User-Mode Linux a clock read is a system call. */
+static void stall_tick(stall_t * st, const char *what, int peer)
 {
     MPL_time_t now;
     double secs;
-    if (*reported || MPIR_CVAR_CH4_GDR_VERBOSE <= 0)
+    if (++st->polls % 4096 != 0 || st->reported || MPIR_CVAR_CH4_GDR_VERBOSE <= 0)
         return;
     MPL_wtime(&now);
-    MPL_wtime_diff(since, &now, &secs);
+    if (st->polls == 4096) {
+        st->since = now;
+        return;
+    }
+    MPL_wtime_diff(&st->since, &now, &secs);
     if (secs < 10)
         return;
-    *reported = 1;
-    const gdr_verbs_rma_stats_t *st = gdr_verbs_rma_stats(MPIDI_GDR_global.rma);
-    fprintf(stderr, "gdr[%d]: waiting %.0f s %s (rank %d: %u one-sided requests in flight; "
-            "posted %llu writes, %llu reads, %llu atomics; channel %s)\n", MPIR_Process.rank,
-            secs, what, peer, peer >= 0 ? gdr_verbs_rma_in_flight(MPIDI_GDR_global.rma, peer) : 0,
-            (unsigned long long) st->writes, (unsigned long long) st->reads,
-            (unsigned long long) st->atomics,
+    st->reported = 1;
+    const gdr_verbs_rma_stats_t *rs = gdr_verbs_rma_stats(MPIDI_GDR_global.rma);
+    fprintf(stderr, "gdr[%d]: waiting over %.0f s %s (rank %d: %u one-sided requests in "
+            "flight; posted %llu writes, %llu reads, %llu atomics; channel %s)\n",
+            MPIR_Process.rank, secs, what, peer,
+            peer >= 0 ? gdr_verbs_rma_in_flight(MPIDI_GDR_global.rma, peer) : 0,
+            (unsigned long long) rs->writes, (unsigned long long) rs->reads,
+            (unsigned long long) rs->atomics,
             gdr_verbs_am_busy(MPIDI_GDR_global.am) ? "busy" : "idle");
 }
 
 /* Retries a post while the engine is full, progressing the channel. */
 #define GDR_POST(call_)                                                          \
     do {                                                                         \
-        int rc_, reported_ = 0;                                                  \
-        MPL_time_t since_;                                                       \
-        MPL_wtime(&since_);                                                      \
+        int rc_;                                                                 \
+        stall_t st_ = { 0 };                                                     \
         while ((rc_ = (call_)) == GDR_VERBS_RMA_BUSY) {                          \
             mpi_errno = MPID_Progress_test(NULL);                                \
             MPIR_ERR_CHECK(mpi_errno);                                           \
-            report_stall("for room to post", peer, &since_, &reported_);         \
+            stall_tick(&st_, "for room to post", peer);                          \
         }                                                                        \
         if (rc_ == GDR_VERBS_RMA_NOREG)                                          \
             goto noreg;                                                          \
@@ -245,15 +254,12 @@ static int switch_path(MPIR_Win * win, int target, int to_nic)
         mpi_errno = wait_until_zero_u(&w->pending_remote[target]);
     } else if (w->last_acc_path[target] == 2) {
         MPIDIG_win_target_t *t = MPIDIG_win_target_find(win, target);
-        int reported = 0;
-        MPL_time_t since;
-        MPL_wtime(&since);
+        stall_t st = { 0 };
         while (mpi_errno == MPI_SUCCESS
                && ((t != NULL && MPIR_cc_get(t->remote_acc_cmpl_cnts) != 0)
                    || MPIR_cc_get(MPIDIG_WIN(win, remote_acc_cmpl_cnts)) != 0)) {
             mpi_errno = MPID_Progress_test(NULL);
-            report_stall("for message accumulates before an RDMA atomic", -1, &since,
-                         &reported);
+            stall_tick(&st, "for message accumulates before an RDMA atomic", -1);
         }
     }
     w->last_acc_path[target] = want;
