@@ -66,8 +66,8 @@ typedef struct {
     int *target_peer;           /* world rank (QP index) of each target, -1: no QP */
     gdr_verbs_rma_region_t region;      /* this rank's window registration */
     gdr_rma_atomics_policy_t atomics;
-    unsigned *pending_remote;   /* per target: native ops not yet complete at the target */
-    unsigned *pending_local;    /* per target: native ops still using an origin buffer */
+    unsigned long *pending_remote;      /* per target: native ops not complete at the target */
+    unsigned long *pending_local;       /* per target: native ops still using an origin buffer */
     unsigned long total_remote, total_local;
     uint8_t *last_acc_path;     /* per target: 0 none, 1 NIC, 2 AM (switch_wait) */
     uint8_t *read_unfenced;     /* per target: an accumulate read went since the last fence */

@@ -67,17 +67,6 @@ static int wait_until_zero(const unsigned long *count)
     return mpi_errno;
 }
 
-static int wait_until_zero_u(const unsigned *count)
-{
-    int mpi_errno = MPI_SUCCESS;
-    stall_t st = { 0 };
-    while (*count != 0 && mpi_errno == MPI_SUCCESS) {
-        mpi_errno = MPID_Progress_test(NULL);
-        stall_tick(&st, "for one-sided completions to a target", -1);
-    }
-    return mpi_errno;
-}
-
 int MPIDI_GDR_rma_wait_all(MPIR_Win * win, int local_only)
 {
     if (GDR_WIN(win).pending_remote == NULL)
@@ -89,7 +78,7 @@ int MPIDI_GDR_rma_wait_target(MPIR_Win * win, int rank, int local_only)
 {
     if (GDR_WIN(win).pending_remote == NULL || rank < 0 || rank >= win->comm_ptr->local_size)
         return MPI_SUCCESS;
-    return wait_until_zero_u(local_only ? &GDR_WIN(win).pending_local[rank]
+    return wait_until_zero(local_only ? &GDR_WIN(win).pending_local[rank]
                              : &GDR_WIN(win).pending_remote[rank]);
 }
 
@@ -251,7 +240,7 @@ static int switch_path(MPIR_Win * win, int target, int to_nic)
     if (!w->atomics.switch_wait || w->last_acc_path == NULL || w->last_acc_path[target] == want)
         return MPI_SUCCESS;
     if (w->last_acc_path[target] == 1) {
-        mpi_errno = wait_until_zero_u(&w->pending_remote[target]);
+        mpi_errno = wait_until_zero(&w->pending_remote[target]);
     } else if (w->last_acc_path[target] == 2) {
         MPIDIG_win_target_t *t = MPIDIG_win_target_find(win, target);
         stall_t st = { 0 };
@@ -356,7 +345,7 @@ int MPIDI_GDR_rma_native(const MPIDI_GDR_rma_args_t * a, MPIR_Win * win, MPIR_Re
      * under streams of fenced atomics.) */
     if ((path == GDR_RMA_PATH_FETCH_ADD || path == GDR_RMA_PATH_CMP_SWAP) && w->atomics.fence
         && w->read_unfenced[t]) {
-        mpi_errno = wait_until_zero_u(&w->pending_remote[t]);
+        mpi_errno = wait_until_zero(&w->pending_remote[t]);
         MPIR_ERR_CHECK(mpi_errno);
         w->read_unfenced[t] = 0;
     }

@@ -74,8 +74,8 @@ static int win_table_init(MPIR_Win * win, int rdma)
         w->target_peer = MPL_malloc(n * sizeof(int), MPL_MEM_RMA);
         w->target_base = MPL_calloc(n, sizeof(uint64_t), MPL_MEM_RMA);
         w->target_rkey = MPL_calloc(n, sizeof(uint32_t), MPL_MEM_RMA);
-        w->pending_remote = MPL_calloc(n, sizeof(unsigned), MPL_MEM_RMA);
-        w->pending_local = MPL_calloc(n, sizeof(unsigned), MPL_MEM_RMA);
+        w->pending_remote = MPL_calloc(n, sizeof(unsigned long), MPL_MEM_RMA);
+        w->pending_local = MPL_calloc(n, sizeof(unsigned long), MPL_MEM_RMA);
         w->last_acc_path = MPL_calloc(n, 1, MPL_MEM_RMA);
         w->read_unfenced = MPL_calloc(n, 1, MPL_MEM_RMA);
         MPIR_ERR_CHKANDJUMP1(w->target_peer == NULL || w->target_base == NULL

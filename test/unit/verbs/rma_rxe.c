@@ -12,6 +12,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 #include "gdr_unit.h"
+#include "rxe_pair.h"
 #include "verbs/gdr_verbs_am.h"
 #include "verbs/gdr_verbs_device.h"
 #include "verbs/gdr_verbs_rma.h"
@@ -286,23 +287,5 @@ static int run(int me, const char *devname, int sock)
 
 int main(int argc, char **argv)
 {
-    int sv[2];
-    if (argc != 3) {
-        fprintf(stderr, "usage: %s DEV_A DEV_B (two RDMA devices, e.g. rxe0 rxe1)\n", argv[0]);
-        return 2;
-    }
-    setvbuf(stdout, NULL, _IOLBF, 0);
-    if (socketpair(AF_UNIX, SOCK_STREAM, 0, sv) != 0)
-        return 2;
-    pid_t child = fork();
-    if (child == 0) {
-        close(sv[0]);
-        _exit(run(1, argv[2], sv[1]));
-    }
-    close(sv[1]);
-    int rc = run(0, argv[1], sv[0]);
-    int status = 0;
-    waitpid(child, &status, 0);
-    int child_rc = WIFEXITED(status) ? WEXITSTATUS(status) : 1;
-    return rc || child_rc;
+    return gdr_rxe_pair_main(argc, argv, run);
 }
