@@ -21,7 +21,8 @@
 
 #define POLL_BATCH 32
 #define READ_CHUNK_MAX (1u << 30)
-#define READ_CHUNKS_MAX 4
+#define READ_CHUNKS_MAX 4      /* read work requests in flight per payload */
+#define RNDV_MAX ((uint64_t) 1 << 40)   /* sanity bound on an announced payload */
 
 /* Every work request's wr_id points at a context whose first member is its kind
  * (gdr_verbs_wr_kind_t, shared with gdr_verbs_rma.c). */
@@ -81,6 +82,7 @@ typedef struct rndv_read {
     size_t am_hdr_sz;
     gdr_verbs_wire_rts_t rts;
     uint64_t size;
+    uint64_t posted;            /* bytes whose reads are posted: large payloads go in batches */
 } rndv_read_t;
 
 /* Messages from one peer are handed up in the order they were sent (MPI's
@@ -565,22 +567,25 @@ static void landing_put(gdr_verbs_am_t *am, landing_t *l)
     am->landing_bytes += l->cap;
 }
 
+/* Posts the next batch (at most READ_CHUNKS_MAX chunks, the last one signalled) of a
+ * payload's reads; the first call takes a landing buffer and a read slot. */
 static int post_read(gdr_verbs_am_t *am, rndv_read_t *rr)
 {
     ep_t *ep = &am->eps[rr->peer];
     uint64_t chunk = read_chunk(am);
-    uint64_t done = 0;
 
-    rr->land = landing_get(am, (size_t) rr->size);
-    if (rr->land == NULL)
-        return fail(am, "no %llu-byte landing buffer for a payload from rank %d: %s (out of "
-                    "memory, or raise ulimit -l)", (unsigned long long) rr->size, rr->peer,
-                    strerror(errno));
-
-    while (done < rr->size) {
-        uint64_t n = rr->size - done < chunk ? rr->size - done : chunk;
+    if (rr->land == NULL) {
+        rr->land = landing_get(am, (size_t) rr->size);
+        if (rr->land == NULL)
+            return fail(am, "no %llu-byte landing buffer for a payload from rank %d: %s (out "
+                        "of memory, or raise ulimit -l)", (unsigned long long) rr->size,
+                        rr->peer, strerror(errno));
+        ep->reads_in_flight++;
+    }
+    for (int k = 0; k < READ_CHUNKS_MAX && rr->posted < rr->size; k++) {
+        uint64_t n = rr->size - rr->posted < chunk ? rr->size - rr->posted : chunk;
         struct ibv_sge sge = {
-            .addr = (uintptr_t) (rr->land->addr + done),.length = (uint32_t) n,
+            .addr = (uintptr_t) (rr->land->addr + rr->posted),.length = (uint32_t) n,
             .lkey = rr->land->mr->lkey
         };
         struct ibv_send_wr wr, *bad;
@@ -589,17 +594,17 @@ static int post_read(gdr_verbs_am_t *am, rndv_read_t *rr)
         wr.sg_list = &sge;
         wr.num_sge = 1;
         wr.opcode = IBV_WR_RDMA_READ;
-        wr.send_flags = done + n == rr->size ? IBV_SEND_SIGNALED : 0;
-        wr.wr.rdma.remote_addr = rr->rts.addr + done;
+        wr.send_flags = k == READ_CHUNKS_MAX - 1 || rr->posted + n == rr->size ?
+            IBV_SEND_SIGNALED : 0;
+        wr.wr.rdma.remote_addr = rr->rts.addr + rr->posted;
         wr.wr.rdma.rkey = rr->rts.rkey;
         if (ibv_post_send(ep->qp, &wr, &bad) != 0) {
             ep->failed = 1;
             return fail(am, "RDMA READ of %llu bytes from rank %d failed to post: %s",
                         (unsigned long long) rr->size, rr->peer, strerror(errno));
         }
-        done += n;
+        rr->posted += n;
     }
-    ep->reads_in_flight++;
     return 0;
 }
 
@@ -661,12 +666,10 @@ static int defer_eager(gdr_verbs_am_t *am, int peer, const gdr_verbs_msg_t *m)
 static int start_read(gdr_verbs_am_t *am, int peer, const gdr_verbs_msg_t *m)
 {
     ep_t *ep = &am->eps[peer];
-    uint64_t chunk = read_chunk(am);
 
-    if (m->data_sz == 0 || m->data_sz > chunk * READ_CHUNKS_MAX)
+    if (m->data_sz == 0 || m->data_sz > RNDV_MAX)
         return fail(am, "rank %d announced a %llu-byte rendezvous payload (limit %llu)", peer,
-                    (unsigned long long) m->data_sz,
-                    (unsigned long long) (chunk * READ_CHUNKS_MAX));
+                    (unsigned long long) m->data_sz, (unsigned long long) RNDV_MAX);
     rndv_read_t *rr = calloc(1, sizeof(*rr));
     if (rr == NULL)
         return fail(am, "out of memory receiving from rank %d", peer);
@@ -709,6 +712,9 @@ static int finish_read(gdr_verbs_am_t *am, rndv_read_t *rr)
     ep_t *ep = &am->eps[rr->peer];
     gdr_verbs_wire_fin_t fin = {.cookie = rr->rts.cookie };
     int peer = rr->peer, rc;
+
+    if (rr->posted < rr->size)
+        return post_read(am, rr);       /* a batch landed; reads are ordered: next batch */
 
     ep->reads_in_flight--;
     am->reads_active--;
