@@ -6,6 +6,8 @@
 #include "mpidch4r.h"
 
 #define MPIDI_GDR_global (MPIDI_global.nm.gdr)
+/* A window's gdr part (MPIDI_GDR_win_t). */
+#define GDR_WIN(win) ((win)->dev.netmod.gdr)
 
 /* gdr_am.c: bring the AM channel up at init_world, down at finalize. */
 int MPIDI_GDR_am_start(void);

@@ -70,7 +70,7 @@ typedef struct {
     unsigned long *pending_local;       /* per target: native ops still using an origin buffer */
     unsigned long total_remote, total_local;
     uint8_t *last_acc_path;     /* per target: 0 none, 1 NIC, 2 AM (switch_wait) */
-    uint8_t *read_unfenced;     /* per target: an accumulate read went since the last fence */
+    uint8_t *acc_read_posted;   /* per target: an accumulate read posted since the last drain */
 } MPIDI_GDR_win_t;
 
 /* Called by CH4 (maint/patches 0004) before every RMA operation is dispatched to

@@ -6,8 +6,6 @@
 #include "gdr_noinline.h"
 #include "gdr_rma.h"
 
-#define GDR_WIN(win) ((win)->dev.netmod.gdr)
-
 /* One MPI operation in flight on the NIC: one or more verbs operations. */
 typedef struct {
     MPIR_Win *win;
@@ -82,34 +80,12 @@ int MPIDI_GDR_rma_wait_target(MPIR_Win * win, int rank, int local_only)
                              : &GDR_WIN(win).pending_remote[rank]);
 }
 
-static void op_finish(gdr_rma_op_t * op)
+/* Counts an op in pending_local: its origin or result buffer is in the NIC's hands. */
+static void op_hold_local(gdr_rma_op_t * op)
 {
-    MPIDI_GDR_win_t *w = &GDR_WIN(op->win);
-    if (op->unpack_to != NULL) {
-        MPI_Aint actual;
-        MPI_Aint bytes;
-        MPIR_Datatype_get_size_macro(op->unpack_type, bytes);
-        MPIR_Typerep_unpack(op->tmp, bytes * op->unpack_count, op->unpack_to, op->unpack_count,
-                            op->unpack_type, 0, &actual);
-        MPIR_Datatype_release_if_not_builtin(op->unpack_type);
-    }
-    MPL_free(op->tmp);
-    w->pending_remote[op->target]--;
-    w->total_remote--;
-    if (op->local_pending) {
-        w->pending_local[op->target]--;
-        w->total_local--;
-    }
-    if (op->req != NULL)
-        MPID_Request_complete(op->req);
-    MPL_free(op);
-}
-
-static void subop_done(void *arg)
-{
-    gdr_rma_op_t *op = arg;
-    if (--op->subops == 0)
-        op_finish(op);
+    op->local_pending = 1;
+    GDR_WIN(op->win).pending_local[op->target]++;
+    GDR_WIN(op->win).total_local++;
 }
 
 static gdr_rma_op_t *op_new(MPIR_Win * win, int target, int local_pending)
@@ -119,19 +95,16 @@ static gdr_rma_op_t *op_new(MPIR_Win * win, int target, int local_pending)
         return NULL;
     op->win = win;
     op->target = target;
-    op->local_pending = local_pending;
     op->subops = 1;             /* held while posting */
     GDR_WIN(win).pending_remote[target]++;
     GDR_WIN(win).total_remote++;
-    if (local_pending) {
-        GDR_WIN(win).pending_local[target]++;
-        GDR_WIN(win).total_local++;
-    }
+    if (local_pending)
+        op_hold_local(op);
     return op;
 }
 
-/* An op whose first post was refused: undo op_new. */
-static void op_cancel(gdr_rma_op_t * op)
+/* Undoes op_new: the counters, the result datatype held for unpacking, the buffers. */
+static void op_release(gdr_rma_op_t * op)
 {
     MPIDI_GDR_win_t *w = &GDR_WIN(op->win);
     w->pending_remote[op->target]--;
@@ -144,6 +117,27 @@ static void op_cancel(gdr_rma_op_t * op)
         MPIR_Datatype_release_if_not_builtin(op->unpack_type);
     MPL_free(op->tmp);
     MPL_free(op);
+}
+
+static void op_finish(gdr_rma_op_t * op)
+{
+    MPIR_Request *req = op->req;
+    if (op->unpack_to != NULL) {
+        MPI_Aint actual, bytes;
+        MPIR_Datatype_get_size_macro(op->unpack_type, bytes);
+        MPIR_Typerep_unpack(op->tmp, bytes * op->unpack_count, op->unpack_to, op->unpack_count,
+                            op->unpack_type, 0, &actual);
+    }
+    op_release(op);
+    if (req != NULL)
+        MPID_Request_complete(req);
+}
+
+static void subop_done(void *arg)
+{
+    gdr_rma_op_t *op = arg;
+    if (--op->subops == 0)
+        op_finish(op);
 }
 
 /* Posting done: drop the hold (the op may finish right here). */
@@ -343,11 +337,11 @@ int MPIDI_GDR_rma_native(const MPIDI_GDR_rma_args_t * a, MPIR_Win * win, MPIR_Re
      * may be fetched after later requests ran.  An atomic after an accumulate's read
      * waits for it here.  (Not with IBV_SEND_FENCE: Linux 6.1 rxe stalled for good
      * under streams of fenced atomics.) */
-    if ((path == GDR_RMA_PATH_FETCH_ADD || path == GDR_RMA_PATH_CMP_SWAP) && w->atomics.fence
-        && w->read_unfenced[t]) {
+    if ((path == GDR_RMA_PATH_FETCH_ADD || path == GDR_RMA_PATH_CMP_SWAP) && w->atomics.order_after_reads
+        && w->acc_read_posted[t]) {
         mpi_errno = wait_until_zero(&w->pending_remote[t]);
         MPIR_ERR_CHECK(mpi_errno);
-        w->read_unfenced[t] = 0;
+        w->acc_read_posted[t] = 0;
     }
     int fetches = a->kind != MPIDI_GDR_RMA_PUT && a->kind != MPIDI_GDR_RMA_ACC;
     op = op_new(win, t, fetches);
@@ -403,11 +397,8 @@ int MPIDI_GDR_rma_native(const MPIDI_GDR_rma_args_t * a, MPIR_Win * win, MPIR_Re
                 op->subops++;
                 GDR_POST(gdr_verbs_rma_put(MPIDI_GDR_global.rma, peer, src, (size_t) t_bytes,
                                            taddr, rkey, subop_done, op, &copied));
-                if (!copied && packed == NULL) {
-                    op->local_pending = 1;      /* the origin buffer is read by the NIC */
-                    w->pending_local[t]++;
-                    w->total_local++;
-                }
+                if (!copied && packed == NULL)
+                    op_hold_local(op);  /* the origin buffer is read by the NIC */
                 if (packed != NULL) {
                     if (copied)
                         MPL_free(packed);
@@ -426,7 +417,7 @@ int MPIDI_GDR_rma_native(const MPIDI_GDR_rma_args_t * a, MPIR_Win * win, MPIR_Re
                 /* element-wise atomics (or one read for NO_OP) at the pieces' addresses */
                 MPI_Aint elem = 0;
                 if (path == GDR_RMA_PATH_READ) {
-                    w->read_unfenced[t] = 1;
+                    w->acc_read_posted[t] = 1;
                     op->subops++;
                     GDR_POST(gdr_verbs_rma_get(MPIDI_GDR_global.rma, peer, land,
                                                (size_t) t_bytes, taddr, rkey, subop_done, op));
@@ -469,7 +460,7 @@ int MPIDI_GDR_rma_native(const MPIDI_GDR_rma_args_t * a, MPIR_Win * win, MPIR_Re
     if (MPIR_CVAR_CH4_GDR_VERBOSE > 1)
         fprintf(stderr, "gdr[%d]: %s; sending it as a message\n", MPIR_Process.rank,
                 gdr_verbs_rma_error(MPIDI_GDR_global.rma));
-    op_cancel(op);
+    op_release(op);             /* nothing was posted */
     op = NULL;
   fn_exit:
     MPL_free(packed);

@@ -7,8 +7,6 @@
 #include "rma/gdr_rma_range.h"
 #include "gdr_rma.h"
 
-#define GDR_WIN(win) ((win)->dev.netmod.gdr)
-
 static void win_table_free(MPIR_Win * win)
 {
     MPIDI_GDR_win_t *w = &GDR_WIN(win);
@@ -20,7 +18,7 @@ static void win_table_free(MPIR_Win * win)
     MPL_free(w->pending_remote);
     MPL_free(w->pending_local);
     MPL_free(w->last_acc_path);
-    MPL_free(w->read_unfenced);
+    MPL_free(w->acc_read_posted);
     if (w->region.mr != NULL)
         gdr_verbs_rma_deregister(MPIDI_GDR_global.rma, &w->region);
     memset(w, 0, sizeof(*w));
@@ -77,11 +75,11 @@ static int win_table_init(MPIR_Win * win, int rdma)
         w->pending_remote = MPL_calloc(n, sizeof(unsigned long), MPL_MEM_RMA);
         w->pending_local = MPL_calloc(n, sizeof(unsigned long), MPL_MEM_RMA);
         w->last_acc_path = MPL_calloc(n, 1, MPL_MEM_RMA);
-        w->read_unfenced = MPL_calloc(n, 1, MPL_MEM_RMA);
+        w->acc_read_posted = MPL_calloc(n, 1, MPL_MEM_RMA);
         MPIR_ERR_CHKANDJUMP1(w->target_peer == NULL || w->target_base == NULL
                              || w->target_rkey == NULL || w->pending_remote == NULL
                              || w->pending_local == NULL || w->last_acc_path == NULL
-                             || w->read_unfenced == NULL, mpi_errno,
+                             || w->acc_read_posted == NULL, mpi_errno,
                              MPI_ERR_NO_MEM, "**nomem", "**nomem %s", "gdr window table");
         for (int i = 0; i < n; i++) {
             int lpid = -1, avtid = -1;

@@ -5,7 +5,7 @@ gdr_rma_atomics_policy_t gdr_rma_atomics_policy(int all_reach_nic, unsigned decl
     gdr_rma_atomics_policy_t p = { 0, 0, 0 };
     unsigned nic_ops = GDR_RMA_DECLARES_SUM | GDR_RMA_DECLARES_NO_OP | GDR_RMA_DECLARES_CSWAP;
     p.native = all_reach_nic && (declared & nic_ops) != 0;
-    p.fence = p.native && ordered;
+    p.order_after_reads = p.native && ordered;
     p.switch_wait = p.native && ordered && (declared & GDR_RMA_DECLARES_OTHER) != 0;
     return p;
 }

@@ -170,13 +170,19 @@ static void dereg_mr(void *ctx, void *handle)
     ibv_dereg_mr(handle);
 }
 
+static int vfail(gdr_verbs_am_t *am, const char *fmt, va_list ap)
+{
+    vsnprintf(am->error, sizeof(am->error), fmt, ap);
+    am->failed = 1;
+    return -1;
+}
+
 static int fail(gdr_verbs_am_t *am, const char *fmt, ...)
 {
     va_list ap;
     va_start(ap, fmt);
-    vsnprintf(am->error, sizeof(am->error), fmt, ap);
+    vfail(am, fmt, ap);
     va_end(ap);
-    am->failed = 1;
     return -1;
 }
 
@@ -972,11 +978,15 @@ gdr_verbs_rcache_t *gdr_verbs_am_rcache(gdr_verbs_am_t *am)
     return am->rcache;
 }
 
-int gdr_verbs_am_fail_peer(gdr_verbs_am_t *am, int peer, const char *what)
+int gdr_verbs_am_fail_peer(gdr_verbs_am_t *am, int peer, const char *fmt, ...)
 {
+    va_list ap;
     if (peer >= 0 && peer < am->nranks)
         am->eps[peer].failed = 1;
-    return fail(am, "%s", what);
+    va_start(ap, fmt);
+    vfail(am, fmt, ap);
+    va_end(ap);
+    return -1;
 }
 
 int gdr_verbs_am_busy(const gdr_verbs_am_t *am)

@@ -29,7 +29,9 @@ int gdr_verbs_am_nranks(const gdr_verbs_am_t *am);
 uint32_t gdr_verbs_am_max_inline(const gdr_verbs_am_t *am);
 gdr_verbs_rcache_t *gdr_verbs_am_rcache(gdr_verbs_am_t *am);
 
-/* Marks the connection to peer failed with message `what`; returns -1. */
-int gdr_verbs_am_fail_peer(gdr_verbs_am_t *am, int peer, const char *what);
+/* Fails the channel with a printf-style message, and the connection to peer with it
+ * (peer -1: no particular peer); returns -1. */
+int gdr_verbs_am_fail_peer(gdr_verbs_am_t *am, int peer, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
 
 #endif /* GDR_VERBS_AM_INTERNAL_H */

@@ -157,17 +157,15 @@ static rma_op_t *op_start(gdr_verbs_rma_t *rma, int peer, uint32_t nwr, int want
 {
     *rc = 0;
     if (gdr_verbs_am_qp(rma->am, peer) == NULL) {
-        char what[256];
-        snprintf(what, sizeof(what), "no usable queue pair to rank %d for a one-sided "
-                 "operation (not connected through %s, or failed earlier)", peer, rma->dev->name);
-        *rc = gdr_verbs_am_fail_peer(rma->am, -1, what);
+        *rc = gdr_verbs_am_fail_peer(rma->am, -1, "no usable queue pair to rank %d for a "
+                                     "one-sided operation (not connected through %s, or failed "
+                                     "earlier)", peer, rma->dev->name);
         return NULL;
     }
     if (nwr > rma->cfg.depth) {
-        char what[256];
-        snprintf(what, sizeof(what), "a one-sided operation to rank %d needs %u work requests, "
-                 "more than the %u allowed in flight", peer, nwr, rma->cfg.depth);
-        *rc = gdr_verbs_am_fail_peer(rma->am, -1, what);
+        *rc = gdr_verbs_am_fail_peer(rma->am, -1, "a one-sided operation to rank %d needs %u "
+                                     "work requests, more than the %u allowed in flight", peer,
+                                     nwr, rma->cfg.depth);
         return NULL;
     }
     if (rma->in_flight[peer] + nwr > rma->cfg.depth || (want_bounce && rma->free_bounces == NULL)) {
@@ -212,10 +210,8 @@ static int post(gdr_verbs_rma_t *rma, rma_op_t *op, struct ibv_send_wr *wr)
     struct ibv_send_wr *bad;
     int peer = op->head.peer;
     if (ibv_post_send(gdr_verbs_am_qp(rma->am, peer), wr, &bad) != 0) {
-        char what[256];
-        snprintf(what, sizeof(what), "posting a one-sided operation to rank %d failed: %s "
-                 "(queue pair in error?)", peer, strerror(errno));
-        return gdr_verbs_am_fail_peer(rma->am, peer, what);
+        return gdr_verbs_am_fail_peer(rma->am, peer, "posting a one-sided operation to rank %d "
+                                      "failed: %s (queue pair in error?)", peer, strerror(errno));
     }
     rma->in_flight[peer]++;
     return 0;
@@ -259,6 +255,22 @@ static uint32_t chunks_of(const gdr_verbs_rma_t *rma, size_t len)
     return (uint32_t) ((len + c - 1) / c);
 }
 
+/* A user buffer through the registration cache; on failure the op is abandoned and
+ * rma->error says why (the caller returns GDR_VERBS_RMA_NOREG). */
+static int register_user(gdr_verbs_rma_t *rma, rma_op_t *op, const void *addr, size_t len,
+                         const char *what)
+{
+    op->reg = gdr_verbs_rcache_get(gdr_verbs_am_rcache(rma->am), addr, len);
+    if (op->reg == NULL) {
+        snprintf(rma->error, sizeof(rma->error), "registering a %zu-byte %s at %p failed: %s",
+                 len, what, addr, strerror(errno));
+        op_abandon(rma, op);
+        return -1;
+    }
+    rma->stats.registered++;
+    return 0;
+}
+
 int gdr_verbs_rma_put(gdr_verbs_rma_t *rma, int peer, const void *src, size_t len,
                       uint64_t raddr, uint32_t rkey, gdr_verbs_rma_done_fn done, void *arg,
                       int *copied)
@@ -278,15 +290,9 @@ int gdr_verbs_rma_put(gdr_verbs_rma_t *rma, int peer, const void *src, size_t le
         lkey = rma->bounce_mr->lkey;
         rma->stats.bounced++;
     } else if (!by_inline) {
-        op->reg = gdr_verbs_rcache_get(gdr_verbs_am_rcache(rma->am), src, len);
-        if (op->reg == NULL) {
-            snprintf(rma->error, sizeof(rma->error), "registering a %zu-byte put source at %p "
-                     "failed: %s", len, src, strerror(errno));
-            op_abandon(rma, op);
+        if (register_user(rma, op, src, len, "put source") != 0)
             return GDR_VERBS_RMA_NOREG;
-        }
         lkey = op->reg->lkey;
-        rma->stats.registered++;
     } else {
         rma->stats.inline_puts++;
     }
@@ -314,16 +320,10 @@ int gdr_verbs_rma_get(gdr_verbs_rma_t *rma, int peer, void *dst, size_t len, uin
         lkey = rma->bounce_mr->lkey;
         rma->stats.bounced++;
     } else {
-        op->reg = gdr_verbs_rcache_get(gdr_verbs_am_rcache(rma->am), dst, len);
-        if (op->reg == NULL) {
-            snprintf(rma->error, sizeof(rma->error), "registering a %zu-byte get destination "
-                     "at %p failed: %s", len, dst, strerror(errno));
-            op_abandon(rma, op);
+        if (register_user(rma, op, dst, len, "get destination") != 0)
             return GDR_VERBS_RMA_NOREG;
-        }
         laddr = (uintptr_t) dst;
         lkey = op->reg->lkey;
-        rma->stats.registered++;
     }
     rma->stats.reads++;
     rma->stats.bytes_read += len;
@@ -336,11 +336,9 @@ int gdr_verbs_rma_atomic(gdr_verbs_rma_t *rma, int peer, gdr_verbs_rma_atomic_op
 {
     int rc;
     if (raddr % 8 != 0) {
-        char what[256];
-        snprintf(what, sizeof(what), "an 8-byte atomic to rank %d at %#llx is not 8-byte "
-                 "aligned (the caller must send it as a message)", peer,
-                 (unsigned long long) raddr);
-        return gdr_verbs_am_fail_peer(rma->am, -1, what);
+        return gdr_verbs_am_fail_peer(rma->am, -1, "an 8-byte atomic to rank %d at %#llx is not "
+                                      "8-byte aligned (the caller must send it as a message)",
+                                      peer, (unsigned long long) raddr);
     }
     rma_op_t *op = op_start(rma, peer, 1, 1, done, arg, &rc);
     if (op == NULL)

@@ -7,7 +7,7 @@ int main(void)
     unsigned all = GDR_RMA_DECLARES_SUM | GDR_RMA_DECLARES_NO_OP | GDR_RMA_DECLARES_CSWAP |
         GDR_RMA_DECLARES_OTHER;
     gdr_rma_atomics_policy_t def = gdr_rma_atomics_policy(1, all, 1);
-    GDR_CHECK(def.native && def.fence && def.switch_wait,
+    GDR_CHECK(def.native && def.order_after_reads && def.switch_wait,
               "default window (any op, ordered), all ranks on the NIC: native, fenced, "
               "drains before switching paths");
     GDR_CHECK(gdr_rma_acc_path(&def, GDR_RMA_ACC_SUM, 1, 1) == GDR_RMA_PATH_FETCH_ADD,
@@ -29,10 +29,10 @@ int main(void)
 
     gdr_rma_atomics_policy_t nic_only =
         gdr_rma_atomics_policy(1, GDR_RMA_DECLARES_SUM | GDR_RMA_DECLARES_NO_OP, 1);
-    GDR_CHECK(nic_only.native && nic_only.fence && !nic_only.switch_wait,
+    GDR_CHECK(nic_only.native && nic_only.order_after_reads && !nic_only.switch_wait,
               "which_accumulate_ops=sum,no_op: native, no path switches to drain");
     gdr_rma_atomics_policy_t unordered = gdr_rma_atomics_policy(1, all, 0);
-    GDR_CHECK(unordered.native && !unordered.fence && !unordered.switch_wait,
+    GDR_CHECK(unordered.native && !unordered.order_after_reads && !unordered.switch_wait,
               "accumulate_ordering=none: no fence, no draining");
     gdr_rma_atomics_policy_t am_only = gdr_rma_atomics_policy(1, GDR_RMA_DECLARES_OTHER, 1);
     GDR_CHECK(!am_only.native, "which_accumulate_ops without sum/no_op/cswap: no NIC atomics "
