@@ -34,6 +34,7 @@ mpi_core_sources += src/mpid/ch4/netmod/gdr/func_table.c \
                     src/mpid/ch4/netmod/gdr/gdr_am.c \
                     src/mpid/ch4/netmod/gdr/gdr_comm.c \
                     src/mpid/ch4/netmod/gdr/gdr_win.c \
+                    src/mpid/ch4/netmod/gdr/gdr_win_dynamic.c \
                     src/mpid/ch4/netmod/gdr/gdr_rma.c \
                     src/mpid/ch4/netmod/gdr/gdr_spawn.c \
                     src/mpid/ch4/netmod/gdr/gdr_hooks.c \

@@ -16,5 +16,7 @@ int MPIDI_GDR_am_stop(void);
 int MPIDI_GDR_transport_error(void);
 /* gdr_rma.c: MPI_T counters, registered at init. */
 void MPIDI_GDR_rma_register_pvars(void);
+/* gdr_win_dynamic.c: the region lookup messages of dynamic windows, at init. */
+int MPIDI_GDR_dynamic_register_handlers(void);
 
 #endif /* GDR_IMPL_H_INCLUDED */

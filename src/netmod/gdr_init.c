@@ -95,6 +95,8 @@ int MPIDI_GDR_init_local(int *tag_bits)
     memset(&MPIDI_GDR_global, 0, sizeof(MPIDI_GDR_global));
     *tag_bits = MPIR_TAG_BITS_DEFAULT;
     MPIDI_GDR_rma_register_pvars();
+    mpi_errno = MPIDI_GDR_dynamic_register_handlers();
+    MPIR_ERR_CHECK(mpi_errno);
 
     (void) gdr_gpu_driver_probe(&MPIDI_GDR_global.gpu, NULL);
 

@@ -30,6 +30,8 @@ typedef struct {
     unsigned long long pvar[MPIDI_GDR_PVAR_N];  /* see gdr_rma.c */
     int am_errno;               /* first MPI error raised inside a channel callback */
     unsigned empty_polls;       /* consecutive progress calls that found nothing */
+    int region_query_handler;   /* dynamic windows' region lookup (gdr_win_dynamic.c) */
+    int region_reply_handler;
 } MPIDI_GDR_Global_t;
 
 typedef struct {
@@ -53,9 +55,26 @@ typedef struct {
     int unused;
 } MPIDI_GDR_op_t;
 
+/* Dynamic windows: a region this rank attached (registered unless mr is NULL)... */
+typedef struct MPIDI_GDR_attached {
+    struct MPIDI_GDR_attached *next;
+    uintptr_t base;
+    size_t size;
+    gdr_verbs_rma_region_t region;
+} MPIDI_GDR_attached_t;
+
+/* ...and a target's region this rank learned, kept until its next remote completion. */
+typedef struct {
+    int target;
+    uint64_t base, size;
+    uint32_t rkey;              /* 0: the target could not register it (messages) */
+} MPIDI_GDR_known_region_t;
+
+#define MPIDI_GDR_KNOWN_REGIONS 8
+
 /* Per window: every target's size and displacement unit, so an access past a
- * target's window is refused at the origin (MPI_ERR_RMA_RANGE) on every path.
- * NULL for dynamic windows, whose regions the origin does not know yet.
+ * target's window is refused at the origin (MPI_ERR_RMA_RANGE) on every path
+ * (dynamic windows: checked against the target's attached region on RDMA).
  * Targets with a key (target_rkey != NULL, target_peer >= 0) take RDMA; the
  * counters say what is still in flight to each, for flush and unlock. */
 typedef struct {
@@ -71,6 +90,9 @@ typedef struct {
     unsigned long total_remote, total_local;
     uint8_t *last_acc_path;     /* per target: 0 none, 1 NIC, 2 AM (switch_wait) */
     uint8_t *acc_read_posted;   /* per target: an accumulate read posted since the last drain */
+    MPIDI_GDR_attached_t *attached;     /* dynamic: this rank's attached regions */
+    MPIDI_GDR_known_region_t known[MPIDI_GDR_KNOWN_REGIONS];    /* dynamic: targets' regions */
+    int n_known, next_known;
 } MPIDI_GDR_win_t;
 
 /* Called by CH4 (maint/patches 0004) before every RMA operation is dispatched to

@@ -65,10 +65,14 @@ static int wait_until_zero(const unsigned long *count)
     return mpi_errno;
 }
 
+/* Remote completion also ends what an origin knows of dynamic windows' regions
+ * (gdr_win_dynamic.c): the target may detach them from now on. */
 int MPIDI_GDR_rma_wait_all(MPIR_Win * win, int local_only)
 {
     if (GDR_WIN(win).pending_remote == NULL)
         return MPI_SUCCESS;
+    if (!local_only)
+        MPIDI_GDR_dynamic_forget(win, -1);
     return wait_until_zero(local_only ? &GDR_WIN(win).total_local : &GDR_WIN(win).total_remote);
 }
 
@@ -76,6 +80,8 @@ int MPIDI_GDR_rma_wait_target(MPIR_Win * win, int rank, int local_only)
 {
     if (GDR_WIN(win).pending_remote == NULL || rank < 0 || rank >= win->comm_ptr->local_size)
         return MPI_SUCCESS;
+    if (!local_only)
+        MPIDI_GDR_dynamic_forget(win, rank);
     return wait_until_zero(local_only ? &GDR_WIN(win).pending_local[rank]
                              : &GDR_WIN(win).pending_remote[rank]);
 }
@@ -128,6 +134,8 @@ static void op_finish(gdr_rma_op_t * op)
         MPIR_Typerep_unpack(op->tmp, bytes * op->unpack_count, op->unpack_to, op->unpack_count,
                             op->unpack_type, 0, &actual);
     }
+    if (req != NULL && op->win->create_flavor == MPI_WIN_FLAVOR_DYNAMIC)
+        MPIDI_GDR_dynamic_forget(op->win, op->target);  /* a remote completion, too */
     op_release(op);
     if (req != NULL)
         MPID_Request_complete(req);
@@ -274,8 +282,10 @@ int MPIDI_GDR_rma_native(const MPIDI_GDR_rma_args_t * a, MPIR_Win * win, MPIR_Re
     const char *src = NULL;
 
     *handled = 0;
+    int dynamic = win->create_flavor == MPI_WIN_FLAVOR_DYNAMIC;
     if (MPIDI_GDR_global.rma == NULL || w->target_rkey == NULL || t < 0
-        || t >= win->comm_ptr->local_size || w->target_peer[t] < 0 || w->target_rkey[t] == 0)
+        || t >= win->comm_ptr->local_size || w->target_peer[t] < 0
+        || (w->target_rkey[t] == 0 && !dynamic))
         return MPI_SUCCESS;
     if ((a->origin != NULL && MPIR_GPU_query_pointer_is_dev(a->origin))
         || (a->result != NULL && MPIR_GPU_query_pointer_is_dev(a->result)))
@@ -328,6 +338,20 @@ int MPIDI_GDR_rma_native(const MPIDI_GDR_rma_args_t * a, MPIR_Win * win, MPIR_Re
             path = GDR_RMA_PATH_AM;     /* a read never conflicts: the AM path is as good */
         if (path == GDR_RMA_PATH_AM)
             goto fn_exit;
+    }
+    if (dynamic && a->tcount > 0) {
+        /* (addresses are absolute: the window's base is 0 and its unit 1) */
+        MPI_Aint extent, true_lb, true_extent;
+        MPIR_Datatype_get_extent_macro(a->ttype, extent);
+        MPIR_Type_get_true_extent_impl(a->ttype, &true_lb, &true_extent);
+        MPI_Aint span = (a->tcount - 1) * extent + true_extent;
+        mpi_errno = MPIDI_GDR_dynamic_lookup(win, t, tbase + (uint64_t) true_lb,
+                                             span < 0 ? 0 : (uint64_t) span, &rkey);
+        MPIR_ERR_CHECK(mpi_errno);
+        if (rkey == 0)
+            goto fn_exit;       /* as a message */
+    }
+    if (path != GDR_RMA_PATH_AM) {
         mpi_errno = switch_path(win, t, 1);
         MPIR_ERR_CHECK(mpi_errno);
     }

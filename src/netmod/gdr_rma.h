@@ -38,6 +38,19 @@ int MPIDI_GDR_rma_prepare_am(MPIR_Win * win, int kind, int target);
 int MPIDI_GDR_rma_wait_all(MPIR_Win * win, int local_only);
 int MPIDI_GDR_rma_wait_target(MPIR_Win * win, int rank, int local_only);
 
+/* gdr_win_dynamic.c: dynamic windows' attached regions (target side) and the
+ * regions an origin learned.  lookup: *rkey for [addr, addr + len) at target, 0 when
+ * the access must go as a message; MPI_ERR_RMA_RANGE when addr is not attached. */
+int MPIDI_GDR_dynamic_attach(MPIR_Win * win, void *base, MPI_Aint size);
+int MPIDI_GDR_dynamic_detach(MPIR_Win * win, const void *base);
+void MPIDI_GDR_dynamic_free(MPIR_Win * win);
+int MPIDI_GDR_dynamic_lookup(MPIR_Win * win, int target, uint64_t addr, uint64_t len,
+                             uint32_t * rkey);
+/* Whether this rank attached addr (1 also when the window does not track it). */
+int MPIDI_GDR_dynamic_is_attached(MPIR_Win * win, uint64_t addr);
+/* Forgets what this rank learned of target's regions (all targets: -1). */
+void MPIDI_GDR_dynamic_forget(MPIR_Win * win, int target);
+
 #define MPIDI_GDR_RMA_TRY(args_, win_, req_)                                     \
     do {                                                                         \
         int handled_ = 0;                                                        \

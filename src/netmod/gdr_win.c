@@ -19,6 +19,7 @@ static void win_table_free(MPIR_Win * win)
     MPL_free(w->pending_local);
     MPL_free(w->last_acc_path);
     MPL_free(w->acc_read_posted);
+    MPIDI_GDR_dynamic_free(win);
     if (w->region.mr != NULL)
         gdr_verbs_rma_deregister(MPIDI_GDR_global.rma, &w->region);
     memset(w, 0, sizeof(*w));
@@ -101,7 +102,7 @@ static int win_table_init(MPIR_Win * win, int rdma)
     all[win->comm_ptr->rank].disp_unit = win->disp_unit;
     all[win->comm_ptr->rank].base = 0;
     all[win->comm_ptr->rank].rkey = 0;
-    if (rdma && win->size > 0) {
+    if (rdma && win->size > 0 && win->create_flavor != MPI_WIN_FLAVOR_DYNAMIC) {
         char why[256];
         unsigned access = GDR_VERBS_RMA_REMOTE_READ | GDR_VERBS_RMA_REMOTE_WRITE |
             (w->atomics.native ? GDR_VERBS_RMA_REMOTE_ATOMIC : 0);
@@ -142,9 +143,17 @@ int MPIDI_GDR_rma_check_target(MPIR_Win * win, int target_rank, MPI_Aint target_
 
     if (target_rank == MPI_PROC_NULL || target_count <= 0 || GDR_WIN(win).target_size == NULL
         || target_rank < 0 || target_rank >= win->comm_ptr->local_size)
-        return MPI_SUCCESS;     /* nothing touched, dynamic window, or rank already refused */
+        return MPI_SUCCESS;     /* nothing touched, no table, or rank already refused */
     MPIR_Datatype_get_extent_macro(target_datatype, extent);
     MPIR_Type_get_true_extent_impl(target_datatype, &true_lb, &true_extent);
+    if (win->create_flavor == MPI_WIN_FLAVOR_DYNAMIC) {
+        /* this rank's own regions are known here; others' on the RDMA path */
+        if (target_rank == win->comm_ptr->rank
+            && !MPIDI_GDR_dynamic_is_attached(win, (uint64_t) (target_disp + true_lb)))
+            MPIR_ERR_SET1(mpi_errno, MPI_ERR_RMA_RANGE, "**gdr_range", "**gdr_range %s",
+                          "this rank has not attached the address to its dynamic window");
+        return mpi_errno;
+    }
     MPI_Aint span = (target_count - 1) * extent + true_extent;
     gdr_rma_range_status_t st =
         gdr_rma_range_check_span(target_disp, (uint64_t) GDR_WIN(win).target_disp_unit[target_rank],
@@ -224,19 +233,18 @@ int MPIDI_GDR_mpi_win_allocate_shared_hook(MPIR_Win * win)
 
 int MPIDI_GDR_mpi_win_create_dynamic_hook(MPIR_Win * win)
 {
-    /* regions unknown at the origin: not range checked, and operations go as messages */
-    memset(&GDR_WIN(win), 0, sizeof(GDR_WIN(win)));
-    return MPI_SUCCESS;
+    /* no memory yet: this agrees on the accumulate rule and who has a queue pair */
+    return win_table_init(win, 1);
 }
 
 int MPIDI_GDR_mpi_win_attach_hook(MPIR_Win * win, void *base, MPI_Aint size)
 {
-    return MPI_SUCCESS;
+    return MPIDI_GDR_dynamic_attach(win, base, size);
 }
 
 int MPIDI_GDR_mpi_win_detach_hook(MPIR_Win * win, const void *base)
 {
-    return MPI_SUCCESS;
+    return MPIDI_GDR_dynamic_detach(win, base);
 }
 
 int MPIDI_GDR_mpi_win_free_hook(MPIR_Win * win)

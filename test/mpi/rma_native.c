@@ -6,7 +6,8 @@
  * With GDR_TEST_EXPECT_NATIVE=1 (maint/check-rxe: one rank per guest, NOLOCAL) it
  * also asserts, through gdr's MPI_T counters, that Put, Get, Fetch_and_op and
  * Compare_and_swap took the RDMA path on a default window, and that a window whose
- * which_accumulate_ops names no NIC op sent Fetch_and_op as a message. */
+ * which_accumulate_ops names no NIC op sent Fetch_and_op as a message, and that a
+ * dynamic window took RDMA too and refused an address nobody attached. */
 #include "gdr_mpi_test.h"
 
 #define BIG (1 << 20)
@@ -221,6 +222,126 @@ static void atomics(MPI_Info info, const char *what, int ordered)
     MPI_Win_free(&win);
 }
 
+/* ---- dynamic windows --------------------------------------------------------- */
+static MPI_Aint right_addr(void *mine)
+{
+    MPI_Aint a, *all = malloc(nranks * sizeof(MPI_Aint));
+    MPI_Get_address(mine, &a);
+    MPI_Allgather(&a, 1, MPI_AINT, all, 1, MPI_AINT, MPI_COMM_WORLD);
+    a = all[(rank + 1) % nranks];
+    free(all);
+    return a;
+}
+
+/* Puts/gets/atomics on attached memory; a region detached and attached again inside
+ * one lock_all epoch (a new key at the same address: the origin must not use the
+ * old one); an address nobody attached is refused with MPI_ERR_RMA_RANGE (only
+ * where the RDMA path checks it: a message would be written blindly by MPICH). */
+static void dynamic_win(int expect_native)
+{
+    MPI_Win win;
+    int right = (rank + 1) % nranks, left = (rank + nranks - 1) % nranks;
+    uint8_t *data = calloc(1, BIG + 64), *src = malloc(BIG), *back = malloc(BIG);
+    int64_t *counters = calloc(8, sizeof(int64_t));
+    static const int sizes[] = { 8, 3000, BIG };
+
+    gdr_test_set_context("dynamic window");
+    trace(gdr_test_context());
+    gdr_check_mpi("MPI_Win_create_dynamic",
+                  MPI_Win_create_dynamic(MPI_INFO_NULL, MPI_COMM_WORLD, &win));
+    MPI_Win_set_errhandler(win, MPI_ERRORS_RETURN);
+    MPI_Win_attach(win, data, BIG + 64);
+    MPI_Win_attach(win, counters, 8 * sizeof(int64_t));
+    counters[1] = counters[2] = -1;     /* CAS slots (rank 0's are used) */
+    MPI_Aint rdata = right_addr(data);
+    MPI_Aint zero_counters;     /* rank 0's counters */
+    MPI_Get_address(counters, &zero_counters);
+    MPI_Bcast(&zero_counters, 1, MPI_AINT, 0, MPI_COMM_WORLD);
+    unsigned long long put0 = pvar("gdr_rma_put_native"), fop0 = pvar("gdr_rma_fop_native");
+
+    int won[2] = { 0, 0 };
+    MPI_Win_lock_all(0, win);
+    for (int round = 0; round < 2; round++) {
+        for (int k = 0; k < 3; k++) {
+            for (long i = 0; i < sizes[k]; i++)
+                src[i] = pat(rank, i, k + 3 * round);
+            gdr_check_mpi("MPI_Put", MPI_Put(src, sizes[k], MPI_BYTE, right, rdata + 64,
+                                             sizes[k], MPI_BYTE, win));
+            gdr_check_mpi("MPI_Win_flush", MPI_Win_flush(right, win));
+            memset(back, 0, (size_t) sizes[k]);
+            gdr_check_mpi("MPI_Get", MPI_Get(back, sizes[k], MPI_BYTE, right, rdata + 64,
+                                             sizes[k], MPI_BYTE, win));
+            gdr_check_mpi("MPI_Win_flush", MPI_Win_flush(right, win));
+            long bad = 0;
+            for (long i = 0; i < sizes[k]; i++)
+                bad += back[i] != pat(rank, i, k + 3 * round);
+            gdr_check_long("dynamic: bytes read back, wrong", k + 3 * round, 0, bad);
+        }
+        int64_t one = 1, got = -1, mine = rank, expect = -1, old = 0;
+        gdr_check_mpi("MPI_Fetch_and_op", MPI_Fetch_and_op(&one, &got, MPI_INT64_T, 0,
+                                                           zero_counters, MPI_SUM, win));
+        gdr_check_mpi("MPI_Compare_and_swap",
+                      MPI_Compare_and_swap(&mine, &expect, &old, MPI_INT64_T, 0,
+                                           zero_counters + 8 * (1 + round), win));
+        gdr_check_mpi("MPI_Win_flush", MPI_Win_flush(0, win));
+        won[round] = old == -1;
+        if (round == 0) {
+            /* every origin's flush is done: detach and attach the same memory again */
+            MPI_Barrier(MPI_COMM_WORLD);
+            MPI_Win_detach(win, data);
+            MPI_Win_attach(win, data, BIG + 64);
+            MPI_Barrier(MPI_COMM_WORLD);
+        }
+    }
+    MPI_Win_unlock_all(win);
+    int winners[2];
+    MPI_Allreduce(won, winners, 2, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
+    gdr_check_long("dynamic: CAS winners", 0, 1, winners[0]);
+    gdr_check_long("dynamic: CAS winners after re-attach", 1, 1, winners[1]);
+    if (rank == 0) {
+        gdr_check_long("dynamic: fetch-and-op total", 0, 2 * nranks, counters[0]);
+        gdr_check_long("dynamic: CAS slot holds a rank", 1, 1,
+                       counters[1] >= 0 && counters[1] < nranks);
+        gdr_check_long("dynamic: CAS slot after re-attach holds a rank", 2, 1,
+                       counters[2] >= 0 && counters[2] < nranks);
+    }
+    long bad = 0;
+    for (long i = 0; i < BIG; i++)
+        bad += data[64 + i] != pat(left, i, 5);
+    gdr_check_long("dynamic: bytes the left neighbour put after re-attach, wrong", 0, 0, bad);
+    if (expect_native) {
+        gdr_check_long("dynamic: Put over RDMA", 0, 1, pvar("gdr_rma_put_native") - put0 >= 6);
+        gdr_check_long("dynamic: Fetch_and_op as an RDMA atomic", 0, 1,
+                       pvar("gdr_rma_fop_native") - fop0 >= 2);
+        /* the counters' memory detached (still allocated: a blind write would land
+         * there), then accessed, by rank 0 too (checked before MPICH's self path):
+         * refused at the origin, nothing written */
+        MPI_Barrier(MPI_COMM_WORLD);
+        MPI_Win_detach(win, counters);
+        memset(counters, 0, 8 * sizeof(int64_t));
+        MPI_Barrier(MPI_COMM_WORLD);
+        int64_t v = 77;
+        MPI_Win_lock_all(0, win);
+        int rc = MPI_Put(&v, 1, MPI_INT64_T, 0, zero_counters + 8, 1, MPI_INT64_T, win);
+        int cls = MPI_SUCCESS;
+        MPI_Error_class(rc, &cls);
+        gdr_check_long("dynamic: Put to a detached address, error class MPI_ERR_RMA_RANGE", 0,
+                       MPI_ERR_RMA_RANGE, cls);
+        MPI_Win_unlock_all(win);
+        MPI_Barrier(MPI_COMM_WORLD);
+        if (rank == 0)
+            gdr_check_long("dynamic: detached memory unchanged", 1, 0, counters[1]);
+    } else {
+        MPI_Win_detach(win, counters);
+    }
+    MPI_Win_detach(win, data);
+    MPI_Win_free(&win);
+    free(data);
+    free(counters);
+    free(src);
+    free(back);
+}
+
 /* ---- random derived datatypes, many operations in flight ----------------------- */
 static unsigned long long rng_state;
 static unsigned rnd(unsigned n)
@@ -392,6 +513,7 @@ int main(int argc, char **argv)
     }
     MPI_Info_free(&info);
 
+    dynamic_win(expect_native);
     stress();
 
     MPI_T_pvar_session_free(&session);
