@@ -17,6 +17,7 @@ typedef struct {
     void *unpack_to;            /* results: unpack tmp here at completion */
     MPI_Aint unpack_count;
     MPI_Datatype unpack_type;
+    gdr_verbs_rma_pin_t *pin;   /* origin/result buffer held registered (pieces) */
 } gdr_rma_op_t;
 
 static const char *const pvar_names[MPIDI_GDR_PVAR_N][2] = {
@@ -109,6 +110,12 @@ static gdr_rma_op_t *op_new(MPIR_Win * win, int target, int local_pending)
     return op;
 }
 
+static void op_unpin(gdr_rma_op_t * op)
+{
+    gdr_verbs_rma_unpin(MPIDI_GDR_global.rma, op->pin);
+    op->pin = NULL;
+}
+
 /* Undoes op_new: the counters, the result datatype held for unpacking, the buffers. */
 static void op_release(gdr_rma_op_t * op)
 {
@@ -121,6 +128,7 @@ static void op_release(gdr_rma_op_t * op)
     }
     if (op->unpack_to != NULL)
         MPIR_Datatype_release_if_not_builtin(op->unpack_type);
+    op_unpin(op);
     MPL_free(op->tmp);
     MPL_free(op);
 }
@@ -266,7 +274,14 @@ int MPIDI_GDR_rma_prepare_am(MPIR_Win * win, int kind, int target)
     return switch_path(win, target, 0);
 }
 
-/* Target element addresses of an accumulate: contiguous, or up to this many pieces. */
+/* A non-contiguous target is reached piece by piece (one RDMA operation per block of
+ * its datatype, the origin side packed or landing contiguously) when it has at most
+ * PIECES_ANY pieces, or at most PIECES_MAX of PIECES_MIN_AVG bytes on average; more
+ * scattered targets get one message that MPICH unpacks there.  Accumulates need an
+ * atomic per element, so they take at most ACC_IOV_MAX pieces. */
+#define PIECES_ANY 64
+#define PIECES_MAX 1024
+#define PIECES_MIN_AVG 512
 #define ACC_IOV_MAX 64
 
 int MPIDI_GDR_rma_native(const MPIDI_GDR_rma_args_t * a, MPIR_Win * win, MPIR_Request ** req,
@@ -280,6 +295,7 @@ int MPIDI_GDR_rma_native(const MPIDI_GDR_rma_args_t * a, MPIR_Win * win, MPIR_Re
     MPI_Aint niov = 1;
     void *land = NULL, *packed = NULL;
     const char *src = NULL;
+    int posted = 0;             /* verbs operations posted for this MPI operation */
 
     *handled = 0;
     int dynamic = win->create_flavor == MPI_WIN_FLAVOR_DYNAMIC;
@@ -302,35 +318,34 @@ int MPIDI_GDR_rma_native(const MPIDI_GDR_rma_args_t * a, MPIR_Win * win, MPIR_Re
     uint32_t rkey = w->target_rkey[t];
     gdr_rma_path_t path = GDR_RMA_PATH_AM;
 
-    if (a->kind == MPIDI_GDR_RMA_PUT || a->kind == MPIDI_GDR_RMA_GET) {
-        if (!t_contig && a->tcount > 0)
-            return MPI_SUCCESS;
+    /* the target's pieces: absolute addresses and lengths */
+    int is_putget = a->kind == MPIDI_GDR_RMA_PUT || a->kind == MPIDI_GDR_RMA_GET;
+    if (!t_contig && a->tcount > 0) {
+        mpi_errno = MPIR_Typerep_iov_len(a->tcount, a->ttype, t_bytes, &niov);
+        MPIR_ERR_CHECK(mpi_errno);
+        int scattered = is_putget ? niov > PIECES_ANY && (niov > PIECES_MAX
+                                                          || t_bytes / niov < PIECES_MIN_AVG)
+            : niov > ACC_IOV_MAX;
+        if (scattered)
+            goto fn_exit;       /* the target applies it */
+        iov = MPL_malloc(niov * sizeof(struct iovec), MPL_MEM_RMA);
+        MPIR_ERR_CHKANDJUMP1(iov == NULL, mpi_errno, MPI_ERR_NO_MEM, "**nomem",
+                             "**nomem %s", "gdr target pieces");
+        MPI_Aint got;
+        mpi_errno = MPIR_Typerep_to_iov_offset((void *) (uintptr_t) tbase, a->tcount,
+                                               a->ttype, 0, iov, niov, &got);
+        MPIR_ERR_CHECK(mpi_errno);
+        niov = got;
     } else {
+        iov[0].iov_base = (void *) (uintptr_t) taddr;
+        iov[0].iov_len = (size_t) t_bytes;
+    }
+    if (!is_putget) {
         MPI_Datatype basic = MPI_DATATYPE_NULL;
         MPIR_Datatype_get_basic_type(a->ttype, basic);
         if (a->kind == MPIDI_GDR_RMA_FOP || a->kind == MPIDI_GDR_RMA_CAS)
             basic = a->ttype;
         int aligned = 1;
-        if (!t_contig && a->tcount > 0) {
-            /* element addresses from the target type's pieces */
-            mpi_errno = MPIR_Typerep_iov_len(a->tcount, a->ttype, t_bytes, &niov);
-            MPIR_ERR_CHECK(mpi_errno);
-            if (niov > ACC_IOV_MAX)
-                aligned = 0;    /* too scattered: the target applies it */
-            else {
-                iov = MPL_malloc(niov * sizeof(struct iovec), MPL_MEM_RMA);
-                MPIR_ERR_CHKANDJUMP1(iov == NULL, mpi_errno, MPI_ERR_NO_MEM, "**nomem",
-                                     "**nomem %s", "gdr accumulate pieces");
-                MPI_Aint got;
-                mpi_errno = MPIR_Typerep_to_iov_offset((void *) (uintptr_t) tbase, a->tcount,
-                                                       a->ttype, 0, iov, niov, &got);
-                MPIR_ERR_CHECK(mpi_errno);
-                niov = got;
-            }
-        } else {
-            iov[0].iov_base = (void *) (uintptr_t) taddr;
-            iov[0].iov_len = (size_t) t_bytes;
-        }
         for (MPI_Aint i = 0; aligned && i < niov; i++)
             aligned = (uintptr_t) iov[i].iov_base % 8 == 0 && iov[i].iov_len % 8 == 0;
         path = gdr_rma_acc_path(&w->atomics, acc_op_of(a->op, a->kind), is_int64(basic), aligned);
@@ -415,28 +430,53 @@ int MPIDI_GDR_rma_native(const MPIDI_GDR_rma_args_t * a, MPIR_Win * win, MPIR_Re
         }
     }
 
+    /* pieces of one put or get must not fail half-way for want of a registration */
+    if (is_putget && niov > 1) {
+        GDR_POST(gdr_verbs_rma_pin(MPIDI_GDR_global.rma,
+                                   a->kind == MPIDI_GDR_RMA_PUT ? (const void *) src : land,
+                                   (size_t) t_bytes, &op->pin));
+    }
     switch (a->kind) {
         case MPIDI_GDR_RMA_PUT:{
-                int copied = 0;
-                op->subops++;
-                GDR_POST(gdr_verbs_rma_put(MPIDI_GDR_global.rma, peer, src, (size_t) t_bytes,
-                                           taddr, rkey, subop_done, op, &copied));
-                if (!copied && packed == NULL)
+                int all_copied = 1;
+                size_t off = 0;
+                for (MPI_Aint i = 0; i < niov; off += iov[i].iov_len, i++) {
+                    int copied = 0;
+                    if (iov[i].iov_len == 0)
+                        continue;
+                    op->subops++;
+                    GDR_POST(gdr_verbs_rma_put(MPIDI_GDR_global.rma, peer, src + off,
+                                               iov[i].iov_len, (uintptr_t) iov[i].iov_base,
+                                               rkey, subop_done, op, &copied));
+                    posted++;
+                    all_copied &= copied;
+                }
+                if (!all_copied && packed == NULL)
                     op_hold_local(op);  /* the origin buffer is read by the NIC */
                 if (packed != NULL) {
-                    if (copied)
+                    if (all_copied) {
+                        op_unpin(op);
                         MPL_free(packed);
-                    else
+                    } else {
                         op->tmp = packed;       /* freed at completion */
+                    }
                     packed = NULL;
                 }
                 break;
             }
-        case MPIDI_GDR_RMA_GET:
-            op->subops++;
-            GDR_POST(gdr_verbs_rma_get(MPIDI_GDR_global.rma, peer, land, (size_t) t_bytes, taddr,
-                                       rkey, subop_done, op));
-            break;
+        case MPIDI_GDR_RMA_GET:{
+                size_t off = 0;
+                for (MPI_Aint i = 0; i < niov; off += iov[i].iov_len, i++) {
+                    if (iov[i].iov_len == 0)
+                        continue;
+                    op->subops++;
+                    GDR_POST(gdr_verbs_rma_get(MPIDI_GDR_global.rma, peer, (char *) land + off,
+                                               iov[i].iov_len, (uintptr_t) iov[i].iov_base,
+                                               rkey, subop_done, op));
+                    posted++;
+                }
+                break;
+            }
         default:{
                 /* element-wise atomics (or one read for NO_OP) at the pieces' addresses */
                 MPI_Aint elem = 0;
@@ -480,7 +520,8 @@ int MPIDI_GDR_rma_native(const MPIDI_GDR_rma_args_t * a, MPIR_Win * win, MPIR_Re
     goto fn_exit;
   noreg:
     /* a user buffer the NIC cannot pin (only put and get register one, before posting
-     * anything): this operation goes as a message instead */
+     * anything, or pin it first): this operation goes as a message instead */
+    MPIR_Assert(posted == 0);
     if (MPIR_CVAR_CH4_GDR_VERBOSE > 1)
         fprintf(stderr, "gdr[%d]: %s; sending it as a message\n", MPIR_Process.rank,
                 gdr_verbs_rma_error(MPIDI_GDR_global.rma));

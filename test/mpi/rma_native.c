@@ -222,6 +222,49 @@ static void atomics(MPI_Info info, const char *what, int ordered)
     MPI_Win_free(&win);
 }
 
+/* A strided target (16 blocks of 1000 B, 2000 B apart) from a contiguous origin, and
+ * read back into a strided origin: the target's pieces go one RDMA operation each. */
+static void strided(int expect_native)
+{
+    void *base;
+    MPI_Win win = make_win(MPI_INFO_NULL, 32 * 1000, 1, &base, 0);
+    uint8_t *wb = base, *src = malloc(16 * 1000), *back = calloc(1, 32 * 1000);
+    int right = (rank + 1) % nranks, left = (rank + nranks - 1) % nranks;
+    MPI_Datatype vec;
+    MPI_Type_vector(16, 1000, 2000, MPI_BYTE, &vec);
+    MPI_Type_commit(&vec);
+    gdr_test_set_context("strided target");
+    trace(gdr_test_context());
+    for (int i = 0; i < 16 * 1000; i++)
+        src[i] = pat(rank, i, 9);
+    unsigned long long put0 = pvar("gdr_rma_put_native"), get0 = pvar("gdr_rma_get_native");
+    MPI_Win_lock(MPI_LOCK_SHARED, right, 0, win);
+    MPI_Put(src, 16 * 1000, MPI_BYTE, right, 0, 1, vec, win);
+    MPI_Win_unlock(right, win);
+    MPI_Barrier(MPI_COMM_WORLD);
+    long bad = 0;
+    for (int b = 0; b < 16; b++)
+        for (int i = 0; i < 2000; i++)
+            bad += wb[b * 2000 + i] != (i < 1000 ? pat(left, b * 1000 + i, 9) : 0);
+    gdr_check_long("strided put: bytes wrong (blocks and gaps)", 0, 0, bad);
+    MPI_Win_lock(MPI_LOCK_SHARED, right, 0, win);
+    MPI_Get(back, 1, vec, right, 0, 1, vec, win);
+    MPI_Win_unlock(right, win);
+    bad = 0;
+    for (int b = 0; b < 16; b++)
+        for (int i = 0; i < 2000; i++)
+            bad += back[b * 2000 + i] != (i < 1000 ? pat(rank, b * 1000 + i, 9) : 0);
+    gdr_check_long("strided get: bytes wrong (blocks and gaps)", 0, 0, bad);
+    if (expect_native) {
+        gdr_check_long("strided Put over RDMA", 0, 1, pvar("gdr_rma_put_native") > put0);
+        gdr_check_long("strided Get over RDMA", 0, 1, pvar("gdr_rma_get_native") > get0);
+    }
+    MPI_Type_free(&vec);
+    free_win(&win, base, 0);
+    free(src);
+    free(back);
+}
+
 /* ---- dynamic windows --------------------------------------------------------- */
 static MPI_Aint right_addr(void *mine)
 {
@@ -513,6 +556,7 @@ int main(int argc, char **argv)
     }
     MPI_Info_free(&info);
 
+    strided(expect_native);
     dynamic_win(expect_native);
     stress();
 

@@ -330,6 +330,27 @@ int gdr_verbs_rma_get(gdr_verbs_rma_t *rma, int peer, void *dst, size_t len, uin
     return post_chunks(rma, op, IBV_WR_RDMA_READ, laddr, lkey, len, raddr, rkey, 0);
 }
 
+int gdr_verbs_rma_pin(gdr_verbs_rma_t *rma, const void *addr, size_t len,
+                      gdr_verbs_rma_pin_t **pin)
+{
+    *pin = NULL;
+    if (len <= rma->cfg.bounce_size)
+        return 0;               /* every piece is inlined or bounced */
+    *pin = gdr_verbs_rcache_get(gdr_verbs_am_rcache(rma->am), addr, len);
+    if (*pin == NULL) {
+        snprintf(rma->error, sizeof(rma->error), "registering a %zu-byte buffer at %p "
+                 "failed: %s", len, addr, strerror(errno));
+        return GDR_VERBS_RMA_NOREG;
+    }
+    return 0;
+}
+
+void gdr_verbs_rma_unpin(gdr_verbs_rma_t *rma, gdr_verbs_rma_pin_t *pin)
+{
+    if (pin != NULL)
+        gdr_verbs_rcache_put(gdr_verbs_am_rcache(rma->am), pin);
+}
+
 int gdr_verbs_rma_atomic(gdr_verbs_rma_t *rma, int peer, gdr_verbs_rma_atomic_op_t aop,
                          uint64_t operand, uint64_t compare, void *result, uint64_t raddr,
                          uint32_t rkey, int fence, gdr_verbs_rma_done_fn done, void *arg)

@@ -82,6 +82,15 @@ int gdr_verbs_rma_put(gdr_verbs_rma_t *rma, int peer, const void *src, size_t le
 int gdr_verbs_rma_get(gdr_verbs_rma_t *rma, int peer, void *dst, size_t len, uint64_t raddr,
                       uint32_t rkey, gdr_verbs_rma_done_fn done, void *arg);
 
+/* Keeps [addr, addr+len) registered until _unpin, so that puts from and gets into
+ * parts of it never return GDR_VERBS_RMA_NOREG: for a transfer posted piece by piece,
+ * which must not fail half-way.  *pin is NULL when no piece would need registering.
+ * 0, or GDR_VERBS_RMA_NOREG (gdr_verbs_rma_error() says why). */
+typedef struct gdr_verbs_rcache_entry gdr_verbs_rma_pin_t;
+int gdr_verbs_rma_pin(gdr_verbs_rma_t *rma, const void *addr, size_t len,
+                      gdr_verbs_rma_pin_t **pin);
+void gdr_verbs_rma_unpin(gdr_verbs_rma_t *rma, gdr_verbs_rma_pin_t *pin);
+
 /* An 8-byte atomic on the naturally aligned word at raddr; the old value goes to
  * result (8 bytes, any alignment) unless NULL.  fence: start only after this queue
  * pair's earlier reads and atomics have completed (accumulate ordering). */

@@ -184,6 +184,27 @@ static int run(int me, const char *devname, int sock)
         off += sizes[k] + 64;
     }
     GDR_CHECK(ok && !failed_g, "rank %d: gets read back what was put", me);
+
+    /* a pinned landing buffer takes gets into its parts (a piecewise get): the 64 KiB
+     * and 1 MiB puts land at two places of one buffer */
+    gdr_verbs_rma_pin_t *pin = NULL, *none = NULL;
+    memset(back, 0, 1u << 20);
+    int pinned = gdr_verbs_rma_pin(rma, back, 1u << 20, &pin) == 0 && pin != NULL
+        && gdr_verbs_rma_pin(rma, back, 4096, &none) == 0 && none == NULL;
+    uint64_t off64k = 8 + 64 + 100 + 64 + 3000 + 64 + 4096 + 64;
+    POST(gdr_verbs_rma_get(rma, peer, back, 65536, their.addr + off64k, their.rkey, count_done,
+                           &done));
+    POST(gdr_verbs_rma_get(rma, peer, back + 65536, 100000, their.addr + off64k + 65536 + 64,
+                           their.rkey, count_done, &done));
+    expect += 2;
+    wait_for(&done, expect);
+    ok = 1;
+    for (size_t i = 0; i < 65536; i++)
+        ok &= back[i] == pat(me + 4, i);
+    for (size_t i = 0; i < 100000; i++)
+        ok &= back[65536 + i] == pat(me + 5, i);
+    gdr_verbs_rma_unpin(rma, pin);
+    GDR_CHECK(pinned && ok && !failed_g, "rank %d: gets into parts of a pinned buffer", me);
     sync_peer(sock);
 
     /* both ranks add to rank 1's counter: rank 0 from afar, rank 1 through loopback */
