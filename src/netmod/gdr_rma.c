@@ -90,6 +90,8 @@ int MPIDI_GDR_rma_wait_target(MPIR_Win * win, int rank, int local_only)
 /* Counts an op in pending_local: its origin or result buffer is in the NIC's hands. */
 static void op_hold_local(gdr_rma_op_t * op)
 {
+    if (op->local_pending)
+        return;
     op->local_pending = 1;
     GDR_WIN(op->win).pending_local[op->target]++;
     GDR_WIN(op->win).total_local++;
@@ -284,6 +286,35 @@ int MPIDI_GDR_rma_prepare_am(MPIR_Win * win, int kind, int target)
 #define PIECES_MIN_AVG 512
 #define ACC_IOV_MAX 64
 
+/* A non-contiguous origin (or get destination) of a put/get to a contiguous target as a
+ * gather (scatter) list, when the NIC takes it in one work request: at most
+ * SGE_PIECES_MAX pieces, pinned as one span.  Returns the piece count, 0 when the data
+ * must be packed instead (more pieces, a span small enough to bounce, or no pin). */
+#define SGE_PIECES_MAX 16
+static int origin_sge(const void *buf, MPI_Aint count, MPI_Datatype type, MPI_Aint bytes,
+                      struct iovec *iov, gdr_verbs_rma_pin_t ** pin)
+{
+    MPI_Aint n = 0, got = 0;
+    *pin = NULL;
+    if (MPIR_Typerep_iov_len(count, type, bytes, &n) != MPI_SUCCESS || n < 2
+        || n > SGE_PIECES_MAX || !gdr_verbs_rma_sge_fits(MPIDI_GDR_global.rma, (size_t) n,
+                                                         (size_t) bytes))
+        return 0;
+    if (MPIR_Typerep_to_iov_offset(buf, count, type, 0, iov, n, &got) != MPI_SUCCESS || got != n)
+        return 0;
+    uintptr_t lo = UINTPTR_MAX, hi = 0;
+    for (MPI_Aint i = 0; i < n; i++) {
+        uintptr_t b = (uintptr_t) iov[i].iov_base;
+        if (iov[i].iov_len == 0)
+            return 0;   /* the NIC would take it, but keep lists simple */
+        lo = b < lo ? b : lo;
+        hi = b + iov[i].iov_len > hi ? b + iov[i].iov_len : hi;
+    }
+    if (gdr_verbs_rma_pin(MPIDI_GDR_global.rma, (void *) lo, hi - lo, pin) != 0 || *pin == NULL)
+        return 0;
+    return (int) n;
+}
+
 int MPIDI_GDR_rma_native(const MPIDI_GDR_rma_args_t * a, MPIR_Win * win, MPIR_Request ** req,
                          int *handled)
 {
@@ -295,6 +326,8 @@ int MPIDI_GDR_rma_native(const MPIDI_GDR_rma_args_t * a, MPIR_Win * win, MPIR_Re
     MPI_Aint niov = 1;
     void *land = NULL, *packed = NULL;
     const char *src = NULL;
+    struct iovec sge[SGE_PIECES_MAX];
+    int nsge = 0;               /* origin/destination as a gather/scatter list */
     int posted = 0;             /* verbs operations posted for this MPI operation */
 
     *handled = 0;
@@ -399,6 +432,9 @@ int MPIDI_GDR_rma_native(const MPIDI_GDR_rma_args_t * a, MPIR_Win * win, MPIR_Re
         MPIDI_Datatype_check_contig_lb(dtype, d_contig, d_lb);
         if (d_contig) {
             land = (char *) dst + d_lb;
+        } else if (a->kind == MPIDI_GDR_RMA_GET && niov == 1
+                   && (nsge = origin_sge(dst, dcount, dtype, t_bytes, sge, &op->pin)) > 0) {
+            /* scattered by the NIC */
         } else {
             op->tmp = MPL_malloc(t_bytes, MPL_MEM_RMA);
             MPIR_ERR_CHKANDJUMP1(op->tmp == NULL, mpi_errno, MPI_ERR_NO_MEM, "**nomem",
@@ -418,6 +454,10 @@ int MPIDI_GDR_rma_native(const MPIDI_GDR_rma_args_t * a, MPIR_Win * win, MPIR_Re
         MPIDI_Datatype_check_contig_lb(a->otype, o_contig, o_lb);
         if (o_contig || a->kind == MPIDI_GDR_RMA_FOP || a->kind == MPIDI_GDR_RMA_CAS) {
             src = (const char *) a->origin + (o_contig ? o_lb : 0);
+        } else if (a->kind == MPIDI_GDR_RMA_PUT && niov == 1
+                   && (nsge = origin_sge(a->origin, a->ocount, a->otype, t_bytes, sge,
+                                         &op->pin)) > 0) {
+            /* gathered by the NIC */
         } else {
             MPI_Aint actual;
             packed = MPL_malloc(t_bytes, MPL_MEM_RMA);
@@ -435,6 +475,18 @@ int MPIDI_GDR_rma_native(const MPIDI_GDR_rma_args_t * a, MPIR_Win * win, MPIR_Re
         GDR_POST(gdr_verbs_rma_pin(MPIDI_GDR_global.rma,
                                    a->kind == MPIDI_GDR_RMA_PUT ? (const void *) src : land,
                                    (size_t) t_bytes, &op->pin));
+    }
+    if (nsge > 0) {
+        /* the NIC reads or fills the user's pieces until completion */
+        op_hold_local(op);
+        op->subops++;
+        if (a->kind == MPIDI_GDR_RMA_PUT)
+            GDR_POST(gdr_verbs_rma_writev(MPIDI_GDR_global.rma, peer, sge, (size_t) nsge,
+                                          op->pin, taddr, rkey, subop_done, op));
+        else
+            GDR_POST(gdr_verbs_rma_readv(MPIDI_GDR_global.rma, peer, sge, (size_t) nsge,
+                                         op->pin, taddr, rkey, subop_done, op));
+        goto posted;
     }
     switch (a->kind) {
         case MPIDI_GDR_RMA_PUT:{

@@ -223,7 +223,8 @@ static void atomics(MPI_Info info, const char *what, int ordered)
 }
 
 /* A strided target (16 blocks of 1000 B, 2000 B apart) from a contiguous origin, and
- * read back into a strided origin: the target's pieces go one RDMA operation each. */
+ * read back into a strided origin: the target's pieces go one RDMA operation each.
+ * Then a strided origin to a contiguous target and back: gather/scatter lists. */
 static void strided(int expect_native)
 {
     void *base;
@@ -259,6 +260,35 @@ static void strided(int expect_native)
         gdr_check_long("strided Put over RDMA", 0, 1, pvar("gdr_rma_put_native") > put0);
         gdr_check_long("strided Get over RDMA", 0, 1, pvar("gdr_rma_get_native") > get0);
     }
+
+    /* a strided origin (4 blocks of 2000 B, 3000 B apart) to a contiguous target (the
+     * NIC gathers it), and read back into a strided buffer (the NIC scatters) */
+    MPI_Datatype ovec;
+    MPI_Type_vector(4, 2000, 3000, MPI_BYTE, &ovec);
+    MPI_Type_commit(&ovec);
+    uint8_t *o = malloc(12000), *ob = malloc(12000);
+    for (int i = 0; i < 12000; i++)
+        o[i] = pat(rank, i, 11);
+    memset(ob, 0x5a, 12000);
+    MPI_Barrier(MPI_COMM_WORLD);
+    MPI_Win_lock(MPI_LOCK_SHARED, right, 0, win);
+    MPI_Put(o, 1, ovec, right, 0, 8000, MPI_BYTE, win);
+    MPI_Win_unlock(right, win);
+    MPI_Barrier(MPI_COMM_WORLD);
+    bad = 0;
+    for (int i = 0; i < 8000; i++)
+        bad += wb[i] != pat(left, (i / 2000) * 3000 + i % 2000, 11);
+    gdr_check_long("gathered put: bytes wrong", 0, 0, bad);
+    MPI_Win_lock(MPI_LOCK_SHARED, right, 0, win);
+    MPI_Get(ob, 1, ovec, right, 0, 8000, MPI_BYTE, win);
+    MPI_Win_unlock(right, win);
+    bad = 0;
+    for (int i = 0; i < 12000; i++)
+        bad += ob[i] != (i % 3000 < 2000 && i < 11000 ? pat(rank, i, 11) : 0x5a);
+    gdr_check_long("scattered get: bytes wrong (blocks and gaps)", 0, 0, bad);
+    MPI_Type_free(&ovec);
+    free(o);
+    free(ob);
     MPI_Type_free(&vec);
     free_win(&win, base, 0);
     free(src);

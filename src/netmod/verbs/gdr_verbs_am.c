@@ -138,6 +138,7 @@ struct gdr_verbs_am {
     landing_t *landings;        /* idle landing buffers */
     size_t landing_bytes;
     uint32_t max_inline;
+    uint32_t max_sge;           /* send gather entries every QP has */
     uint64_t queued;            /* messages in all ep queues */
     uint64_t reads_active;      /* rendezvous reads in flight or waiting, all peers */
     uint64_t rsend_active;
@@ -380,7 +381,9 @@ gdr_verbs_am_t *gdr_verbs_am_create(gdr_verbs_device_t *dev, int rank, int nrank
         .max_send_wr = cfg->recv_depth + READ_CHUNKS_MAX * cfg->max_reads + 8 + cfg->rma_depth,
         .max_recv_wr = cfg->recv_depth,
         .max_inline = 128,
+        .max_send_sge = 16,     /* one-sided gathers and scatters (gdr_verbs_rma_writev) */
     };
+    am->max_sge = caps.max_send_sge;
     size_t next = 0;
     for (int i = 0; i < nranks; i++) {
         ep_t *ep = &am->eps[i];
@@ -391,6 +394,8 @@ gdr_verbs_am_t *gdr_verbs_am_create(gdr_verbs_device_t *dev, int rank, int nrank
         if (ep->qp == NULL)
             goto fail;
         am->max_inline = c.max_inline;
+        if (c.max_send_sge < am->max_sge)
+            am->max_sge = c.max_send_sge;
         gdr_verbs_credit_init(&ep->credit, cfg->recv_depth);
         ep->probe.kind = WR_PROBE;
         ep->probe.peer = i;
@@ -971,6 +976,11 @@ int gdr_verbs_am_nranks(const gdr_verbs_am_t *am)
 uint32_t gdr_verbs_am_max_inline(const gdr_verbs_am_t *am)
 {
     return am->max_inline;
+}
+
+uint32_t gdr_verbs_am_max_sge(const gdr_verbs_am_t *am)
+{
+    return am->max_sge;
 }
 
 gdr_verbs_rcache_t *gdr_verbs_am_rcache(gdr_verbs_am_t *am)

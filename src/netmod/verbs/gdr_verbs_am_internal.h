@@ -27,6 +27,7 @@ struct ibv_qp *gdr_verbs_am_qp(gdr_verbs_am_t *am, int peer);
 gdr_verbs_device_t *gdr_verbs_am_device(gdr_verbs_am_t *am);
 int gdr_verbs_am_nranks(const gdr_verbs_am_t *am);
 uint32_t gdr_verbs_am_max_inline(const gdr_verbs_am_t *am);
+uint32_t gdr_verbs_am_max_sge(const gdr_verbs_am_t *am);
 gdr_verbs_rcache_t *gdr_verbs_am_rcache(gdr_verbs_am_t *am);
 
 /* Fails the channel with a printf-style message, and the connection to peer with it

@@ -30,7 +30,10 @@ struct ibv_qp *gdr_verbs_qp_create(gdr_verbs_device_t *dev, struct ibv_cq *cq,
     init.qp_type = IBV_QPT_RC;
     init.cap.max_send_wr = caps->max_send_wr;
     init.cap.max_recv_wr = caps->max_recv_wr;
-    init.cap.max_send_sge = 1;
+    uint32_t sge = caps->max_send_sge ? caps->max_send_sge : 1;
+    if (dev->attr.max_sge > 0 && sge > (uint32_t) dev->attr.max_sge)
+        sge = (uint32_t) dev->attr.max_sge;
+    init.cap.max_send_sge = sge;
     init.cap.max_recv_sge = 1;
     init.cap.max_inline_data = caps->max_inline;
     qp = ibv_create_qp(dev->pd, &init);
@@ -45,6 +48,7 @@ struct ibv_qp *gdr_verbs_qp_create(gdr_verbs_device_t *dev, struct ibv_cq *cq,
         return NULL;
     }
     caps->max_inline = init.cap.max_inline_data;
+    caps->max_send_sge = init.cap.max_send_sge < sge ? init.cap.max_send_sge : sge;
 
     memset(&attr, 0, sizeof(attr));
     attr.qp_state = IBV_QPS_INIT;

@@ -11,6 +11,7 @@ typedef struct gdr_verbs_qp_caps {
     uint32_t max_send_wr;
     uint32_t max_recv_wr;
     uint32_t max_inline;        /* granted, may be less than asked */
+    uint32_t max_send_sge;      /* asked (0: 1), granted: at most the device's */
 } gdr_verbs_qp_caps_t;
 
 /* Creates an RC QP on cq (send and receive) and moves it to INIT with remote read,

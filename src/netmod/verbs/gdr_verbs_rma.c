@@ -37,6 +37,7 @@ struct gdr_verbs_rma {
     uint32_t *in_flight;        /* per peer */
     int nranks;
     uint32_t max_inline;
+    uint32_t max_sge;
     char *bounce_mem;
     struct ibv_mr *bounce_mr;
     bounce_t *bounces, *free_bounces;
@@ -81,6 +82,7 @@ gdr_verbs_rma_t *gdr_verbs_rma_create(gdr_verbs_am_t *am, const gdr_verbs_rma_co
     rma->cfg = *cfg;
     rma->nranks = gdr_verbs_am_nranks(am);
     rma->max_inline = gdr_verbs_am_max_inline(am);
+    rma->max_sge = gdr_verbs_am_max_sge(am);
     rma->in_flight = calloc((size_t) rma->nranks, sizeof(uint32_t));
     rma->bounces = calloc(cfg->bounce_count ? cfg->bounce_count : 1, sizeof(bounce_t));
     if (rma->in_flight == NULL || rma->bounces == NULL)
@@ -349,6 +351,75 @@ void gdr_verbs_rma_unpin(gdr_verbs_rma_t *rma, gdr_verbs_rma_pin_t *pin)
 {
     if (pin != NULL)
         gdr_verbs_rcache_put(gdr_verbs_am_rcache(rma->am), pin);
+}
+
+#define SGE_MAX 16
+
+int gdr_verbs_rma_sge_fits(const gdr_verbs_rma_t *rma, size_t n, size_t total)
+{
+    return n >= 1 && n <= rma->max_sge && n <= SGE_MAX && total > 0
+        && total <= chunk_size(rma);
+}
+
+static int post_sge_list(gdr_verbs_rma_t *rma, int peer, enum ibv_wr_opcode opcode,
+                         const struct iovec *iov, size_t n, const gdr_verbs_rma_pin_t *pin,
+                         uint64_t raddr, uint32_t rkey, gdr_verbs_rma_done_fn done, void *arg)
+{
+    struct ibv_sge sge[SGE_MAX];
+    size_t total = 0;
+    for (size_t i = 0; i < n && i < SGE_MAX; i++)
+        total += iov[i].iov_len;
+    if (pin == NULL || !gdr_verbs_rma_sge_fits(rma, n, total)) {
+        return gdr_verbs_am_fail_peer(rma->am, -1, "a gather/scatter list of %zu pieces "
+                                      "(%zu bytes) to rank %d does not fit one work request "
+                                      "or is not pinned (the caller must pack it)", n, total,
+                                      peer);
+    }
+    int rc;
+    rma_op_t *op = op_start(rma, peer, 1, 0, done, arg, &rc);
+    if (op == NULL)
+        return rc;
+    for (size_t i = 0; i < n; i++) {
+        sge[i].addr = (uintptr_t) iov[i].iov_base;
+        sge[i].length = (uint32_t) iov[i].iov_len;
+        sge[i].lkey = pin->lkey;
+    }
+    struct ibv_send_wr wr;
+    memset(&wr, 0, sizeof(wr));
+    wr.wr_id = (uintptr_t) op;
+    wr.sg_list = sge;
+    wr.num_sge = (int) n;
+    wr.opcode = opcode;
+    wr.send_flags = IBV_SEND_SIGNALED;
+    wr.wr.rdma.remote_addr = raddr;
+    wr.wr.rdma.rkey = rkey;
+    if (opcode == IBV_WR_RDMA_WRITE) {
+        rma->stats.writes++;
+        rma->stats.bytes_written += total;
+    } else {
+        rma->stats.reads++;
+        rma->stats.bytes_read += total;
+    }
+    rma->stats.gathered++;
+    if (post(rma, op, &wr) != 0) {
+        op_abandon(rma, op);
+        return -1;
+    }
+    return 0;
+}
+
+int gdr_verbs_rma_writev(gdr_verbs_rma_t *rma, int peer, const struct iovec *src, size_t n,
+                         const gdr_verbs_rma_pin_t *pin, uint64_t raddr, uint32_t rkey,
+                         gdr_verbs_rma_done_fn done, void *arg)
+{
+    return post_sge_list(rma, peer, IBV_WR_RDMA_WRITE, src, n, pin, raddr, rkey, done, arg);
+}
+
+int gdr_verbs_rma_readv(gdr_verbs_rma_t *rma, int peer, const struct iovec *dst, size_t n,
+                        const gdr_verbs_rma_pin_t *pin, uint64_t raddr, uint32_t rkey,
+                        gdr_verbs_rma_done_fn done, void *arg)
+{
+    return post_sge_list(rma, peer, IBV_WR_RDMA_READ, dst, n, pin, raddr, rkey, done, arg);
 }
 
 int gdr_verbs_rma_atomic(gdr_verbs_rma_t *rma, int peer, gdr_verbs_rma_atomic_op_t aop,

@@ -15,6 +15,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/uio.h>
 #include "gdr_verbs_am.h"
 
 typedef struct gdr_verbs_rma gdr_verbs_rma_t;
@@ -49,6 +50,7 @@ typedef struct gdr_verbs_rma_stats {
     uint64_t writes, reads, atomics;    /* operations posted */
     uint64_t bytes_written, bytes_read;
     uint64_t inline_puts, bounced, registered;  /* how origin data travelled */
+    uint64_t gathered;          /* writes/reads with a gather/scatter list */
     uint64_t busy;              /* posts refused for want of room (caller retried) */
 } gdr_verbs_rma_stats_t;
 
@@ -90,6 +92,18 @@ typedef struct gdr_verbs_rcache_entry gdr_verbs_rma_pin_t;
 int gdr_verbs_rma_pin(gdr_verbs_rma_t *rma, const void *addr, size_t len,
                       gdr_verbs_rma_pin_t **pin);
 void gdr_verbs_rma_unpin(gdr_verbs_rma_t *rma, gdr_verbs_rma_pin_t *pin);
+
+/* Gather and scatter lists: an RDMA WRITE of n pieces of local memory to one remote
+ * range, or an RDMA READ of one remote range into n pieces, as one work request (no
+ * packing).  Every piece lies inside pin's registration (gdr_verbs_rma_pin) and stays
+ * in use until done.  _sge_fits says whether n pieces of total bytes can go so. */
+int gdr_verbs_rma_sge_fits(const gdr_verbs_rma_t *rma, size_t n, size_t total);
+int gdr_verbs_rma_writev(gdr_verbs_rma_t *rma, int peer, const struct iovec *src, size_t n,
+                         const gdr_verbs_rma_pin_t *pin, uint64_t raddr, uint32_t rkey,
+                         gdr_verbs_rma_done_fn done, void *arg);
+int gdr_verbs_rma_readv(gdr_verbs_rma_t *rma, int peer, const struct iovec *dst, size_t n,
+                        const gdr_verbs_rma_pin_t *pin, uint64_t raddr, uint32_t rkey,
+                        gdr_verbs_rma_done_fn done, void *arg);
 
 /* An 8-byte atomic on the naturally aligned word at raddr; the old value goes to
  * result (8 bytes, any alignment) unless NULL.  fence: start only after this queue

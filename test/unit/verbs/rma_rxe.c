@@ -207,6 +207,43 @@ static int run(int me, const char *devname, int sock)
     GDR_CHECK(pinned && ok && !failed_g, "rank %d: gets into parts of a pinned buffer", me);
     sync_peer(sock);
 
+    /* a gather list: three pieces of src (pinned as one span) in one write to the
+     * peer's window at 2 MiB; read back scattered into three pieces of back */
+    const uint64_t gat = 2u << 20;
+    for (size_t i = 0; i < (1u << 20); i++)
+        src[i] = pat(me + 7, i);
+    struct iovec g[3] = { {src + 10, 5000}, {src + 20000, 7}, {src + 500000, 70000} };
+    struct iovec sc[3] = { {back + 3, 40000}, {back + 100000, 1}, {back + 200000, 35006} };
+    gdr_verbs_rma_pin_t *gpin = NULL, *spin = NULL;
+    int fits = gdr_verbs_rma_sge_fits(rma, 3, 75007) && !gdr_verbs_rma_sge_fits(rma, 17, 75007)
+        && gdr_verbs_rma_pin(rma, src, 1u << 20, &gpin) == 0
+        && gdr_verbs_rma_pin(rma, back, 1u << 20, &spin) == 0;
+    memset(back, 0, 1u << 20);
+    if (fits) {
+        POST(gdr_verbs_rma_writev(rma, peer, g, 3, gpin, their.addr + gat, their.rkey,
+                                  count_done, &done));
+        expect++;
+        wait_for(&done, expect);
+        POST(gdr_verbs_rma_readv(rma, peer, sc, 3, spin, their.addr + gat, their.rkey,
+                                 count_done, &done));
+        expect++;
+        wait_for(&done, expect);
+    }
+    /* the 75007 gathered bytes, in order, against the scattered ones, in order */
+    ok = fits;
+    size_t gi = 0, go = 0, si = 0, so = 0;
+    for (size_t k = 0; ok && k < 75007; k++) {
+        ok &= ((uint8_t *) g[gi].iov_base)[go] == ((uint8_t *) sc[si].iov_base)[so];
+        if (++go == g[gi].iov_len) { gi++; go = 0; }
+        if (++so == sc[si].iov_len) { si++; so = 0; }
+    }
+    ok &= back[2] == 0 && back[40003] == 0 && back[200000 + 35006] == 0;  /* nothing around */
+    gdr_verbs_rma_unpin(rma, gpin);
+    gdr_verbs_rma_unpin(rma, spin);
+    GDR_CHECK(ok && !failed_g && gdr_verbs_rma_stats(rma)->gathered == 2,
+              "rank %d: a 3-piece gather write and a 3-piece scatter read round-trip", me);
+    sync_peer(sock);
+
     /* both ranks add to rank 1's counter: rank 0 from afar, rank 1 through loopback */
     uint64_t ctr_off = WIN_BYTES - 64, old, sum_old = 0;
     uint64_t ctr_addr = me == 1 ? my.addr + ctr_off : their.addr + ctr_off;
