@@ -389,12 +389,9 @@ int MPIDI_GDR_rma_native(const MPIDI_GDR_rma_args_t * a, MPIR_Win * win, MPIR_Re
     }
     if (dynamic && a->tcount > 0) {
         /* (addresses are absolute: the window's base is 0 and its unit 1) */
-        MPI_Aint extent, true_lb, true_extent;
-        MPIR_Datatype_get_extent_macro(a->ttype, extent);
-        MPIR_Type_get_true_extent_impl(a->ttype, &true_lb, &true_extent);
-        MPI_Aint span = (a->tcount - 1) * extent + true_extent;
-        mpi_errno = MPIDI_GDR_dynamic_lookup(win, t, tbase + (uint64_t) true_lb,
-                                             span < 0 ? 0 : (uint64_t) span, &rkey);
+        MPI_Aint true_lb;
+        uint64_t span = MPIDI_GDR_target_span(a->tcount, a->ttype, &true_lb);
+        mpi_errno = MPIDI_GDR_dynamic_lookup(win, t, tbase + (uint64_t) true_lb, span, &rkey);
         MPIR_ERR_CHECK(mpi_errno);
         if (rkey == 0)
             goto fn_exit;       /* as a message */
@@ -446,7 +443,7 @@ int MPIDI_GDR_rma_native(const MPIDI_GDR_rma_args_t * a, MPIR_Win * win, MPIR_Re
             MPIR_Datatype_add_ref_if_not_builtin(dtype);
         }
     }
-    /* origin data, contiguous */
+    /* origin data: contiguous, a gather list, or packed */
     /* (origin may be MPI_BOTTOM with absolute displacements; NO_OP reads none) */
     if (a->kind != MPIDI_GDR_RMA_GET && !(a->kind != MPIDI_GDR_RMA_PUT && a->op == MPI_NO_OP)) {
         int o_contig;

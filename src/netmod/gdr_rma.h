@@ -38,6 +38,11 @@ int MPIDI_GDR_rma_prepare_am(MPIR_Win * win, int kind, int target);
 int MPIDI_GDR_rma_wait_all(MPIR_Win * win, int local_only);
 int MPIDI_GDR_rma_wait_target(MPIR_Win * win, int rank, int local_only);
 
+/* gdr_win.c: the remote access flags of a window's registrations; the bytes a
+ * target access of count x type spans from its true lower bound (*true_lb). */
+unsigned MPIDI_GDR_win_access(MPIR_Win * win);
+uint64_t MPIDI_GDR_target_span(MPI_Aint count, MPI_Datatype type, MPI_Aint * true_lb);
+
 /* gdr_win_dynamic.c: dynamic windows' attached regions (target side) and the
  * regions an origin learned.  lookup: *rkey for [addr, addr + len) at target, 0 when
  * the access must go as a message; MPI_ERR_RMA_RANGE when addr is not attached. */

@@ -46,6 +46,22 @@ static unsigned declared_ops(MPIR_Win * win)
     return d;
 }
 
+/* Remote access a window's memory grants: atomics only when the rule allows them. */
+unsigned MPIDI_GDR_win_access(MPIR_Win * win)
+{
+    return GDR_VERBS_RMA_REMOTE_READ | GDR_VERBS_RMA_REMOTE_WRITE |
+        (GDR_WIN(win).atomics.native ? GDR_VERBS_RMA_REMOTE_ATOMIC : 0);
+}
+
+uint64_t MPIDI_GDR_target_span(MPI_Aint count, MPI_Datatype type, MPI_Aint * true_lb)
+{
+    MPI_Aint extent, true_extent;
+    MPIR_Datatype_get_extent_macro(type, extent);
+    MPIR_Type_get_true_extent_impl(type, true_lb, &true_extent);
+    MPI_Aint span = (count - 1) * extent + true_extent;
+    return span < 0 ? 0 : (uint64_t) span;
+}
+
 /* Collective over the window's communicator: every rank learns every target's
  * size and displacement unit and, when RDMA can reach it, its registered base and
  * key.  The accumulate policy (gdr_rma_path.h) is agreed here too. */
@@ -104,9 +120,8 @@ static int win_table_init(MPIR_Win * win, int rdma)
     all[win->comm_ptr->rank].rkey = 0;
     if (rdma && win->size > 0 && win->create_flavor != MPI_WIN_FLAVOR_DYNAMIC) {
         char why[256];
-        unsigned access = GDR_VERBS_RMA_REMOTE_READ | GDR_VERBS_RMA_REMOTE_WRITE |
-            (w->atomics.native ? GDR_VERBS_RMA_REMOTE_ATOMIC : 0);
-        if (gdr_verbs_rma_register(MPIDI_GDR_global.rma, win->base, (size_t) win->size, access,
+        if (gdr_verbs_rma_register(MPIDI_GDR_global.rma, win->base, (size_t) win->size,
+                                   MPIDI_GDR_win_access(win),
                                    &w->region, why, sizeof(why)) == 0) {
             all[win->comm_ptr->rank].base = (MPI_Aint) w->region.addr;
             all[win->comm_ptr->rank].rkey = (MPI_Aint) w->region.rkey;
@@ -138,14 +153,13 @@ int MPIDI_GDR_rma_check_target(MPIR_Win * win, int target_rank, MPI_Aint target_
                                MPI_Aint target_count, MPI_Datatype target_datatype)
 {
     int mpi_errno = MPI_SUCCESS;
-    MPI_Aint extent, true_lb, true_extent;
+    MPI_Aint true_lb;
     uint64_t offset;
 
     if (target_rank == MPI_PROC_NULL || target_count <= 0 || GDR_WIN(win).target_size == NULL
         || target_rank < 0 || target_rank >= win->comm_ptr->local_size)
         return MPI_SUCCESS;     /* nothing touched, no table, or rank already refused */
-    MPIR_Datatype_get_extent_macro(target_datatype, extent);
-    MPIR_Type_get_true_extent_impl(target_datatype, &true_lb, &true_extent);
+    uint64_t span = MPIDI_GDR_target_span(target_count, target_datatype, &true_lb);
     if (win->create_flavor == MPI_WIN_FLAVOR_DYNAMIC) {
         /* this rank's own regions are known here; others' on the RDMA path */
         if (target_rank == win->comm_ptr->rank
@@ -154,10 +168,9 @@ int MPIDI_GDR_rma_check_target(MPIR_Win * win, int target_rank, MPI_Aint target_
                           "this rank has not attached the address to its dynamic window");
         return mpi_errno;
     }
-    MPI_Aint span = (target_count - 1) * extent + true_extent;
     gdr_rma_range_status_t st =
         gdr_rma_range_check_span(target_disp, (uint64_t) GDR_WIN(win).target_disp_unit[target_rank],
-                                 true_lb, span < 0 ? 0 : (uint64_t) span,
+                                 true_lb, span,
                                  (uint64_t) GDR_WIN(win).target_size[target_rank], &offset);
     if (st == GDR_RMA_RANGE_NEGATIVE_DISP)
         MPIR_ERR_SET1(mpi_errno, MPI_ERR_DISP, "**gdr_range", "**gdr_range %s",

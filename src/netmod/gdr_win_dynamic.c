@@ -111,10 +111,8 @@ int MPIDI_GDR_dynamic_attach(MPIR_Win * win, void *base, MPI_Aint size)
     a->base = (uintptr_t) base;
     a->size = (size_t) size;
     char why[256];
-    unsigned access = GDR_VERBS_RMA_REMOTE_READ | GDR_VERBS_RMA_REMOTE_WRITE |
-        (w->atomics.native ? GDR_VERBS_RMA_REMOTE_ATOMIC : 0);
-    if (gdr_verbs_rma_register(MPIDI_GDR_global.rma, base, (size_t) size, access, &a->region,
-                               why, sizeof(why)) != 0) {
+    if (gdr_verbs_rma_register(MPIDI_GDR_global.rma, base, (size_t) size,
+                               MPIDI_GDR_win_access(win), &a->region, why, sizeof(why)) != 0) {
         /* still correct: accesses to this region go as messages */
         memset(&a->region, 0, sizeof(a->region));
         if (MPIR_CVAR_CH4_GDR_VERBOSE > 0)
