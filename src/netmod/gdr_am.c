@@ -35,6 +35,19 @@ cvars:
         remote rank.  More outstanding operations wait inside the MPI call
         until earlier ones complete.
 
+    - name        : MPIR_CVAR_CH4_GDR_QP_TIMEOUT
+      category    : CH4_GDR
+      type        : int
+      default     : 18
+      class       : none
+      verbosity   : MPI_T_VERBOSITY_USER_BASIC
+      scope       : MPI_T_SCOPE_LOCAL
+      description : >-
+        Retransmission timer of the RC queue pairs, as the InfiniBand exponent
+        (4.096 us * 2^N, 1..31; 18 is about 1 s).  After 6 silent timers the
+        connection to that rank fails.  Lower it to notice dead peers sooner;
+        raise it if connections fail on heavily oversubscribed hosts.
+
 === END_MPI_T_CVAR_INFO_BLOCK ===
 */
 
@@ -222,6 +235,8 @@ int MPIDI_GDR_am_start(void)
         .send_slots = 64,
         .max_reads = 8,
         .rma_depth = MPIR_CVAR_CH4_GDR_RMA_DEPTH > 1 ? MPIR_CVAR_CH4_GDR_RMA_DEPTH : 1,
+        .qp_timeout = MPIR_CVAR_CH4_GDR_QP_TIMEOUT >= 1 && MPIR_CVAR_CH4_GDR_QP_TIMEOUT <= 31 ?
+            (uint8_t) MPIR_CVAR_CH4_GDR_QP_TIMEOUT : 0,
     };
     gdr_verbs_am_ops_t ops = {.deliver = deliver,.rndv_done = rndv_done };
     MPIDI_GDR_global.am = gdr_verbs_am_create(&MPIDI_GDR_global.device, rank, size, need_qp,

@@ -459,8 +459,8 @@ int gdr_verbs_am_connect(gdr_verbs_am_t *am, int peer, const void *buf, size_t l
     else if (card.qpn[am->rank] == 0)
         fail(am, "rank %d has no queue pair for rank %d (it sees no RDMA path to us)", peer,
              am->rank);
-    else if (gdr_verbs_qp_connect(am->eps[peer].qp, am->dev, &card, card.qpn[am->rank], why,
-                                  sizeof(why)) != 0)
+    else if (gdr_verbs_qp_connect(am->eps[peer].qp, am->dev, &card, card.qpn[am->rank],
+                                  am->cfg.qp_timeout, why, sizeof(why)) != 0)
         fail(am, "connecting to rank %d: %s", peer, why);
     else
         rc = 0;

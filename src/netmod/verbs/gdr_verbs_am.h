@@ -30,6 +30,7 @@ typedef struct gdr_verbs_am_config {
     uint32_t send_slots;        /* registered bounce buffers for outgoing messages */
     uint32_t max_reads;         /* rendezvous reads in flight per peer */
     uint32_t rma_depth;         /* one-sided work requests in flight per peer (gdr_verbs_rma) */
+    uint8_t qp_timeout;         /* ACK timeout exponent, 0: GDR_VERBS_QP_TIMEOUT_DEFAULT */
 } gdr_verbs_am_config_t;
 
 /* Operation counts, for MPI_T and tests. */

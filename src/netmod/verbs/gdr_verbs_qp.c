@@ -4,10 +4,8 @@
 #include <stdio.h>
 #include <string.h>
 
-/* Retransmission timer 4.096 us * 2^14 = 67 ms, 6 retries: a dead peer is noticed
- * in about half a second of silence, and slow hosts (Soft-RoCE) do not trip it.
- * Not 7: Soft-RoCE (Linux 6.1 rxe) then retries forever, as for RNR (measured). */
-#define QP_TIMEOUT 14
+/* 6 retransmissions of the caller's timer (gdr_verbs_qp_connect).  Not 7: Soft-RoCE
+ * (Linux 6.1 rxe) then retries forever, as for RNR (measured). */
 #define QP_RETRY_CNT 6
 #define QP_RNR_RETRY 7          /* credits prevent RNR; infinite retry never spins on it */
 #define QP_MIN_RNR_TIMER 12
@@ -68,7 +66,7 @@ struct ibv_qp *gdr_verbs_qp_create(gdr_verbs_device_t *dev, struct ibv_cq *cq,
 
 int gdr_verbs_qp_connect(struct ibv_qp *qp, const gdr_verbs_device_t *dev,
                          const gdr_verbs_card_t *card, uint32_t remote_qpn,
-                         char *why, size_t why_len)
+                         uint8_t timeout, char *why, size_t why_len)
 {
     struct ibv_qp_attr attr;
     uint8_t rd_atom = dev->attr.max_qp_rd_atom < 16 ? (uint8_t) dev->attr.max_qp_rd_atom : 16;
@@ -102,7 +100,7 @@ int gdr_verbs_qp_connect(struct ibv_qp *qp, const gdr_verbs_device_t *dev,
 
     memset(&attr, 0, sizeof(attr));
     attr.qp_state = IBV_QPS_RTS;
-    attr.timeout = QP_TIMEOUT;
+    attr.timeout = timeout >= 1 && timeout <= 31 ? timeout : GDR_VERBS_QP_TIMEOUT_DEFAULT;
     attr.retry_cnt = QP_RETRY_CNT;
     attr.rnr_retry = QP_RNR_RETRY;
     attr.sq_psn = psn_of(qp->qp_num);

@@ -19,10 +19,17 @@ typedef struct gdr_verbs_qp_caps {
 struct ibv_qp *gdr_verbs_qp_create(gdr_verbs_device_t *dev, struct ibv_cq *cq,
                                    gdr_verbs_qp_caps_t *caps, char *why, size_t why_len);
 
+/* Retransmission timer 4.096 us * 2^18 = 1.07 s (UCX's RC default is 1 s): with 6
+ * retries a peer is declared lost after ~6.4 s of silence.  Shorter timers (14, 67 ms)
+ * broke connections on oversubscribed hosts, where a Soft-RoCE guest can go unscheduled
+ * for longer than the 0.4 s they allowed. */
+#define GDR_VERBS_QP_TIMEOUT_DEFAULT 18
+
 /* Moves qp to RTR then RTS, connected to QP `remote_qpn` of the peer described by
- * `card`.  Receive buffers must be posted before. Returns 0 or -1 with why set. */
+ * `card`; timeout is the IB local ACK timeout exponent (1..31, else the default).
+ * Receive buffers must be posted before. Returns 0 or -1 with why set. */
 int gdr_verbs_qp_connect(struct ibv_qp *qp, const gdr_verbs_device_t *dev,
                          const gdr_verbs_card_t *card, uint32_t remote_qpn,
-                         char *why, size_t why_len);
+                         uint8_t timeout, char *why, size_t why_len);
 
 #endif /* GDR_VERBS_QP_H */
