@@ -238,11 +238,17 @@ static void rma_win_close(rma_win *w)
         cuda_or_die("cudaFree", cudaFree(w->base));
 }
 
-/* This rank's window, read into host memory (call outside any access epoch to it,
- * or inside a lock of its own window). */
-static void rma_win_read(const rma_win *w, int64_t *host)
+/* A host copy of this rank's own window, read under an exclusive lock of it (free()
+ * it).  Call outside any epoch on the window. */
+static int64_t *rma_win_snapshot(const rma_win *w, int rank)
 {
+    int64_t *host = malloc(w->elems * sizeof(int64_t));
+    if (!host)
+        gdr_test_die("malloc", MPI_ERR_NO_MEM);
+    gdr_check_mpi("MPI_Win_lock", MPI_Win_lock(MPI_LOCK_EXCLUSIVE, rank, 0, w->win));
     buf_get(w->kind, host, w->base, w->elems * sizeof(int64_t));
+    gdr_check_mpi("MPI_Win_unlock", MPI_Win_unlock(rank, w->win));
+    return host;
 }
 
 typedef enum { SYNC_FENCE, SYNC_LOCK, SYNC_FLUSH } sync_kind;
@@ -279,16 +285,14 @@ static void epoch_close(sync_kind s, MPI_Win win, int target)
 static void rma_round(rma_win *w, sync_kind s, mem_kind origin, int rank, int size, int round)
 {
     int target = (rank + 1) % size, from = (rank + size - 1) % size;
-    int64_t host[SLOT], *win_copy = malloc(w->elems * sizeof(int64_t));
+    int64_t host[SLOT];
     void *obuf = buf_alloc(origin, sizeof(host)), *rbuf = buf_alloc(origin, sizeof(host));
     int64_t one = 1, *fop_result = buf_alloc(origin, sizeof(int64_t));
     int64_t *one_buf = buf_alloc(origin, sizeof(int64_t));
-    if (!win_copy)
-        gdr_test_die("malloc", MPI_ERR_NO_MEM);
     buf_put(origin, one_buf, &one, sizeof(one));
 
     step("%s window, %s origin, %s: Put", mem_name(w->kind), mem_name(origin),
-                         sync_name(s));
+         sync_name(s));
     fill(host, SLOT, rank, round);
     buf_put(origin, obuf, host, sizeof(host));
     epoch_open(s, w->win, target);
@@ -298,7 +302,7 @@ static void rma_round(rma_win *w, sync_kind s, mem_kind origin, int rank, int si
     MPI_Barrier(MPI_COMM_WORLD);
 
     step("%s window, %s origin, %s: Get", mem_name(w->kind), mem_name(origin),
-                         sync_name(s));
+         sync_name(s));
     epoch_open(s, w->win, target);
     gdr_check_mpi("MPI_Get", MPI_Get(rbuf, SLOT, MPI_INT64_T, target, (MPI_Aint) rank * SLOT,
                                      SLOT, MPI_INT64_T, w->win));
@@ -307,7 +311,7 @@ static void rma_round(rma_win *w, sync_kind s, mem_kind origin, int rank, int si
     check_pattern("got", host, SLOT, rank, round);
 
     step("%s window, %s origin, %s: Accumulate+Fetch_and_op", mem_name(w->kind),
-                         mem_name(origin), sync_name(s));
+         mem_name(origin), sync_name(s));
     fill(host, SLOT, rank, round);
     buf_put(origin, obuf, host, sizeof(host));
     epoch_open(s, w->win, target);
@@ -327,10 +331,8 @@ static void rma_round(rma_win *w, sync_kind s, mem_kind origin, int rank, int si
 
     /* what `from` wrote here, read locally */
     step("%s window, %s origin, %s: target memory", mem_name(w->kind),
-                         mem_name(origin), sync_name(s));
-    gdr_check_mpi("MPI_Win_lock", MPI_Win_lock(MPI_LOCK_EXCLUSIVE, rank, 0, w->win));
-    rma_win_read(w, win_copy);
-    gdr_check_mpi("MPI_Win_unlock", MPI_Win_unlock(rank, w->win));
+         mem_name(origin), sync_name(s));
+    int64_t *win_copy = rma_win_snapshot(w, rank);
     check_pattern("put slot", win_copy + (size_t) from * SLOT, SLOT, from, round);
     gdr_check_long("fetch-add counter", 0, round + 1, win_copy[(size_t) size * SLOT]);
     for (size_t i = 1; i < SLOT; i++) {
@@ -349,15 +351,27 @@ static void rma_round(rma_win *w, sync_kind s, mem_kind origin, int rank, int si
     free(win_copy);
 }
 
+/* One Compare_and_swap, flushed; returns the old value it fetched. */
+static int64_t cas_flushed(rma_win *w, const int64_t *val, const int64_t *cmp, int64_t *res,
+                           mem_kind origin, int target, MPI_Aint disp)
+{
+    int64_t got = 0;
+    gdr_check_mpi("MPI_Compare_and_swap",
+                  MPI_Compare_and_swap(val, cmp, res, MPI_INT64_T, target, disp, w->win));
+    gdr_check_mpi("MPI_Win_flush", MPI_Win_flush(target, w->win));
+    buf_get(origin, &got, res, sizeof(got));
+    return got;
+}
+
 static void phase_cas(rma_win *w, mem_kind origin, int rank, int size)
 {
     /* Each rank compare-and-swaps word 0 of its own slot at the next rank twice: a hit
      * (the compare value matches), then a miss (it no longer does). */
     int target = (rank + 1) % size, from = (rank + size - 1) % size;
     int64_t *cmp = buf_alloc(origin, 8), *val = buf_alloc(origin, 8), *res = buf_alloc(origin, 8);
-    int64_t old = pattern(rank, 99, 0), want_new = -(int64_t) rank - 5, got;
+    int64_t old = pattern(rank, 99, 0), want_new = -(int64_t) rank - 5;
     step("%s window, %s origin: Compare_and_swap", mem_name(w->kind),
-                         mem_name(origin));
+         mem_name(origin));
     /* put a known value first */
     gdr_check_mpi("MPI_Win_lock", MPI_Win_lock(MPI_LOCK_EXCLUSIVE, target, 0, w->win));
     buf_put(origin, val, &old, 8);
@@ -366,27 +380,15 @@ static void phase_cas(rma_win *w, mem_kind origin, int rank, int size)
     gdr_check_mpi("MPI_Win_flush", MPI_Win_flush(target, w->win));
     buf_put(origin, cmp, &old, 8);
     buf_put(origin, val, &want_new, 8);
-    gdr_check_mpi("MPI_Compare_and_swap", MPI_Compare_and_swap(val, cmp, res, MPI_INT64_T,
-                                                               target, (MPI_Aint) rank * SLOT,
-                                                               w->win));
-    gdr_check_mpi("MPI_Win_flush", MPI_Win_flush(target, w->win));
-    buf_get(origin, &got, res, 8);
-    gdr_check_long("cas hit: old value", 0, old, got);
+    gdr_check_long("cas hit: old value", 0, old,
+                   cas_flushed(w, val, cmp, res, origin, target, (MPI_Aint) rank * SLOT));
     /* compare with the stale value again: a miss, the word keeps want_new */
-    gdr_check_mpi("MPI_Compare_and_swap", MPI_Compare_and_swap(cmp, cmp, res, MPI_INT64_T,
-                                                               target, (MPI_Aint) rank * SLOT,
-                                                               w->win));
+    gdr_check_long("cas miss: old value", 0, want_new,
+                   cas_flushed(w, cmp, cmp, res, origin, target, (MPI_Aint) rank * SLOT));
     gdr_check_mpi("MPI_Win_unlock", MPI_Win_unlock(target, w->win));
-    buf_get(origin, &got, res, 8);
-    gdr_check_long("cas miss: old value", 0, want_new, got);
     MPI_Barrier(MPI_COMM_WORLD);
 
-    int64_t *win_copy = malloc(w->elems * sizeof(int64_t));
-    if (!win_copy)
-        gdr_test_die("malloc", MPI_ERR_NO_MEM);
-    gdr_check_mpi("MPI_Win_lock", MPI_Win_lock(MPI_LOCK_EXCLUSIVE, rank, 0, w->win));
-    rma_win_read(w, win_copy);
-    gdr_check_mpi("MPI_Win_unlock", MPI_Win_unlock(rank, w->win));
+    int64_t *win_copy = rma_win_snapshot(w, rank);
     gdr_check_long("cas word at target", 0, -(int64_t) from - 5, win_copy[(size_t) from * SLOT]);
     free(win_copy);
     MPI_Barrier(MPI_COMM_WORLD);
