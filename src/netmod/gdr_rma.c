@@ -536,20 +536,29 @@ int MPIDI_GDR_rma_native(const MPIDI_GDR_rma_args_t * a, MPIR_Win * win, MPIR_Re
                                                (size_t) t_bytes, taddr, rkey, subop_done, op));
                     break;
                 }
+                /* in batches, each posted with one doorbell */
+                uint64_t raddrs[GDR_VERBS_RMA_ATOMICV_MAX];
+                size_t batch_max = gdr_verbs_rma_atomicv_max(MPIDI_GDR_global.rma), nb = 0;
+                MPI_Aint n_elems = t_bytes / 8;
+                uint64_t compare = 0;
+                if (path == GDR_RMA_PATH_CMP_SWAP)
+                    memcpy(&compare, a->compare, 8);
                 for (MPI_Aint i = 0; i < niov; i++) {
                     uint64_t addr = (uint64_t) (uintptr_t) iov[i].iov_base;
-                    for (size_t k = 0; k < iov[i].iov_len / 8; k++, elem++) {
-                        uint64_t operand = 0, compare = 0;
-                        memcpy(&operand, src + 8 * elem, 8);
-                        if (path == GDR_RMA_PATH_CMP_SWAP)
-                            memcpy(&compare, a->compare, 8);
+                    for (size_t k = 0; k < iov[i].iov_len / 8; k++) {
+                        raddrs[nb++] = addr + 8 * k;
+                        if (nb < batch_max && elem + (MPI_Aint) nb < n_elems)
+                            continue;
                         op->subops++;
-                        GDR_POST(gdr_verbs_rma_atomic(MPIDI_GDR_global.rma, peer,
-                                                      path == GDR_RMA_PATH_CMP_SWAP ?
-                                                      GDR_VERBS_RMA_CMP_SWAP :
-                                                      GDR_VERBS_RMA_FETCH_ADD, operand, compare,
-                                                      fetches ? (char *) land + 8 * elem : NULL,
-                                                      addr + 8 * k, rkey, 0, subop_done, op));
+                        GDR_POST(gdr_verbs_rma_atomicv(MPIDI_GDR_global.rma, peer,
+                                                       path == GDR_RMA_PATH_CMP_SWAP ?
+                                                       GDR_VERBS_RMA_CMP_SWAP :
+                                                       GDR_VERBS_RMA_FETCH_ADD, src + 8 * elem,
+                                                       compare,
+                                                       fetches ? (char *) land + 8 * elem : NULL,
+                                                       raddrs, nb, rkey, subop_done, op));
+                        elem += (MPI_Aint) nb;
+                        nb = 0;
                     }
                 }
                 break;

@@ -422,42 +422,98 @@ int gdr_verbs_rma_readv(gdr_verbs_rma_t *rma, int peer, const struct iovec *dst,
     return post_sge_list(rma, peer, IBV_WR_RDMA_READ, dst, n, pin, raddr, rkey, done, arg);
 }
 
+size_t gdr_verbs_rma_atomicv_max(const gdr_verbs_rma_t *rma)
+{
+    /* one bounce buffer holds the results; half the depth, so that one batch is posted
+     * while the one before it is in flight */
+    size_t n = rma->cfg.bounce_size / 8, half = rma->cfg.depth / 2;
+    if (n > half)
+        n = half;
+    if (n > GDR_VERBS_RMA_ATOMICV_MAX)
+        n = GDR_VERBS_RMA_ATOMICV_MAX;
+    return n > 0 ? n : 1;
+}
+
+/* n atomics as one chain of work requests: one doorbell (on rxe, one system call)
+ * instead of n. */
+static int post_atomics(gdr_verbs_rma_t *rma, int peer, gdr_verbs_rma_atomic_op_t aop,
+                        const void *operands, uint64_t compare, void *results,
+                        const uint64_t *raddrs, size_t n, uint32_t rkey, int fence,
+                        gdr_verbs_rma_done_fn done, void *arg)
+{
+    struct ibv_sge sge[GDR_VERBS_RMA_ATOMICV_MAX];
+    struct ibv_send_wr wr[GDR_VERBS_RMA_ATOMICV_MAX], *bad = NULL;
+    int rc;
+    if (n == 0 || n > gdr_verbs_rma_atomicv_max(rma)) {
+        return gdr_verbs_am_fail_peer(rma->am, -1, "%zu atomics to rank %d in one post; 1 to "
+                                      "%zu fit (the caller must split them)", n, peer,
+                                      gdr_verbs_rma_atomicv_max(rma));
+    }
+    for (size_t i = 0; i < n; i++) {
+        if (raddrs[i] % 8 != 0) {
+            return gdr_verbs_am_fail_peer(rma->am, -1, "an 8-byte atomic to rank %d at %#llx "
+                                          "is not 8-byte aligned (the caller must send it as "
+                                          "a message)", peer, (unsigned long long) raddrs[i]);
+        }
+    }
+    rma_op_t *op = op_start(rma, peer, (uint32_t) n, 1, done, arg, &rc);
+    if (op == NULL)
+        return rc;
+    op->copy_to = results;
+    op->copy_len = results != NULL ? 8 * n : 0;
+    memset(wr, 0, n * sizeof(wr[0]));
+    for (size_t i = 0; i < n; i++) {
+        uint64_t operand;
+        memcpy(&operand, (const char *) operands + 8 * i, 8);
+        sge[i].addr = (uintptr_t) op->bounce->addr + 8 * i;
+        sge[i].length = 8;
+        sge[i].lkey = rma->bounce_mr->lkey;
+        wr[i].wr_id = (uintptr_t) op;
+        wr[i].next = i + 1 < n ? &wr[i + 1] : NULL;
+        wr[i].sg_list = &sge[i];
+        wr[i].num_sge = 1;
+        wr[i].opcode = aop == GDR_VERBS_RMA_FETCH_ADD ? IBV_WR_ATOMIC_FETCH_AND_ADD
+            : IBV_WR_ATOMIC_CMP_AND_SWP;
+        wr[i].send_flags = IBV_SEND_SIGNALED | (fence && i == 0 ? IBV_SEND_FENCE : 0);
+        wr[i].wr.atomic.remote_addr = raddrs[i];
+        wr[i].wr.atomic.rkey = rkey;
+        wr[i].wr.atomic.compare_add = aop == GDR_VERBS_RMA_FETCH_ADD ? operand : compare;
+        wr[i].wr.atomic.swap = operand;
+    }
+    rma->stats.atomics += n;
+    rma->stats.atomic_posts++;
+    if (ibv_post_send(gdr_verbs_am_qp(rma->am, peer), wr, &bad) != 0) {
+        /* the requests before bad are in flight and count the op down; the channel is
+         * failed now, so the op is never reported done */
+        size_t posted = bad != NULL && bad >= wr && bad < wr + n ? (size_t) (bad - wr) : 0;
+        rma->in_flight[peer] += (uint32_t) posted;
+        op->done = NULL;
+        op->wrs_left -= (uint32_t) (n - posted);
+        if (op->wrs_left == 0)
+            op_abandon(rma, op);
+        return gdr_verbs_am_fail_peer(rma->am, peer, "posting %zu atomics to rank %d failed "
+                                      "after %zu: %s (queue pair in error?)", n, peer, posted,
+                                      strerror(errno));
+    }
+    rma->in_flight[peer] += (uint32_t) n;
+    return 0;
+}
+
 int gdr_verbs_rma_atomic(gdr_verbs_rma_t *rma, int peer, gdr_verbs_rma_atomic_op_t aop,
                          uint64_t operand, uint64_t compare, void *result, uint64_t raddr,
                          uint32_t rkey, int fence, gdr_verbs_rma_done_fn done, void *arg)
 {
-    int rc;
-    if (raddr % 8 != 0) {
-        return gdr_verbs_am_fail_peer(rma->am, -1, "an 8-byte atomic to rank %d at %#llx is not "
-                                      "8-byte aligned (the caller must send it as a message)",
-                                      peer, (unsigned long long) raddr);
-    }
-    rma_op_t *op = op_start(rma, peer, 1, 1, done, arg, &rc);
-    if (op == NULL)
-        return rc;
-    op->copy_to = result;
-    op->copy_len = result != NULL ? 8 : 0;
-    struct ibv_sge sge = {
-        .addr = (uintptr_t) op->bounce->addr,.length = 8,.lkey = rma->bounce_mr->lkey
-    };
-    struct ibv_send_wr wr;
-    memset(&wr, 0, sizeof(wr));
-    wr.wr_id = (uintptr_t) op;
-    wr.sg_list = &sge;
-    wr.num_sge = 1;
-    wr.opcode = aop == GDR_VERBS_RMA_FETCH_ADD ? IBV_WR_ATOMIC_FETCH_AND_ADD
-        : IBV_WR_ATOMIC_CMP_AND_SWP;
-    wr.send_flags = IBV_SEND_SIGNALED | (fence ? IBV_SEND_FENCE : 0);
-    wr.wr.atomic.remote_addr = raddr;
-    wr.wr.atomic.rkey = rkey;
-    wr.wr.atomic.compare_add = aop == GDR_VERBS_RMA_FETCH_ADD ? operand : compare;
-    wr.wr.atomic.swap = operand;
-    rma->stats.atomics++;
-    if (post(rma, op, &wr) != 0) {
-        op_abandon(rma, op);
-        return -1;
-    }
-    return 0;
+    return post_atomics(rma, peer, aop, &operand, compare, result, &raddr, 1, rkey, fence, done,
+                        arg);
+}
+
+int gdr_verbs_rma_atomicv(gdr_verbs_rma_t *rma, int peer, gdr_verbs_rma_atomic_op_t aop,
+                          const void *operands, uint64_t compare, void *results,
+                          const uint64_t *raddrs, size_t n, uint32_t rkey,
+                          gdr_verbs_rma_done_fn done, void *arg)
+{
+    return post_atomics(rma, peer, aop, operands, compare, results, raddrs, n, rkey, 0, done,
+                        arg);
 }
 
 const char *gdr_verbs_rma_error(const gdr_verbs_rma_t *rma)

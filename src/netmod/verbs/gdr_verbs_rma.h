@@ -48,6 +48,7 @@ typedef void (*gdr_verbs_rma_done_fn)(void *arg);
 
 typedef struct gdr_verbs_rma_stats {
     uint64_t writes, reads, atomics;    /* operations posted */
+    uint64_t atomic_posts;      /* doorbells that posted them (atomicv batches several) */
     uint64_t bytes_written, bytes_read;
     uint64_t inline_puts, bounced, registered;  /* how origin data travelled */
     uint64_t gathered;          /* writes/reads with a gather/scatter list */
@@ -111,6 +112,18 @@ int gdr_verbs_rma_readv(gdr_verbs_rma_t *rma, int peer, const struct iovec *dst,
 int gdr_verbs_rma_atomic(gdr_verbs_rma_t *rma, int peer, gdr_verbs_rma_atomic_op_t op,
                          uint64_t operand, uint64_t compare, void *result, uint64_t raddr,
                          uint32_t rkey, int fence, gdr_verbs_rma_done_fn done, void *arg);
+
+/* n (1 to gdr_verbs_rma_atomicv_max()) atomics of one kind, posted with one doorbell:
+ * element i applies the 8 bytes at operands + 8*i (any alignment; for CMP_SWAP the
+ * value swapped in, compared with compare) to the aligned word at raddrs[i]; the old
+ * values go to results (8*n bytes) unless NULL.  done(arg) runs once, when all have
+ * completed. */
+#define GDR_VERBS_RMA_ATOMICV_MAX 32
+size_t gdr_verbs_rma_atomicv_max(const gdr_verbs_rma_t *rma);
+int gdr_verbs_rma_atomicv(gdr_verbs_rma_t *rma, int peer, gdr_verbs_rma_atomic_op_t op,
+                          const void *operands, uint64_t compare, void *results,
+                          const uint64_t *raddrs, size_t n, uint32_t rkey,
+                          gdr_verbs_rma_done_fn done, void *arg);
 
 /* Why the last post returned GDR_VERBS_RMA_NOREG. */
 const char *gdr_verbs_rma_error(const gdr_verbs_rma_t *rma);

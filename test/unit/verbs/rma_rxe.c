@@ -287,6 +287,42 @@ static int run(int me, const char *devname, int sock)
         GDR_CHECK(v == 42, "the CAS stored its value (%llu)", (unsigned long long) v);
     }
 
+    /* batches of fetch-adds, one doorbell each: 8 + 8 + 5 words of rank 1's window */
+    if (me == 0) {
+        enum { NV = 21 };
+        uint64_t before[NV], after[NV], olds[NV], adds[NV], raddrs[NV];
+        uint64_t base = their.addr + WIN_BYTES - 4096;
+        size_t per = gdr_verbs_rma_atomicv_max(rma);
+        uint64_t posts0 = gdr_verbs_rma_stats(rma)->atomic_posts;
+        for (int j = 0; j < NV; j++) {
+            adds[j] = 1000u + (uint64_t) j;
+            raddrs[j] = base + 8u * (uint64_t) j;
+        }
+        POST(gdr_verbs_rma_get(rma, peer, before, sizeof(before), base, their.rkey, count_done,
+                               &done));
+        expect++;
+        wait_for(&done, expect);
+        for (size_t j = 0; j < NV; j += per) {
+            size_t n = NV - j < per ? NV - j : per;
+            POST(gdr_verbs_rma_atomicv(rma, peer, GDR_VERBS_RMA_FETCH_ADD, &adds[j], 0, &olds[j],
+                                       &raddrs[j], n, their.rkey, count_done, &done));
+            expect++;
+        }
+        wait_for(&done, expect);
+        POST(gdr_verbs_rma_get(rma, peer, after, sizeof(after), base, their.rkey, count_done,
+                               &done));
+        expect++;
+        wait_for(&done, expect);
+        int ok_v = 1;
+        for (int j = 0; j < NV; j++)
+            ok_v &= olds[j] == before[j] && after[j] == before[j] + adds[j];
+        uint64_t posts = gdr_verbs_rma_stats(rma)->atomic_posts - posts0;
+        GDR_CHECK(ok_v && !failed_g && per == DEPTH / 2 && posts == (NV + per - 1) / per,
+                  "%d fetch-adds in %llu batched posts (%zu per post): old values returned, "
+                  "every word added to once", NV, (unsigned long long) posts, per);
+    }
+    sync_peer(sock);
+
     /* more operations than the queue depth, posted without waiting */
     uint64_t *vals = malloc(N_MANY * sizeof(uint64_t));
     for (int i = 0; i < N_MANY; i++) {
