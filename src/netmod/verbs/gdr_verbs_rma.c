@@ -207,6 +207,16 @@ static void op_abandon(gdr_verbs_rma_t *rma, rma_op_t *op)
     rma->free_ops = op;
 }
 
+/* n of op's work requests will never be posted (the channel has failed): those in
+ * flight still count the op down, but it is never reported done. */
+static void op_drop_unposted(gdr_verbs_rma_t *rma, rma_op_t *op, uint32_t n)
+{
+    op->done = NULL;
+    op->wrs_left -= n;
+    if (op->wrs_left == 0)
+        op_abandon(rma, op);
+}
+
 static int post(gdr_verbs_rma_t *rma, rma_op_t *op, struct ibv_send_wr *wr)
 {
     struct ibv_send_wr *bad;
@@ -238,12 +248,7 @@ static int post_chunks(gdr_verbs_rma_t *rma, rma_op_t *op, enum ibv_wr_opcode op
         wr.wr.rdma.remote_addr = raddr + done;
         wr.wr.rdma.rkey = rkey;
         if (post(rma, op, &wr) != 0) {
-            /* earlier chunks are in flight and will complete the op's count down; the
-             * channel is failed now, so the op is never reported done */
-            op->done = NULL;
-            op->wrs_left -= (uint32_t) ((len - done + chunk - 1) / chunk);
-            if (op->wrs_left == 0)
-                op_abandon(rma, op);
+            op_drop_unposted(rma, op, (uint32_t) ((len - done + chunk - 1) / chunk));
             return -1;
         }
         done += n;
@@ -483,14 +488,10 @@ static int post_atomics(gdr_verbs_rma_t *rma, int peer, gdr_verbs_rma_atomic_op_
     rma->stats.atomics += n;
     rma->stats.atomic_posts++;
     if (ibv_post_send(gdr_verbs_am_qp(rma->am, peer), wr, &bad) != 0) {
-        /* the requests before bad are in flight and count the op down; the channel is
-         * failed now, so the op is never reported done */
+        /* the requests before bad were posted */
         size_t posted = bad != NULL && bad >= wr && bad < wr + n ? (size_t) (bad - wr) : 0;
         rma->in_flight[peer] += (uint32_t) posted;
-        op->done = NULL;
-        op->wrs_left -= (uint32_t) (n - posted);
-        if (op->wrs_left == 0)
-            op_abandon(rma, op);
+        op_drop_unposted(rma, op, (uint32_t) (n - posted));
         return gdr_verbs_am_fail_peer(rma->am, peer, "posting %zu atomics to rank %d failed "
                                       "after %zu: %s (queue pair in error?)", n, peer, posted,
                                       strerror(errno));
