@@ -199,32 +199,58 @@ static int post_recv(gdr_verbs_am_t *am, recv_buf_t *rb)
     return 0;
 }
 
-/* Posts one built message from a bounce buffer; the caller checked credit and slot. */
-static int post_built(gdr_verbs_am_t *am, int peer, send_slot_t *slot, size_t len)
+/* Messages posted with one doorbell when a backlog drains (on rxe, one system call). */
+#define SEND_CHAIN_MAX 16
+
+/* Readies a built message in a bounce buffer as wr/sge (not posted): takes its credit
+ * now, so that the next message's credit check sees it.  The caller checked credit and
+ * slot. */
+static void build_send_wr(gdr_verbs_am_t *am, int peer, send_slot_t *slot, size_t len,
+                          struct ibv_send_wr *wr, struct ibv_sge *sge)
 {
     ep_t *ep = &am->eps[peer];
     uint16_t credits = gdr_verbs_credit_on_send(&ep->credit);
     memcpy(slot->addr + offsetof(gdr_verbs_wire_hdr_t, credits), &credits, sizeof(credits));
     slot->peer = peer;
+    sge->addr = (uintptr_t) slot->addr;
+    sge->length = (uint32_t) len;
+    sge->lkey = am->send_mr->lkey;
+    memset(wr, 0, sizeof(*wr));
+    wr->wr_id = (uintptr_t) slot;
+    wr->sg_list = sge;
+    wr->num_sge = 1;
+    wr->opcode = IBV_WR_SEND;
+    wr->send_flags = IBV_SEND_SIGNALED | (len <= am->max_inline ? IBV_SEND_INLINE : 0);
+}
 
-    struct ibv_sge sge = {
-        .addr = (uintptr_t) slot->addr,.length = (uint32_t) len,.lkey = am->send_mr->lkey
-    };
-    struct ibv_send_wr wr, *bad;
-    memset(&wr, 0, sizeof(wr));
-    wr.wr_id = (uintptr_t) slot;
-    wr.sg_list = &sge;
-    wr.num_sge = 1;
-    wr.opcode = IBV_WR_SEND;
-    wr.send_flags = IBV_SEND_SIGNALED | (len <= am->max_inline ? IBV_SEND_INLINE : 0);
-    if (ibv_post_send(ep->qp, &wr, &bad) != 0) {
-        slot->next_free = am->free_slots;
-        am->free_slots = slot;
-        ep->failed = 1;
+/* Posts n readied messages to peer as one chain. */
+static int post_send_chain(gdr_verbs_am_t *am, int peer, struct ibv_send_wr *wr, int n)
+{
+    struct ibv_send_wr *bad = NULL;
+    for (int k = 0; k + 1 < n; k++)
+        wr[k].next = &wr[k + 1];
+    if (ibv_post_send(am->eps[peer].qp, wr, &bad) != 0) {
+        /* the slots from bad on were not posted: give them back */
+        int first = bad != NULL && bad >= wr && bad < wr + n ? (int) (bad - wr) : 0;
+        for (int k = first; k < n; k++) {
+            send_slot_t *slot = (send_slot_t *) (uintptr_t) wr[k].wr_id;
+            slot->next_free = am->free_slots;
+            am->free_slots = slot;
+        }
+        am->eps[peer].failed = 1;
         return fail(am, "sending to rank %d failed: %s (queue pair in error?)", peer,
                     strerror(errno));
     }
     return 0;
+}
+
+/* Posts one built message from a bounce buffer; the caller checked credit and slot. */
+static int post_built(gdr_verbs_am_t *am, int peer, send_slot_t *slot, size_t len)
+{
+    struct ibv_send_wr wr;
+    struct ibv_sge sge;
+    build_send_wr(am, peer, slot, len, &wr, &sge);
+    return post_send_chain(am, peer, &wr, 1);
 }
 
 static send_slot_t *take_slot(gdr_verbs_am_t *am)
@@ -888,19 +914,30 @@ static int flush(gdr_verbs_am_t *am, int *progressed)
         ep_t *ep = &am->eps[i];
         if (ep->qp == NULL || ep->failed)
             continue;
+        /* the backlog, in order, up to SEND_CHAIN_MAX messages per doorbell */
+        struct ibv_send_wr wr[SEND_CHAIN_MAX];
+        struct ibv_sge sge[SEND_CHAIN_MAX];
+        int n = 0;
         while (ep->q_head != NULL && gdr_verbs_credit_can_send_data(&ep->credit)
                && am->free_slots != NULL) {
             pending_msg_t *pm = ep->q_head;
             send_slot_t *slot = take_slot(am);
             memcpy(slot->addr, pm->bytes, pm->len);
-            if (post_built(am, i, slot, pm->len) != 0)
-                return -1;
+            build_send_wr(am, i, slot, pm->len, &wr[n], &sge[n]);
+            n++;
             ep->q_head = pm->next;
             if (ep->q_head == NULL)
                 ep->q_tail = NULL;
             am->queued--;
             free(pm);
             *progressed = 1;
+            if (n == SEND_CHAIN_MAX || ep->q_head == NULL
+                || !gdr_verbs_credit_can_send_data(&ep->credit) || am->free_slots == NULL) {
+                am->stats.send_chains++;
+                if (post_send_chain(am, i, wr, n) != 0)
+                    return -1;
+                n = 0;
+            }
         }
         if (ep->q_head != NULL && !gdr_verbs_credit_can_send_data(&ep->credit)
             && maybe_probe(am, i) != 0)

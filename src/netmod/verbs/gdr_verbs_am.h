@@ -38,6 +38,7 @@ typedef struct gdr_verbs_am_stats {
     uint64_t eager_sent, rndv_sent, fin_sent, credit_sent;
     uint64_t eager_recv, rndv_recv;
     uint64_t queued;            /* messages that waited for a credit or a bounce buffer */
+    uint64_t send_chains;       /* doorbells that posted waiting messages (several each) */
     uint64_t empty_polls;
     uint64_t probes;            /* liveness probes of peers we wait on */
 } gdr_verbs_am_stats_t;

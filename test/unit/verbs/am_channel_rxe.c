@@ -236,6 +236,10 @@ static int run(int me, const char *devname, int sock)
         const gdr_verbs_am_stats_t *s = gdr_verbs_am_stats(am);
         GDR_CHECK(s->queued > 0, "receiver: the burst waited for credits (%llu queued) instead "
                   "of overrunning the peer", (unsigned long long) s->queued);
+        /* returned credits come in batches: several waiting messages per doorbell */
+        GDR_CHECK(s->send_chains > 0 && s->send_chains < s->queued, "receiver: the %llu "
+                  "waiting messages went out in %llu chained posts", (unsigned long long) s->queued,
+                  (unsigned long long) s->send_chains);
     }
     /* both sides flood each other at once: both run out of credits with messages
      * queued, and must still hand each other the credits they owe */
