@@ -37,7 +37,8 @@ cvars:
       scope       : MPI_T_SCOPE_LOCAL
       description : >-
         1: rank 0 prints one line at MPI_Init saying which RDMA device gdr uses
-        and whether GPU support is on (and if not, why). 2: every rank prints it.
+        and whether GPU support is on (and if not, why). 2: every rank prints it,
+        and its message-channel counters at MPI_Finalize.
 
     - name        : MPIR_CVAR_CH4_GDR_GID_INDEX
       category    : CH4_GDR

@@ -11,6 +11,8 @@
 #include "gdr_verbs_am_internal.h"
 
 #include <errno.h>
+#include <poll.h>
+#include <sched.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdio.h>
@@ -124,6 +126,8 @@ struct gdr_verbs_am {
     gdr_verbs_am_ops_t ops;
     void *ctx;
     struct ibv_cq *cq;
+    struct ibv_comp_channel *events;    /* wakes gdr_verbs_am_wait(); NULL: cannot sleep */
+    int armed;                  /* the CQ will raise an event at its next completion */
     ep_t *eps;
     char *recv_mem;
     struct ibv_mr *recv_mr;
@@ -354,7 +358,10 @@ gdr_verbs_am_t *gdr_verbs_am_create(gdr_verbs_device_t *dev, int rank, int nrank
                                     + cfg->rma_depth) + cfg->send_slots + 16;
     if (cqe > (size_t) dev->attr.max_cqe)
         cqe = (size_t) dev->attr.max_cqe;
-    am->cq = ibv_create_cq(dev->context, (int) cqe, NULL, NULL, 0);
+    /* without a completion channel the channel still works; gdr_verbs_am_wait() then
+     * only yields */
+    am->events = ibv_create_comp_channel(dev->context);
+    am->cq = ibv_create_cq(dev->context, (int) cqe, NULL, am->events, 0);
     if (am->cq == NULL) {
         snprintf(why, why_len, "ibv_create_cq(%s, %zu entries) failed: %s", dev->name, cqe,
                  strerror(errno));
@@ -982,6 +989,44 @@ int gdr_verbs_am_progress(gdr_verbs_am_t *am, int *progressed)
     return 0;
 }
 
+int gdr_verbs_am_wait(gdr_verbs_am_t *am, int timeout_us, int *progressed)
+{
+    *progressed = 0;
+    if (am->failed)
+        return -1;
+    if (am->events == NULL) {
+        sched_yield();
+        return 0;
+    }
+    /* arm first, then look once more: a completion that lands after the look raises
+     * the event we sleep on, so none is missed */
+    if (!am->armed) {
+        if (ibv_req_notify_cq(am->cq, 0) != 0)
+            return fail(am, "arming completion events on %s failed: %s", am->dev->name,
+                        strerror(errno));
+        am->armed = 1;
+    }
+    if (gdr_verbs_am_progress(am, progressed) != 0 || *progressed)
+        return am->failed ? -1 : 0;
+    struct pollfd pfd = {.fd = am->events->fd,.events = POLLIN };
+    int rc = poll(&pfd, 1, timeout_us > 0 ? (timeout_us + 999) / 1000 : 0);
+    if (rc < 0 && errno != EINTR)
+        return fail(am, "waiting for completions on %s failed: %s", am->dev->name,
+                    strerror(errno));
+    if (rc > 0) {
+        struct ibv_cq *cq;
+        void *cq_ctx;
+        if (ibv_get_cq_event(am->events, &cq, &cq_ctx) != 0)
+            return fail(am, "reading a completion event of %s failed: %s", am->dev->name,
+                        strerror(errno));
+        ibv_ack_cq_events(cq, 1);
+        am->armed = 0;
+        am->stats.wakeups++;
+    }
+    am->stats.sleeps++;
+    return gdr_verbs_am_progress(am, progressed);
+}
+
 void gdr_verbs_am_attach_rma(gdr_verbs_am_t *am, gdr_verbs_am_rma_cb_t cb, void *ctx)
 {
     am->rma_cb = cb;
@@ -1093,7 +1138,9 @@ void gdr_verbs_am_destroy(gdr_verbs_am_t *am)
         gdr_verbs_rcache_destroy(am->rcache);
     }
     if (am->cq != NULL)
-        ibv_destroy_cq(am->cq);
+        ibv_destroy_cq(am->cq);    /* every event was acknowledged in gdr_verbs_am_wait() */
+    if (am->events != NULL)
+        ibv_destroy_comp_channel(am->events);
     if (am->recv_mr != NULL)
         ibv_dereg_mr(am->recv_mr);
     if (am->send_mr != NULL)

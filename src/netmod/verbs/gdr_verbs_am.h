@@ -41,6 +41,7 @@ typedef struct gdr_verbs_am_stats {
     uint64_t send_chains;       /* doorbells that posted waiting messages (several each) */
     uint64_t empty_polls;
     uint64_t probes;            /* liveness probes of peers we wait on */
+    uint64_t sleeps, wakeups;   /* gdr_verbs_am_wait() slept / was woken by a completion */
 } gdr_verbs_am_stats_t;
 
 /* Creates the channel for `rank` of `nranks`; need_qp[i] != 0 for every peer that is
@@ -78,6 +79,12 @@ int gdr_verbs_am_send_rndv(gdr_verbs_am_t *am, int peer, uint16_t handler_id,
 /* Polls completions (bounded work) and delivers messages.  *progressed is set when
  * anything happened.  Returns 0, or -1 once a connection failed (see error). */
 int gdr_verbs_am_progress(gdr_verbs_am_t *am, int *progressed);
+
+/* For ranks that share cores: progress like gdr_verbs_am_progress(), but if nothing
+ * is there, sleep in the kernel until a completion arrives (a message, a send or
+ * one-sided operation finishing) or timeout_us passes, then progress once more.
+ * Without completion events from the device it yields instead.  Returns 0 or -1. */
+int gdr_verbs_am_wait(gdr_verbs_am_t *am, int timeout_us, int *progressed);
 
 /* Is peer (or rank itself: loopback) connected through this channel and healthy? */
 int gdr_verbs_am_reaches(gdr_verbs_am_t *am, int peer);

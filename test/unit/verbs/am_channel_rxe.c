@@ -35,6 +35,7 @@ typedef struct {
     uint32_t order_next;        /* mixed eager/rendezvous stream: next expected */
     int order_ok;
     int flood_seen;
+    int wake_seen;
     uint64_t rndv_done_mask;
 } state_t;
 
@@ -69,6 +70,8 @@ static void deliver(void *ctx, int src, uint16_t handler, const void *am_hdr, si
         s->echo_seen++;
     } else if (handler == 7) {
         s->flood_seen++;
+    } else if (handler == 8) {
+        s->wake_seen++;
     } else if (handler == 6) {  /* must arrive in the order sent, whatever the size */
         s->order_ok += ok && seq == s->order_next;
         s->order_next++;
@@ -81,6 +84,11 @@ static void deliver(void *ctx, int src, uint16_t handler, const void *am_hdr, si
 static void rndv_done(void *ctx, uint64_t cookie)
 {
     ((state_t *) ctx)->rndv_done_mask |= 1ull << cookie;
+}
+
+static double seconds(const struct timespec *from, const struct timespec *to)
+{
+    return (double) (to->tv_sec - from->tv_sec) + (double) (to->tv_nsec - from->tv_nsec) / 1e9;
 }
 
 static void pump(gdr_verbs_am_t *am, int *failed)
@@ -262,6 +270,52 @@ static int run(int me, const char *devname, int sock)
     GDR_CHECK(st.flood_seen == 400, "rank %d: a simultaneous flood both ways completes "
               "(%d of 400 in %.1f s)", me, st.flood_seen, fsecs);
     GDR_CHECK(!failed, "rank %d: no transport error", me);
+    /* sleeping until a completion: owed credits settle first, then rank 0 sleeps with
+     * nothing coming, then is woken by one message that rank 1 sends 200 ms later */
+    struct timespec w0, w1;
+    clock_gettime(CLOCK_MONOTONIC, &w0);
+    do {
+        pump(am, &failed);
+        clock_gettime(CLOCK_MONOTONIC, &w1);
+    } while (seconds(&w0, &w1) < 0.2);
+    if (write(sock, &c, 1) != 1 || read(sock, &c, 1) != 1)
+        return 1;
+    if (me == 0) {
+        double idle = 0;
+        int p = 1;
+        for (int tries = 0; p && tries < 10 && !failed; tries++) {
+            clock_gettime(CLOCK_MONOTONIC, &w0);
+            failed |= gdr_verbs_am_wait(am, 50000, &p) != 0;
+            clock_gettime(CLOCK_MONOTONIC, &w1);
+            idle = seconds(&w0, &w1);
+        }
+        GDR_CHECK(!p && idle >= 0.04, "a wait with nothing coming sleeps its 50 ms "
+                  "timeout (%.3f s)", idle);
+        uint64_t woken = gdr_verbs_am_stats(am)->wakeups;
+        int calls = 0;
+        if (write(sock, &c, 1) != 1)
+            return 1;
+        clock_gettime(CLOCK_MONOTONIC, &w0);
+        while (st.wake_seen == 0 && calls < 20 && !failed) {
+            calls++;
+            failed |= gdr_verbs_am_wait(am, 10 * 1000 * 1000, &p) != 0;
+        }
+        clock_gettime(CLOCK_MONOTONIC, &w1);
+        double secs = seconds(&w0, &w1);
+        GDR_CHECK(st.wake_seen == 1 && secs < 5 && calls <= 4
+                  && gdr_verbs_am_stats(am)->wakeups > woken, "a message wakes a 10 s wait: "
+                  "arrived after %.3f s in %d waits, %llu wakeups", secs, calls,
+                  (unsigned long long) (gdr_verbs_am_stats(am)->wakeups - woken));
+    } else {
+        if (read(sock, &c, 1) != 1)
+            return 1;
+        usleep(200 * 1000);
+        uint32_t seq = 0;
+        failed |= gdr_verbs_am_send_eager(am, peer, 8, &seq, sizeof(seq), NULL, 0) != 0;
+        do {
+            pump(am, &failed);
+        } while (gdr_verbs_am_busy(am) && !failed);
+    }
     /* finish together: the peer may still need our credits */
     if (write(sock, &c, 1) != 1)
         return 1;
