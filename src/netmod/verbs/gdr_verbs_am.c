@@ -996,7 +996,7 @@ int gdr_verbs_am_wait(gdr_verbs_am_t *am, int timeout_us, int *progressed)
         return -1;
     if (am->events == NULL) {
         sched_yield();
-        return 0;
+        return gdr_verbs_am_progress(am, progressed);
     }
     /* arm first, then look once more: a completion that lands after the look raises
      * the event we sleep on, so none is missed */
@@ -1006,8 +1006,10 @@ int gdr_verbs_am_wait(gdr_verbs_am_t *am, int timeout_us, int *progressed)
                         strerror(errno));
         am->armed = 1;
     }
-    if (gdr_verbs_am_progress(am, progressed) != 0 || *progressed)
-        return am->failed ? -1 : 0;
+    if (gdr_verbs_am_progress(am, progressed) != 0)
+        return -1;
+    if (*progressed)
+        return 0;
     struct pollfd pfd = {.fd = am->events->fd,.events = POLLIN };
     int rc = poll(&pfd, 1, timeout_us > 0 ? (timeout_us + 999) / 1000 : 0);
     if (rc < 0 && errno != EINTR)
