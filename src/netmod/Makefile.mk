@@ -23,11 +23,19 @@ noinst_HEADERS += src/mpid/ch4/netmod/gdr/gdr_pre.h \
                   src/mpid/ch4/netmod/gdr/verbs/gdr_verbs_am.h \
                   src/mpid/ch4/netmod/gdr/verbs/gdr_verbs_am_internal.h \
                   src/mpid/ch4/netmod/gdr/verbs/gdr_verbs_rma.h \
+                  src/mpid/ch4/netmod/gdr/verbs/gdr_verbs_rma_transport.h \
                   src/mpid/ch4/netmod/gdr/verbs/gdr_verbs_rcache.h \
                   src/mpid/ch4/netmod/gdr/verbs/gdr_verbs_memhooks.h \
                   src/mpid/ch4/netmod/gdr/gpu/gdr_gpu_driver.h \
                   src/mpid/ch4/netmod/gdr/rma/gdr_rma_range.h \
-                  src/mpid/ch4/netmod/gdr/rma/gdr_rma_path.h
+                  src/mpid/ch4/netmod/gdr/rma/gdr_rma_path.h \
+                  src/mpid/ch4/netmod/gdr/rma/gdr_rma_transport.h \
+                  src/mpid/ch4/netmod/gdr/rma/gdr_rma_engine.h \
+                  src/mpid/ch4/netmod/gdr/rma/gdr_rma_regions.h \
+                  src/mpid/ch4/netmod/gdr/rma/gdr_rma_completion.h \
+                  src/mpid/ch4/netmod/gdr/rma/gdr_rma_win.h \
+                  src/mpid/ch4/netmod/gdr/rma/gdr_rma_plan.h \
+                  src/mpid/ch4/netmod/gdr/rma/gdr_rma_issue.h
 
 mpi_core_sources += src/mpid/ch4/netmod/gdr/func_table.c \
                     src/mpid/ch4/netmod/gdr/gdr_init.c \
@@ -36,6 +44,8 @@ mpi_core_sources += src/mpid/ch4/netmod/gdr/func_table.c \
                     src/mpid/ch4/netmod/gdr/gdr_win.c \
                     src/mpid/ch4/netmod/gdr/gdr_win_dynamic.c \
                     src/mpid/ch4/netmod/gdr/gdr_rma.c \
+                    src/mpid/ch4/netmod/gdr/gdr_rma_host.c \
+                    src/mpid/ch4/netmod/gdr/gdr_layout.c \
                     src/mpid/ch4/netmod/gdr/gdr_spawn.c \
                     src/mpid/ch4/netmod/gdr/gdr_hooks.c \
                     src/mpid/ch4/netmod/gdr/verbs/gdr_verbs_select.c \
@@ -47,11 +57,18 @@ mpi_core_sources += src/mpid/ch4/netmod/gdr/func_table.c \
                     src/mpid/ch4/netmod/gdr/verbs/gdr_verbs_qp.c \
                     src/mpid/ch4/netmod/gdr/verbs/gdr_verbs_am.c \
                     src/mpid/ch4/netmod/gdr/verbs/gdr_verbs_rma.c \
+                    src/mpid/ch4/netmod/gdr/verbs/gdr_verbs_rma_transport.c \
                     src/mpid/ch4/netmod/gdr/verbs/gdr_verbs_rcache.c \
                     src/mpid/ch4/netmod/gdr/verbs/gdr_verbs_memhooks.c \
                     src/mpid/ch4/netmod/gdr/gpu/gdr_gpu_driver.c \
                     src/mpid/ch4/netmod/gdr/rma/gdr_rma_range.c \
-                    src/mpid/ch4/netmod/gdr/rma/gdr_rma_path.c
+                    src/mpid/ch4/netmod/gdr/rma/gdr_rma_path.c \
+                    src/mpid/ch4/netmod/gdr/rma/gdr_rma_wait.c \
+                    src/mpid/ch4/netmod/gdr/rma/gdr_rma_regions.c \
+                    src/mpid/ch4/netmod/gdr/rma/gdr_rma_completion.c \
+                    src/mpid/ch4/netmod/gdr/rma/gdr_rma_win.c \
+                    src/mpid/ch4/netmod/gdr/rma/gdr_rma_plan.c \
+                    src/mpid/ch4/netmod/gdr/rma/gdr_rma_issue.c
 
 errnames_txt_files += src/mpid/ch4/netmod/gdr/errnames.txt
 

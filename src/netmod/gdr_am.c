@@ -116,9 +116,9 @@ int MPIDI_GDR_am_send(int rank, MPIR_Comm * comm, int handler_id, const void *am
 
     mpi_errno = world_rank_of(comm, rank, &peer);
     MPIR_ERR_CHECK(mpi_errno);
-    MPIR_ERR_CHKANDJUMP2(am_hdr_sz > MPIDI_NM_am_hdr_max_sz(), mpi_errno, MPI_ERR_OTHER,
+    MPIR_ERR_CHKANDJUMP2(am_hdr_sz > MPIDI_GDR_AM_HDR_MAX_SZ, mpi_errno, MPI_ERR_OTHER,
                          "**gdr_am_hdr", "**gdr_am_hdr %d %d", (int) am_hdr_sz,
-                         (int) MPIDI_NM_am_hdr_max_sz());
+                         (int) MPIDI_GDR_AM_HDR_MAX_SZ);
 
     if (sreq != NULL) {
         MPIDI_Datatype_get_info(count, datatype, dt_contig, data_sz, dt_ptr, dt_true_lb);

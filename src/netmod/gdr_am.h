@@ -10,6 +10,7 @@
  * to 8, 24-byte RTS body); the AM header always travels in one eager buffer. */
 #define MPIDI_GDR_AM_EAGER_BUF_SZ 16384
 #define MPIDI_GDR_AM_WIRE_HDR_SZ  56
+#define MPIDI_GDR_AM_HDR_MAX_SZ   (MPIDI_GDR_AM_EAGER_BUF_SZ - MPIDI_GDR_AM_WIRE_HDR_SZ)
 
 /* gdr_am.c: the paths behind the entry points below. */
 int MPIDI_GDR_am_send(int rank, MPIR_Comm * comm, int handler_id, const void *am_hdr,
@@ -61,7 +62,7 @@ MPL_STATIC_INLINE_PREFIX MPIDIG_recv_data_copy_cb MPIDI_NM_am_get_data_copy_cb(u
 
 MPL_STATIC_INLINE_PREFIX MPI_Aint MPIDI_NM_am_hdr_max_sz(void)
 {
-    return MPIDI_GDR_AM_EAGER_BUF_SZ - MPIDI_GDR_AM_WIRE_HDR_SZ;
+    return MPIDI_GDR_AM_HDR_MAX_SZ;
 }
 
 MPL_STATIC_INLINE_PREFIX MPI_Aint MPIDI_NM_am_eager_limit(void)

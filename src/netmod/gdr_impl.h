@@ -4,6 +4,7 @@
 
 #include <mpidimpl.h>
 #include "mpidch4r.h"
+#include "rma/gdr_rma_plan.h"
 
 #define MPIDI_GDR_global (MPIDI_global.nm.gdr)
 /* A window's gdr part (MPIDI_GDR_win_t). */
@@ -14,9 +15,32 @@ int MPIDI_GDR_am_start(void);
 int MPIDI_GDR_am_stop(void);
 /* The AM channel's last error as an MPI error (MPI_ERR_OTHER naming the peer). */
 int MPIDI_GDR_transport_error(void);
-/* gdr_rma.c: MPI_T counters, registered at init. */
+/* gdr_rma.c: MPI_T counters (the engine's), registered at init. */
 void MPIDI_GDR_rma_register_pvars(void);
-/* gdr_win_dynamic.c: the region lookup messages of dynamic windows, at init. */
+/* gdr_rma_host.c: the RMA engine's host seam, set up once the channel is (or is not). */
+void MPIDI_GDR_rma_engine_start(void);
+void MPIDI_GDR_rma_engine_stop(void);
+/* An engine result (GDR_RMA_*) as an MPI error code. */
+int MPIDI_GDR_rma_error(int rc);
+/* gdr_win_dynamic.c: the region lookup messages of dynamic windows, at init; asking a
+ * target (an MPIR_Win rank) about its region around addr. */
 int MPIDI_GDR_dynamic_register_handlers(void);
+int MPIDI_GDR_dynamic_attach(MPIR_Win * win, void *base, MPI_Aint size);
+int MPIDI_GDR_dynamic_detach(MPIR_Win * win, const void *base);
+int MPIDI_GDR_dynamic_query(void *win, int target, uint64_t addr, gdr_rma_region_reply_t * out);
+/* gdr_layout.c: MPI datatypes as the engine's flat descriptions.  The bytes a target
+ * access of count x type spans from its true lower bound (*true_lb); whether a basic
+ * type is an 8-byte integer. */
+uint64_t MPIDI_GDR_target_span(MPI_Aint count, MPI_Datatype type, MPI_Aint * true_lb);
+int MPIDI_GDR_is_int64(MPI_Datatype basic);
+/* count x type at buf: contiguous, or scattered and listed into small[GDR_RMA_SGE_MAX]
+ * when want_list and it has at most that many pieces. */
+int MPIDI_GDR_describe_buf(const void *buf, MPI_Aint count, MPI_Datatype type, MPI_Aint bytes,
+                           int want_list, struct iovec *small, gdr_rma_buf_t * out);
+/* The pieces of a target access as offsets from its displacement; *pieces is small
+ * (one piece) or allocated (MPL_free it).  *n 0 with MPI_SUCCESS: too scattered. */
+int MPIDI_GDR_target_pieces(MPI_Aint count, MPI_Datatype type, MPI_Aint bytes,
+                            gdr_rma_kind_t kind, struct iovec *small, struct iovec **pieces,
+                            size_t *n);
 
 #endif /* GDR_IMPL_H_INCLUDED */

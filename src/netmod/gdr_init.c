@@ -125,7 +125,9 @@ int MPIDI_GDR_init_local(int *tag_bits)
 
 int MPIDI_GDR_init_world(void)
 {
-    return MPIDI_GDR_am_start();
+    int mpi_errno = MPIDI_GDR_am_start();
+    MPIDI_GDR_rma_engine_start();
+    return mpi_errno;
 }
 
 int MPIDI_GDR_post_init(void)
@@ -135,6 +137,7 @@ int MPIDI_GDR_post_init(void)
 
 int MPIDI_GDR_mpi_finalize_hook(void)
 {
+    MPIDI_GDR_rma_engine_stop();
     int mpi_errno = MPIDI_GDR_am_stop();
     if (MPIDI_GDR_global.have_device)
         gdr_verbs_device_close(&MPIDI_GDR_global.device);

@@ -1,18 +1,14 @@
-/* The netmod's RMA entry points: each operation tries the RDMA path (gdr_rma.c) and
- * otherwise goes to MPICH's active-message RMA.  Synchronisation is MPIDIG's; it
- * calls the completion hooks below, which wait for this rank's RDMA operations. */
+/* The netmod's RMA entry points: each operation tries the RDMA path (gdr_rma.c, the
+ * engine in src/rma) and otherwise goes to MPICH's active-message RMA.  Synchronisation
+ * is MPIDIG's; it calls the completion hooks below, which wait for this rank's RDMA
+ * operations. */
 #ifndef GDR_RMA_H_INCLUDED
 #define GDR_RMA_H_INCLUDED
 
 #include "gdr_impl.h"
 
-enum {
-    MPIDI_GDR_RMA_PUT, MPIDI_GDR_RMA_GET, MPIDI_GDR_RMA_ACC, MPIDI_GDR_RMA_GET_ACC,
-    MPIDI_GDR_RMA_FOP, MPIDI_GDR_RMA_CAS
-};
-
 typedef struct {
-    int kind;
+    gdr_rma_kind_t kind;
     const void *origin;
     MPI_Aint ocount;
     MPI_Datatype otype;
@@ -32,29 +28,11 @@ typedef struct {
 int MPIDI_GDR_rma_native(const MPIDI_GDR_rma_args_t * a, MPIR_Win * win, MPIR_Request ** req,
                          int *handled);
 /* Counts the AM path and keeps accumulate ordering across paths. */
-int MPIDI_GDR_rma_prepare_am(MPIR_Win * win, int kind, int target);
+int MPIDI_GDR_rma_prepare_am(MPIR_Win * win, gdr_rma_kind_t kind, int target);
 /* Waits for this rank's RDMA operations on win: all targets or one; remote or local
  * completion. */
 int MPIDI_GDR_rma_wait_all(MPIR_Win * win, int local_only);
 int MPIDI_GDR_rma_wait_target(MPIR_Win * win, int rank, int local_only);
-
-/* gdr_win.c: the remote access flags of a window's registrations; the bytes a
- * target access of count x type spans from its true lower bound (*true_lb). */
-unsigned MPIDI_GDR_win_access(MPIR_Win * win);
-uint64_t MPIDI_GDR_target_span(MPI_Aint count, MPI_Datatype type, MPI_Aint * true_lb);
-
-/* gdr_win_dynamic.c: dynamic windows' attached regions (target side) and the
- * regions an origin learned.  lookup: *rkey for [addr, addr + len) at target, 0 when
- * the access must go as a message; MPI_ERR_RMA_RANGE when addr is not attached. */
-int MPIDI_GDR_dynamic_attach(MPIR_Win * win, void *base, MPI_Aint size);
-int MPIDI_GDR_dynamic_detach(MPIR_Win * win, const void *base);
-void MPIDI_GDR_dynamic_free(MPIR_Win * win);
-int MPIDI_GDR_dynamic_lookup(MPIR_Win * win, int target, uint64_t addr, uint64_t len,
-                             uint32_t * rkey);
-/* Whether this rank attached addr (1 also when the window does not track it). */
-int MPIDI_GDR_dynamic_is_attached(MPIR_Win * win, uint64_t addr);
-/* Forgets what this rank learned of target's regions (all targets: -1). */
-void MPIDI_GDR_dynamic_forget(MPIR_Win * win, int target);
 
 #define MPIDI_GDR_RMA_TRY(args_, win_, req_)                                     \
     do {                                                                         \
@@ -181,7 +159,7 @@ MPL_STATIC_INLINE_PREFIX int MPIDI_NM_mpi_put(const void *origin_addr, int origi
                                               MPI_Datatype target_datatype, MPIR_Win * win,
                                               MPIDI_av_entry_t * addr, MPIDI_winattr_t winattr)
 {
-    MPIDI_GDR_rma_args_t a = {.kind = MPIDI_GDR_RMA_PUT,.origin = origin_addr,
+    MPIDI_GDR_rma_args_t a = {.kind = GDR_RMA_PUT,.origin = origin_addr,
         .ocount = origin_count,.otype = origin_datatype,.target = target_rank,
         .tdisp = target_disp,.tcount = target_count,.ttype = target_datatype
     };
@@ -196,7 +174,7 @@ MPL_STATIC_INLINE_PREFIX int MPIDI_NM_mpi_get(void *origin_addr, int origin_coun
                                               MPI_Datatype target_datatype, MPIR_Win * win,
                                               MPIDI_av_entry_t * addr, MPIDI_winattr_t winattr)
 {
-    MPIDI_GDR_rma_args_t a = {.kind = MPIDI_GDR_RMA_GET,.origin = origin_addr,
+    MPIDI_GDR_rma_args_t a = {.kind = GDR_RMA_GET,.origin = origin_addr,
         .ocount = origin_count,.otype = origin_datatype,.target = target_rank,
         .tdisp = target_disp,.tcount = target_count,.ttype = target_datatype
     };
@@ -212,7 +190,7 @@ MPL_STATIC_INLINE_PREFIX int MPIDI_NM_mpi_rput(const void *origin_addr, int orig
                                                MPIDI_av_entry_t * addr, MPIDI_winattr_t winattr,
                                                MPIR_Request ** request)
 {
-    MPIDI_GDR_rma_args_t a = {.kind = MPIDI_GDR_RMA_PUT,.origin = origin_addr,
+    MPIDI_GDR_rma_args_t a = {.kind = GDR_RMA_PUT,.origin = origin_addr,
         .ocount = origin_count,.otype = origin_datatype,.target = target_rank,
         .tdisp = target_disp,.tcount = target_count,.ttype = target_datatype
     };
@@ -228,7 +206,7 @@ MPL_STATIC_INLINE_PREFIX int MPIDI_NM_mpi_rget(void *origin_addr, int origin_cou
                                                MPIDI_av_entry_t * addr, MPIDI_winattr_t winattr,
                                                MPIR_Request ** request)
 {
-    MPIDI_GDR_rma_args_t a = {.kind = MPIDI_GDR_RMA_GET,.origin = origin_addr,
+    MPIDI_GDR_rma_args_t a = {.kind = GDR_RMA_GET,.origin = origin_addr,
         .ocount = origin_count,.otype = origin_datatype,.target = target_rank,
         .tdisp = target_disp,.tcount = target_count,.ttype = target_datatype
     };
@@ -245,7 +223,7 @@ MPL_STATIC_INLINE_PREFIX int MPIDI_NM_mpi_accumulate(const void *origin_addr, in
                                                      MPIR_Win * win, MPIDI_av_entry_t * addr,
                                                      MPIDI_winattr_t winattr)
 {
-    MPIDI_GDR_rma_args_t a = {.kind = MPIDI_GDR_RMA_ACC,.origin = origin_addr,
+    MPIDI_GDR_rma_args_t a = {.kind = GDR_RMA_ACC,.origin = origin_addr,
         .ocount = origin_count,.otype = origin_datatype,.target = target_rank,
         .tdisp = target_disp,.tcount = target_count,.ttype = target_datatype,.op = op
     };
@@ -263,7 +241,7 @@ MPL_STATIC_INLINE_PREFIX int MPIDI_NM_mpi_raccumulate(const void *origin_addr, i
                                                       MPIDI_winattr_t winattr,
                                                       MPIR_Request ** request)
 {
-    MPIDI_GDR_rma_args_t a = {.kind = MPIDI_GDR_RMA_ACC,.origin = origin_addr,
+    MPIDI_GDR_rma_args_t a = {.kind = GDR_RMA_ACC,.origin = origin_addr,
         .ocount = origin_count,.otype = origin_datatype,.target = target_rank,
         .tdisp = target_disp,.tcount = target_count,.ttype = target_datatype,.op = op
     };
@@ -283,7 +261,7 @@ MPL_STATIC_INLINE_PREFIX int MPIDI_NM_mpi_get_accumulate(const void *origin_addr
                                                          MPIR_Win * win, MPIDI_av_entry_t * addr,
                                                          MPIDI_winattr_t winattr)
 {
-    MPIDI_GDR_rma_args_t a = {.kind = MPIDI_GDR_RMA_GET_ACC,.origin = origin_addr,
+    MPIDI_GDR_rma_args_t a = {.kind = GDR_RMA_GET_ACC,.origin = origin_addr,
         .ocount = origin_count,.otype = origin_datatype,.result = result_addr,
         .rcount = result_count,.rtype = result_datatype,.target = target_rank,
         .tdisp = target_disp,.tcount = target_count,.ttype = target_datatype,.op = op
@@ -307,7 +285,7 @@ MPL_STATIC_INLINE_PREFIX int MPIDI_NM_mpi_rget_accumulate(const void *origin_add
                                                           MPIDI_winattr_t winattr,
                                                           MPIR_Request ** request)
 {
-    MPIDI_GDR_rma_args_t a = {.kind = MPIDI_GDR_RMA_GET_ACC,.origin = origin_addr,
+    MPIDI_GDR_rma_args_t a = {.kind = GDR_RMA_GET_ACC,.origin = origin_addr,
         .ocount = origin_count,.otype = origin_datatype,.result = result_addr,
         .rcount = result_count,.rtype = result_datatype,.target = target_rank,
         .tdisp = target_disp,.tcount = target_count,.ttype = target_datatype,.op = op
@@ -324,7 +302,7 @@ MPL_STATIC_INLINE_PREFIX int MPIDI_NM_mpi_fetch_and_op(const void *origin_addr, 
                                                        MPIR_Win * win, MPIDI_av_entry_t * addr,
                                                        MPIDI_winattr_t winattr)
 {
-    MPIDI_GDR_rma_args_t a = {.kind = MPIDI_GDR_RMA_FOP,.origin = origin_addr,.ocount = 1,
+    MPIDI_GDR_rma_args_t a = {.kind = GDR_RMA_FOP,.origin = origin_addr,.ocount = 1,
         .otype = datatype,.result = result_addr,.rcount = 1,.rtype = datatype,
         .target = target_rank,.tdisp = target_disp,.tcount = 1,.ttype = datatype,.op = op
     };
@@ -342,7 +320,7 @@ MPL_STATIC_INLINE_PREFIX int MPIDI_NM_mpi_compare_and_swap(const void *origin_ad
                                                            MPIDI_av_entry_t * addr,
                                                            MPIDI_winattr_t winattr)
 {
-    MPIDI_GDR_rma_args_t a = {.kind = MPIDI_GDR_RMA_CAS,.origin = origin_addr,.ocount = 1,
+    MPIDI_GDR_rma_args_t a = {.kind = GDR_RMA_CAS,.origin = origin_addr,.ocount = 1,
         .otype = datatype,.result = result_addr,.rcount = 1,.rtype = datatype,
         .compare = compare_addr,.target = target_rank,.tdisp = target_disp,.tcount = 1,
         .ttype = datatype

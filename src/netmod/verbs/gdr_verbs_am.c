@@ -862,6 +862,9 @@ static int on_completion(gdr_verbs_am_t *am, const struct ibv_wc *wc)
             return fail(am, "completion with an unknown work request id");
     }
     if (wc->status != IBV_WC_SUCCESS) {
+        /* a failed one-sided work request still ends its operation, in error */
+        if (kind == WR_RMA && am->rma_cb != NULL)
+            (void) am->rma_cb(am->rma_ctx, wc);
         if (wc->status == IBV_WC_WR_FLUSH_ERR && am->eps[peer].failed)
             return 0;           /* the rest of a failed queue pair, already reported */
         am->eps[peer].failed = 1;

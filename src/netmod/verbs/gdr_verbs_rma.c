@@ -27,6 +27,7 @@ typedef struct rma_op {
     gdr_verbs_rcache_entry_t *reg;
     gdr_verbs_rma_done_fn done;
     void *arg;
+    int failed;                 /* a work request completed in error */
     struct rma_op *next_free;
 } rma_op_t;
 
@@ -52,9 +53,11 @@ static int on_complete(void *ctx, const struct ibv_wc *wc)
     rma_op_t *op = (rma_op_t *) (uintptr_t) wc->wr_id;
 
     rma->in_flight[op->head.peer]--;
+    if (wc->status != IBV_WC_SUCCESS)
+        op->failed = 1;
     if (--op->wrs_left > 0)
         return 0;
-    if (op->copy_to != NULL)
+    if (op->copy_to != NULL && !op->failed)
         memcpy(op->copy_to, op->bounce->addr, op->copy_len);
     if (op->bounce != NULL) {
         op->bounce->next_free = rma->free_bounces;
@@ -64,10 +67,11 @@ static int on_complete(void *ctx, const struct ibv_wc *wc)
         gdr_verbs_rcache_put(gdr_verbs_am_rcache(rma->am), op->reg);
     gdr_verbs_rma_done_fn done = op->done;
     void *arg = op->arg;
+    int status = op->failed ? -1 : 0;
     op->next_free = rma->free_ops;
     rma->free_ops = op;
     if (done != NULL)
-        done(arg);
+        done(arg, status);
     return 0;
 }
 

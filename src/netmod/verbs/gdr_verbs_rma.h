@@ -7,7 +7,8 @@
  * AM channel's registration cache.  Transfers larger than the port's message limit
  * are split.  Every operation completes once, through its done callback, inside
  * gdr_verbs_am_progress(): for writes and atomics that is completion at the target
- * (the RC acknowledgement), for reads that the data has landed.
+ * (the RC acknowledgement), for reads that the data has landed; an operation whose
+ * work request failed completes with a nonzero status.
  *
  * Plain C, no MPICH; not thread safe (the caller serialises, like the AM channel). */
 #ifndef GDR_VERBS_RMA_H
@@ -44,7 +45,9 @@ typedef enum gdr_verbs_rma_atomic_op {
     GDR_VERBS_RMA_CMP_SWAP      /* if *remote == compare then *remote = operand; returns old */
 } gdr_verbs_rma_atomic_op_t;
 
-typedef void (*gdr_verbs_rma_done_fn)(void *arg);
+/* status 0: done; nonzero: a work request of the operation failed (the channel
+ * reports why); either way the operation's resources are released. */
+typedef void (*gdr_verbs_rma_done_fn)(void *arg, int status);
 
 typedef struct gdr_verbs_rma_stats {
     uint64_t writes, reads, atomics;    /* operations posted */

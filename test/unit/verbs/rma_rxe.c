@@ -39,9 +39,14 @@ static void rndv_done(void *ctx, uint64_t cookie)
     (void) ctx; (void) cookie;
 }
 
-static void count_done(void *arg)
+static int failed_ops;          /* operations that completed in error */
+
+static void count_done(void *arg, int status)
 {
-    (*(int *) arg)++;
+    if (status != 0)
+        failed_ops++;
+    else
+        (*(int *) arg)++;
 }
 
 static gdr_verbs_am_t *am_g;
@@ -363,6 +368,8 @@ static int run(int me, const char *devname, int sock)
         }
         GDR_CHECK(err && strstr(gdr_verbs_am_error(am_g), "refused") != NULL,
                   "a put with a dead key fails at the NIC: \"%s\"", gdr_verbs_am_error(am_g));
+        GDR_CHECK(failed_ops == 1, "the refused put's operation completed once, in error (%d)",
+                  failed_ops);
     }
     sync_peer(sock);
     if (me == 1) {

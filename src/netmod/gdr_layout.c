@@ -1,0 +1,84 @@
+/* MPI datatypes as the RMA engine's flat descriptions (src/rma/gdr_rma_plan.h): target
+ * pieces as offsets, origin and result buffers as spans or piece lists. */
+#include "gdr_impl.h"
+#include "gdr_noinline.h"
+
+uint64_t MPIDI_GDR_target_span(MPI_Aint count, MPI_Datatype type, MPI_Aint * true_lb)
+{
+    MPI_Aint extent, true_extent;
+    MPIR_Datatype_get_extent_macro(type, extent);
+    MPIR_Type_get_true_extent_impl(type, true_lb, &true_extent);
+    MPI_Aint span = (count - 1) * extent + true_extent;
+    return span < 0 ? 0 : (uint64_t) span;
+}
+
+int MPIDI_GDR_is_int64(MPI_Datatype basic)
+{
+    MPI_Aint size;
+    if (basic == MPI_DATATYPE_NULL || !HANDLE_IS_BUILTIN(basic))
+        return 0;
+    MPIR_Datatype_get_size_macro(basic, size);
+    if (size != 8)
+        return 0;
+    return basic == MPI_LONG || basic == MPI_UNSIGNED_LONG || basic == MPI_LONG_LONG_INT
+        || basic == MPI_LONG_LONG || basic == MPI_UNSIGNED_LONG_LONG || basic == MPI_INT64_T
+        || basic == MPI_UINT64_T || basic == MPI_AINT || basic == MPI_OFFSET
+        || basic == MPI_COUNT;
+}
+
+int MPIDI_GDR_describe_buf(const void *buf, MPI_Aint count, MPI_Datatype type, MPI_Aint bytes,
+                           int want_list, struct iovec *small, gdr_rma_buf_t * out)
+{
+    int contig;
+    MPI_Aint lb, n = 0, got = 0;
+    MPIDI_Datatype_check_contig_lb(type, contig, lb);
+    *out = (gdr_rma_buf_t) { 0 };
+    if (contig) {
+        out->addr = (char *) buf + lb;
+        return MPI_SUCCESS;
+    }
+    out->scattered = 1;
+    if (!want_list || MPIR_Typerep_iov_len(count, type, bytes, &n) != MPI_SUCCESS || n < 2
+        || n > GDR_RMA_SGE_MAX)
+        return MPI_SUCCESS;     /* packed or unpacked through an engine buffer */
+    if (MPIR_Typerep_to_iov_offset(buf, count, type, 0, small, n, &got) != MPI_SUCCESS
+        || got != n)
+        return MPI_SUCCESS;
+    out->iov = small;
+    out->n = (size_t) n;
+    return MPI_SUCCESS;
+}
+
+int MPIDI_GDR_target_pieces(MPI_Aint count, MPI_Datatype type, MPI_Aint bytes,
+                            gdr_rma_kind_t kind, struct iovec *small, struct iovec **pieces,
+                            size_t *n)
+{
+    int mpi_errno = MPI_SUCCESS, contig;
+    MPI_Aint lb, niov = 0, got = 0;
+    MPIDI_Datatype_check_contig_lb(type, contig, lb);
+    *pieces = small;
+    *n = 1;
+    small->iov_base = (void *) (uintptr_t) lb;
+    small->iov_len = (size_t) bytes;
+    if (contig || count <= 0)
+        return MPI_SUCCESS;
+    mpi_errno = MPIR_Typerep_iov_len(count, type, bytes, &niov);
+    MPIR_ERR_CHECK(mpi_errno);
+    if (gdr_rma_target_too_scattered(kind, (size_t) niov, (uint64_t) bytes)) {
+        *n = 0;
+        return MPI_SUCCESS;
+    }
+    struct iovec *iov = MPL_malloc(niov * sizeof(struct iovec), MPL_MEM_RMA);
+    MPIR_ERR_CHKANDJUMP1(iov == NULL, mpi_errno, MPI_ERR_NO_MEM, "**nomem", "**nomem %s",
+                         "gdr target pieces");
+    /* laid out from address 0: the engine adds the target's address */
+    mpi_errno = MPIR_Typerep_to_iov_offset(NULL, count, type, 0, iov, niov, &got);
+    if (mpi_errno != MPI_SUCCESS) {
+        MPL_free(iov);
+        goto fn_fail;
+    }
+    *pieces = iov;
+    *n = (size_t) got;
+  fn_fail:
+    return mpi_errno;
+}

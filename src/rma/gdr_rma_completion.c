@@ -1,0 +1,139 @@
+#include "gdr_rma_completion.h"
+
+#include <stdlib.h>
+
+int gdr_rma_tracker_init(gdr_rma_tracker_t *t, int n, gdr_rma_regions_t *regions)
+{
+    *t = (gdr_rma_tracker_t) {.n = n,.regions = regions };
+    t->remote = calloc((size_t) n, sizeof(unsigned long));
+    t->local = calloc((size_t) n, sizeof(unsigned long));
+    if (t->remote == NULL || t->local == NULL) {
+        gdr_rma_tracker_free(t);
+        return GDR_RMA_NOMEM;
+    }
+    return 0;
+}
+
+void gdr_rma_tracker_free(gdr_rma_tracker_t *t)
+{
+    free(t->remote);
+    free(t->local);
+    t->remote = t->local = NULL;
+}
+
+void gdr_rma_op_hold_local(gdr_rma_op_t *op)
+{
+    if (op->local_held)
+        return;
+    op->local_held = 1;
+    op->tracker->local[op->target]++;
+    op->tracker->total_local++;
+}
+
+gdr_rma_op_t *gdr_rma_op_new(const gdr_rma_engine_t *eng, gdr_rma_tracker_t *t, int target,
+                             int holds_local)
+{
+    gdr_rma_op_t *op = calloc(1, sizeof(*op));
+    if (op == NULL)
+        return NULL;
+    op->eng = eng;
+    op->tracker = t;
+    op->target = target;
+    op->parts = 1;              /* held while posting */
+    t->remote[target]++;
+    t->total_remote++;
+    if (holds_local)
+        gdr_rma_op_hold_local(op);
+    return op;
+}
+
+void gdr_rma_op_add_part(gdr_rma_op_t *op)
+{
+    op->parts++;
+}
+
+static void op_release(gdr_rma_op_t *op)
+{
+    gdr_rma_tracker_t *t = op->tracker;
+    t->remote[op->target]--;
+    t->total_remote--;
+    if (op->local_held) {
+        t->local[op->target]--;
+        t->total_local--;
+    }
+    if (op->pin != NULL)
+        op->eng->net.unpin(op->eng->net.ctx, op->pin);
+    free(op->temp);
+    free(op->origin_temp);
+    free(op);
+}
+
+void gdr_rma_op_abandon(gdr_rma_op_t *op)
+{
+    op_release(op);
+}
+
+static void op_complete(gdr_rma_op_t *op)
+{
+    gdr_rma_complete_fn fn = op->complete;
+    void *arg = op->complete_arg;
+    int status = op->status;
+
+    if (status != 0)
+        op->tracker->failed = 1;
+    if (fn != NULL)
+        fn(arg, status, op->temp, op->temp_len);
+    if (op->remote_news && op->tracker->regions != NULL)
+        gdr_rma_regions_forget(op->tracker->regions, op->target);
+    op_release(op);
+}
+
+void gdr_rma_op_part_done(void *arg, int status)
+{
+    gdr_rma_op_t *op = arg;
+    if (status != 0)
+        op->status = GDR_RMA_ERROR;
+    if (--op->parts == 0)
+        op_complete(op);
+}
+
+void gdr_rma_op_on_complete(gdr_rma_op_t *op, gdr_rma_complete_fn fn, void *arg,
+                            int remote_news)
+{
+    op->complete = fn;
+    op->complete_arg = arg;
+    op->remote_news = remote_news;
+}
+
+void gdr_rma_op_posted(gdr_rma_op_t *op)
+{
+    gdr_rma_op_part_done(op, 0);
+}
+
+static int wait_counter(gdr_rma_tracker_t *t, const gdr_rma_engine_t *eng,
+                        const unsigned long *count, int peer)
+{
+    int rc = gdr_rma_wait_zero(eng, count, "for one-sided completions", peer);
+    if (rc != 0)
+        return rc;
+    return t->failed ? GDR_RMA_ERROR : 0;
+}
+
+int gdr_rma_wait_all(gdr_rma_tracker_t *t, const gdr_rma_engine_t *eng, int local_only)
+{
+    if (t->remote == NULL)
+        return 0;               /* a window without RDMA */
+    if (!local_only && t->regions != NULL)
+        gdr_rma_regions_forget(t->regions, -1);
+    return wait_counter(t, eng, local_only ? &t->total_local : &t->total_remote, -1);
+}
+
+int gdr_rma_wait_target(gdr_rma_tracker_t *t, const gdr_rma_engine_t *eng, int target,
+                        int local_only)
+{
+    if (t->remote == NULL || target < 0 || target >= t->n)
+        return 0;
+    if (!local_only && t->regions != NULL)
+        gdr_rma_regions_forget(t->regions, target);
+    return wait_counter(t, eng, local_only ? &t->local[target] : &t->remote[target], target);
+}

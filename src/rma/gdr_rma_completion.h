@@ -1,0 +1,68 @@
+/* Operations in flight, counted per target: remote completion (flush, unlock, fence,
+ * complete wait for it) and local completion (flush_local: the origin or result buffer
+ * is free again).  One MPI operation is one gdr_rma_op_t, made of one or more
+ * transport operations; it completes when the last of them has.  A transport
+ * operation that fails still counts down, and the failure stays with the window's
+ * tracker: every later wait on it returns GDR_RMA_ERROR. */
+#ifndef GDR_RMA_COMPLETION_H
+#define GDR_RMA_COMPLETION_H
+
+#include "gdr_rma_engine.h"
+#include "gdr_rma_regions.h"
+
+typedef struct gdr_rma_tracker {
+    int n;                      /* targets */
+    unsigned long *remote, *local;      /* per target */
+    unsigned long total_remote, total_local;
+    int failed;                 /* a transport operation failed: waits report it */
+    gdr_rma_regions_t *regions; /* dynamic windows: forgotten at remote completion */
+} gdr_rma_tracker_t;
+
+/* The host's callback when an operation completes: status 0 or GDR_RMA_ERROR; landed is
+ * the engine's landing buffer (results to unpack), or NULL. */
+typedef void (*gdr_rma_complete_fn)(void *arg, int status, const void *landed, size_t len);
+
+typedef struct gdr_rma_op {
+    const gdr_rma_engine_t *eng;
+    gdr_rma_tracker_t *tracker;
+    int target;
+    int local_held;             /* counted in local[] until done */
+    int status;
+    unsigned parts;             /* transport operations not complete, +1 while posting */
+    void *temp;                 /* engine buffer where results land (passed to complete) */
+    size_t temp_len;
+    void *origin_temp;          /* engine buffer of packed origin data the NIC reads */
+    void *pin;                  /* user buffer held registered */
+    gdr_rma_complete_fn complete;
+    void *complete_arg;
+    int remote_news;            /* completion tells the host it is remote: forget regions */
+} gdr_rma_op_t;
+
+int gdr_rma_tracker_init(gdr_rma_tracker_t *t, int n, gdr_rma_regions_t *regions);
+void gdr_rma_tracker_free(gdr_rma_tracker_t *t);
+
+/* A new operation to target, held until gdr_rma_op_posted; NULL when out of memory. */
+gdr_rma_op_t *gdr_rma_op_new(const gdr_rma_engine_t *eng, gdr_rma_tracker_t *t, int target,
+                             int holds_local);
+/* The op's origin or result buffer is in the transport's hands until completion. */
+void gdr_rma_op_hold_local(gdr_rma_op_t *op);
+/* One more transport operation; its done callback is gdr_rma_op_part_done(op, status). */
+void gdr_rma_op_add_part(gdr_rma_op_t *op);
+void gdr_rma_op_part_done(void *op, int status);
+/* What to call at completion; remote_news: the host learns of remote completion from
+ * it (a request), so the regions learned of the target are forgotten then. */
+void gdr_rma_op_on_complete(gdr_rma_op_t *op, gdr_rma_complete_fn fn, void *arg,
+                            int remote_news);
+/* Posting finished: drops the hold (the op may complete right here). */
+void gdr_rma_op_posted(gdr_rma_op_t *op);
+/* Nothing was posted: undo the op without completing it. */
+void gdr_rma_op_abandon(gdr_rma_op_t *op);
+
+/* Waits: remote or local completion of every operation, or of those to one target.
+ * Waiting for remote completion forgets learned regions (gdr_rma_regions.h).
+ * GDR_RMA_OK, GDR_RMA_ERROR after a failed transport operation, or GDR_RMA_HOST_ERROR. */
+int gdr_rma_wait_all(gdr_rma_tracker_t *t, const gdr_rma_engine_t *eng, int local_only);
+int gdr_rma_wait_target(gdr_rma_tracker_t *t, const gdr_rma_engine_t *eng, int target,
+                        int local_only);
+
+#endif /* GDR_RMA_COMPLETION_H */

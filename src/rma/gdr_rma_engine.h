@@ -1,0 +1,42 @@
+/* The RMA engine (DESIGN.md section 2): windows, the path of every operation, its
+ * decomposition into transport work, and completion for flush/unlock/fence/complete.
+ * Plain C11, no MPICH: src/netmod translates MPI objects into these calls.
+ *
+ *   gdr_rma_engine.h      this context (one per process, owned by the netmod) and waits
+ *   gdr_rma_transport.h   the seams: transport (verbs) and host (MPICH progress, messages)
+ *   gdr_rma_win.h         window registry: every target's size, unit, base, key, peer
+ *   gdr_rma_regions.h     dynamic windows: attached regions and what origins learned
+ *   gdr_rma_completion.h  operations in flight per target, and their completion
+ *   gdr_rma_plan.h        which path one operation takes (RDMA write/read/atomic, or message)
+ *   gdr_rma_issue.h       one planned operation as work requests
+ *   gdr_rma_path.h        the accumulate rule;  gdr_rma_range.h  target range checks
+ * Not thread safe: the caller serialises, as MPICH does for the netmod. */
+#ifndef GDR_RMA_ENGINE_H
+#define GDR_RMA_ENGINE_H
+
+#include "gdr_rma_transport.h"
+
+typedef enum gdr_rma_kind {
+    GDR_RMA_PUT, GDR_RMA_GET, GDR_RMA_ACC, GDR_RMA_GET_ACC, GDR_RMA_FOP, GDR_RMA_CAS,
+    GDR_RMA_KINDS
+} gdr_rma_kind_t;
+
+enum { GDR_RMA_BY_NIC = 0, GDR_RMA_BY_MESSAGE = 1 };
+
+typedef struct gdr_rma_engine {
+    gdr_rma_transport_t net;
+    gdr_rma_host_t host;
+    /* operations by kind and the path they took (the netmod's MPI_T counters) */
+    unsigned long long count[2][GDR_RMA_KINDS];
+} gdr_rma_engine_t;
+
+/* Progresses until *count is 0.  what and peer (-1: any) name the wait in a stall
+ * report.  GDR_RMA_OK, or GDR_RMA_HOST_ERROR when the host's progress failed. */
+int gdr_rma_wait_zero(const gdr_rma_engine_t *eng, const unsigned long *count, const char *what,
+                      int peer);
+
+/* Progresses until pending(arg) returns 0. */
+int gdr_rma_wait_until(const gdr_rma_engine_t *eng, int (*pending)(const void *arg),
+                       const void *arg, const char *what, int peer);
+
+#endif /* GDR_RMA_ENGINE_H */

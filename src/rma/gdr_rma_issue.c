@@ -1,0 +1,184 @@
+#include "gdr_rma_issue.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+/* Retries a post while the transport is full, progressing the host. */
+#define POST(call_)                                                                   \
+    do {                                                                              \
+        int rc_;                                                                      \
+        gdr_rma_stall_t st_ = { 0 };                                                  \
+        while ((rc_ = (call_)) == GDR_RMA_BUSY) {                                     \
+            if (eng->host.progress(eng->host.ctx) != 0)                               \
+                return GDR_RMA_HOST_ERROR;                                            \
+            if (++st_.polls % 4096 == 0 && eng->host.stalled != NULL)                 \
+                eng->host.stalled(eng->host.ctx, &st_, "for room to post", peer);     \
+        }                                                                             \
+        if (rc_ == GDR_RMA_NOREG)                                                     \
+            goto noreg;                                                               \
+        if (rc_ != GDR_RMA_OK)                                                        \
+            return GDR_RMA_ERROR;                                                     \
+    } while (0)
+
+static uint64_t piece_addr(const gdr_rma_plan_t *plan, const struct iovec *p)
+{
+    return plan->tbase + (uint64_t) (uintptr_t) p->iov_base;
+}
+
+int gdr_rma_issue(gdr_rma_win_t *w, const gdr_rma_access_t *a, gdr_rma_plan_t *plan,
+                  gdr_rma_op_t **out)
+{
+    gdr_rma_engine_t *eng = w->eng;
+    const gdr_rma_transport_t *net = &eng->net;
+    int t = a->target, peer = w->targets[t].peer, rc;
+    uint32_t rkey = plan->rkey;
+    int is_putget = a->kind == GDR_RMA_PUT || a->kind == GDR_RMA_GET;
+    int fetches = a->kind != GDR_RMA_PUT && a->kind != GDR_RMA_ACC;
+    int posted = 0;             /* transport operations posted */
+
+    *out = NULL;
+    if (plan->path != GDR_RMA_PATH_AM) {
+        rc = gdr_rma_switch_path(w, t, 1);
+        if (rc != GDR_RMA_OK)
+            goto drop;
+    }
+    /* Ordered accumulates: responders run requests in order, except that a read's data
+     * may be fetched after later requests ran.  An atomic after an accumulate's read
+     * waits for it here.  (Not with a fenced work request: Linux 6.1 rxe stalled for good
+     * under streams of fenced atomics.) */
+    if ((plan->path == GDR_RMA_PATH_FETCH_ADD || plan->path == GDR_RMA_PATH_CMP_SWAP)
+        && w->atomics.order_after_reads && w->acc_read_posted[t]) {
+        rc = gdr_rma_wait_zero(eng, &w->tracker.remote[t], "for an accumulate's read", t);
+        if (rc != GDR_RMA_OK)
+            goto drop;
+        w->acc_read_posted[t] = 0;
+    }
+    gdr_rma_op_t *op = gdr_rma_op_new(eng, &w->tracker, t, fetches);
+    if (op == NULL) {
+        rc = GDR_RMA_NOMEM;
+        goto drop;
+    }
+    /* the plan's buffers now belong to the op */
+    op->pin = plan->pin;
+    if (plan->result_bounce != NULL) {
+        op->temp = plan->result_bounce;
+        op->temp_len = (size_t) a->tbytes;
+    }
+    op->origin_temp = plan->origin_bounce;
+    *plan = (gdr_rma_plan_t) {.tbase = plan->tbase,.rkey = plan->rkey,.path = plan->path,
+        .origin_move = plan->origin_move,.result_move = plan->result_move
+    };
+    if (a->tbytes == 0)
+        goto posted;
+
+    char *land = plan->result_move == GDR_RMA_MOVE_DIRECT ? a->result.addr : op->temp;
+    const char *src = plan->origin_move == GDR_RMA_MOVE_DIRECT ? a->origin.addr : op->origin_temp;
+    size_t nt = a->ntpieces;
+
+    /* pieces of one put or get must not fail half-way for want of a registration */
+    if (is_putget && nt > 1)
+        POST(net->pin(net->ctx, a->kind == GDR_RMA_PUT ? (const void *) src : land,
+                      (size_t) a->tbytes, &op->pin));
+    if (plan->origin_move == GDR_RMA_MOVE_SGE || plan->result_move == GDR_RMA_MOVE_SGE) {
+        /* the NIC reads or fills the user's pieces until completion */
+        gdr_rma_op_hold_local(op);
+        gdr_rma_op_add_part(op);
+        if (a->kind == GDR_RMA_PUT)
+            POST(net->writev(net->ctx, peer, a->origin.iov, a->origin.n, op->pin,
+                             piece_addr(plan, &a->tpieces[0]), rkey, gdr_rma_op_part_done, op));
+        else
+            POST(net->readv(net->ctx, peer, a->result.iov, a->result.n, op->pin,
+                            piece_addr(plan, &a->tpieces[0]), rkey, gdr_rma_op_part_done, op));
+        goto posted;
+    }
+    switch (a->kind) {
+        case GDR_RMA_PUT:{
+                int all_copied = 1;
+                size_t off = 0;
+                for (size_t i = 0; i < nt; off += a->tpieces[i].iov_len, i++) {
+                    int copied = 0;
+                    if (a->tpieces[i].iov_len == 0)
+                        continue;
+                    gdr_rma_op_add_part(op);
+                    POST(net->put(net->ctx, peer, src + off, a->tpieces[i].iov_len,
+                                  piece_addr(plan, &a->tpieces[i]), rkey, gdr_rma_op_part_done,
+                                  op, &copied));
+                    posted++;
+                    all_copied &= copied;
+                }
+                if (!all_copied && op->origin_temp == NULL)
+                    gdr_rma_op_hold_local(op);  /* the origin buffer is read by the NIC */
+                if (all_copied && op->origin_temp != NULL) {
+                    if (op->pin != NULL)
+                        net->unpin(net->ctx, op->pin);
+                    op->pin = NULL;
+                    free(op->origin_temp);
+                    op->origin_temp = NULL;
+                }
+                break;
+            }
+        case GDR_RMA_GET:{
+                size_t off = 0;
+                for (size_t i = 0; i < nt; off += a->tpieces[i].iov_len, i++) {
+                    if (a->tpieces[i].iov_len == 0)
+                        continue;
+                    gdr_rma_op_add_part(op);
+                    POST(net->get(net->ctx, peer, land + off, a->tpieces[i].iov_len,
+                                  piece_addr(plan, &a->tpieces[i]), rkey, gdr_rma_op_part_done,
+                                  op));
+                    posted++;
+                }
+                break;
+            }
+        default:{
+                /* element-wise atomics (or one read for NO_OP) at the pieces' addresses */
+                if (plan->path == GDR_RMA_PATH_READ) {
+                    w->acc_read_posted[t] = 1;
+                    gdr_rma_op_add_part(op);
+                    POST(net->get(net->ctx, peer, land, (size_t) a->tbytes,
+                                  piece_addr(plan, &a->tpieces[0]), rkey, gdr_rma_op_part_done,
+                                  op));
+                    break;
+                }
+                /* in batches, each posted with one doorbell */
+                uint64_t raddrs[64];
+                size_t batch_max = net->atomicv_max(net->ctx), nb = 0;
+                uint64_t elem = 0, n_elems = a->tbytes / 8, compare = 0;
+                if (batch_max > sizeof(raddrs) / sizeof(raddrs[0]))
+                    batch_max = sizeof(raddrs) / sizeof(raddrs[0]);
+                gdr_rma_atomic_t aop = plan->path == GDR_RMA_PATH_CMP_SWAP ?
+                    GDR_RMA_ATOMIC_CMP_SWAP : GDR_RMA_ATOMIC_FETCH_ADD;
+                if (aop == GDR_RMA_ATOMIC_CMP_SWAP)
+                    memcpy(&compare, a->compare, 8);
+                for (size_t i = 0; i < nt; i++) {
+                    uint64_t addr = piece_addr(plan, &a->tpieces[i]);
+                    for (size_t k = 0; k < a->tpieces[i].iov_len / 8; k++) {
+                        raddrs[nb++] = addr + 8 * k;
+                        if (nb < batch_max && elem + nb < n_elems)
+                            continue;
+                        gdr_rma_op_add_part(op);
+                        POST(net->atomicv(net->ctx, peer, aop, src + 8 * elem, compare,
+                                          fetches ? land + 8 * elem : NULL, raddrs, nb, rkey,
+                                          gdr_rma_op_part_done, op));
+                        posted++;
+                        elem += nb;
+                        nb = 0;
+                    }
+                }
+                break;
+            }
+    }
+  posted:
+    eng->count[GDR_RMA_BY_NIC][a->kind]++;
+    *out = op;
+    return GDR_RMA_OK;
+  noreg:
+    /* a user buffer the transport cannot pin (only put and get register one, before
+     * posting anything, or pin it first): the operation goes as a message instead */
+    (void) posted;
+    gdr_rma_op_abandon(op);
+    return GDR_RMA_NOREG;
+  drop:
+    gdr_rma_plan_drop(w, plan);
+    return rc;
+}

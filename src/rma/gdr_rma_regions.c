@@ -1,0 +1,115 @@
+#include "gdr_rma_regions.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+static const gdr_rma_attached_t *attached_at(const gdr_rma_regions_t *r, uint64_t addr)
+{
+    for (const gdr_rma_attached_t *a = r->attached; a != NULL; a = a->next)
+        if (addr >= a->base && addr - a->base < a->size)
+            return a;
+    return NULL;
+}
+
+gdr_rma_region_reply_t gdr_rma_regions_describe(const gdr_rma_regions_t *r, uint64_t addr)
+{
+    gdr_rma_region_reply_t out = { 0 };
+    const gdr_rma_attached_t *a = attached_at(r, addr);
+    if (a != NULL) {
+        out.found = 1;
+        out.base = a->base;
+        out.size = a->size;
+        out.rkey = a->mr.handle != NULL ? a->mr.rkey : 0;
+    }
+    return out;
+}
+
+int gdr_rma_regions_attach(gdr_rma_regions_t *r, const gdr_rma_engine_t *eng, void *base,
+                           uint64_t size, unsigned access, char *why, size_t why_len)
+{
+    int rc = 0;
+    gdr_rma_attached_t *a = calloc(1, sizeof(*a));
+    if (a == NULL)
+        return GDR_RMA_NOMEM;
+    a->base = (uint64_t) (uintptr_t) base;
+    a->size = size;
+    if (eng->net.reg(eng->net.ctx, base, (size_t) size, access, &a->mr, why, why_len) != 0) {
+        memset(&a->mr, 0, sizeof(a->mr));
+        rc = 1;
+    }
+    a->next = r->attached;
+    r->attached = a;
+    return rc;
+}
+
+void gdr_rma_regions_detach(gdr_rma_regions_t *r, const gdr_rma_engine_t *eng, uint64_t base)
+{
+    gdr_rma_attached_t **p = &r->attached;
+    while (*p != NULL && (*p)->base != base)
+        p = &(*p)->next;
+    if (*p == NULL)
+        return;         /* zero-length, or never attached (MPI does not ask us to check) */
+    gdr_rma_attached_t *a = *p;
+    *p = a->next;
+    if (a->mr.handle != NULL)
+        eng->net.dereg(eng->net.ctx, &a->mr);
+    free(a);
+}
+
+void gdr_rma_regions_free(gdr_rma_regions_t *r, const gdr_rma_engine_t *eng)
+{
+    while (r->attached != NULL)
+        gdr_rma_regions_detach(r, eng, r->attached->base);
+    gdr_rma_regions_forget(r, -1);
+}
+
+void gdr_rma_regions_forget(gdr_rma_regions_t *r, int target)
+{
+    int kept = 0;
+    for (int i = 0; i < r->n_learned; i++)
+        if (target >= 0 && r->learned[i].target != target)
+            r->learned[kept++] = r->learned[i];
+    r->n_learned = kept;
+    r->next_evict = 0;
+}
+
+int gdr_rma_regions_lookup(gdr_rma_regions_t *r, const gdr_rma_engine_t *eng, void *host_win,
+                           int self, int target, uint64_t addr, uint64_t len, uint32_t *rkey,
+                           int *not_attached)
+{
+    gdr_rma_learned_t *k = NULL;
+
+    *rkey = 0;
+    *not_attached = 0;
+    for (int i = 0; i < r->n_learned && k == NULL; i++)
+        if (r->learned[i].target == target && addr >= r->learned[i].base
+            && addr - r->learned[i].base < r->learned[i].size)
+            k = &r->learned[i];
+    if (k == NULL) {
+        gdr_rma_region_reply_t rep = { 0 };
+        if (target == self) {
+            rep = gdr_rma_regions_describe(r, addr);
+        } else {
+            r->queries++;
+            if (eng->host.query_region(eng->host.ctx, host_win, target, addr, &rep) != 0)
+                return GDR_RMA_HOST_ERROR;
+        }
+        if (!rep.found) {
+            *not_attached = 1;
+            return GDR_RMA_ERROR;
+        }
+        if (r->n_learned < GDR_RMA_LEARNED_MAX) {
+            k = &r->learned[r->n_learned++];
+        } else {
+            k = &r->learned[r->next_evict];
+            r->next_evict = (r->next_evict + 1) % GDR_RMA_LEARNED_MAX;
+        }
+        *k = (gdr_rma_learned_t) {
+        .target = target,.base = rep.base,.size = rep.size,.rkey = rep.rkey};
+    }
+    /* a range running past the region (into a neighbouring attachment, perhaps)
+     * goes as a message */
+    if (len <= k->size - (addr - k->base))
+        *rkey = k->rkey;
+    return GDR_RMA_OK;
+}

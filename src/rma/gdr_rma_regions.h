@@ -1,0 +1,56 @@
+/* Dynamic windows over RDMA.  A target registers every region it attaches (remote
+ * access as the window allows) and deregisters it at detach.  An origin learns the
+ * region around a target address on first use (the host's query message, answered by
+ * the target) and keeps what it learned until it next learns that its operations to
+ * that target completed remotely (flush, unlock, fence, PSCW complete, a request-based
+ * operation): a target may detach memory only after the origin's operations on it
+ * completed, so a region the origin still knows is attached. */
+#ifndef GDR_RMA_REGIONS_H
+#define GDR_RMA_REGIONS_H
+
+#include "gdr_rma_engine.h"
+
+/* A region this rank attached (registered unless mr.handle is NULL). */
+typedef struct gdr_rma_attached {
+    struct gdr_rma_attached *next;
+    uint64_t base, size;
+    gdr_rma_mr_t mr;
+} gdr_rma_attached_t;
+
+/* A target's region this rank learned. */
+typedef struct gdr_rma_learned {
+    int target;
+    uint64_t base, size;
+    uint32_t rkey;              /* 0: the target could not register it (messages) */
+} gdr_rma_learned_t;
+
+#define GDR_RMA_LEARNED_MAX 8
+
+typedef struct gdr_rma_regions {
+    gdr_rma_attached_t *attached;
+    gdr_rma_learned_t learned[GDR_RMA_LEARNED_MAX];
+    int n_learned, next_evict;
+    unsigned long queries;      /* questions sent to targets (tests, diagnostics) */
+} gdr_rma_regions_t;
+
+/* Target side.  attach: registers [base, base+size) with access; a registration that
+ * fails leaves the region reachable by messages only (*why says why; returns 1).
+ * 0 registered, GDR_RMA_NOMEM. */
+int gdr_rma_regions_attach(gdr_rma_regions_t *r, const gdr_rma_engine_t *eng, void *base,
+                           uint64_t size, unsigned access, char *why, size_t why_len);
+void gdr_rma_regions_detach(gdr_rma_regions_t *r, const gdr_rma_engine_t *eng, uint64_t base);
+void gdr_rma_regions_free(gdr_rma_regions_t *r, const gdr_rma_engine_t *eng);
+/* The attached region holding addr, described as a query's answer. */
+gdr_rma_region_reply_t gdr_rma_regions_describe(const gdr_rma_regions_t *r, uint64_t addr);
+
+/* Origin side.  The key for [addr, addr+len) at target: *rkey 0 when the access must
+ * go as a message (unregistered, or running past the region).  GDR_RMA_ERROR with
+ * *not_attached = 1 when the target has not attached addr; GDR_RMA_HOST_ERROR when
+ * the query failed. */
+int gdr_rma_regions_lookup(gdr_rma_regions_t *r, const gdr_rma_engine_t *eng, void *host_win,
+                           int self, int target, uint64_t addr, uint64_t len, uint32_t *rkey,
+                           int *not_attached);
+/* Forgets what this rank learned of target's regions (-1: of every target). */
+void gdr_rma_regions_forget(gdr_rma_regions_t *r, int target);
+
+#endif /* GDR_RMA_REGIONS_H */

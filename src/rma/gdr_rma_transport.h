@@ -1,0 +1,100 @@
+/* The RMA engine's two seams, as structs of function pointers:
+ *  - the transport (src/netmod/verbs implements it): post RDMA writes, reads and
+ *    8-byte atomics on a peer's registered memory, with gather/scatter lists; register
+ *    memory for remote access; pin origin buffers.  Every posted operation completes
+ *    once, through its done callback, inside the host's progress;
+ *  - the host (src/netmod implements it over MPICH): drive progress, send the small
+ *    control message that asks a target about a dynamic window's region, say whether
+ *    message-path accumulates are still in flight, report a long wait.
+ * Only types here: the engine, the transport and the tests include it. */
+#ifndef GDR_RMA_TRANSPORT_H
+#define GDR_RMA_TRANSPORT_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/uio.h>
+
+/* Results of posts and of the engine's calls.  BUSY: no room (progress, then post
+ * again).  NOREG: the origin buffer cannot be registered; nothing was posted, send the
+ * data another way.  ERROR: the transport failed (its error says why), or a
+ * transport operation completed in error.  HOST_ERROR: a host callback failed (the
+ * host keeps its own error).  NOMEM: out of memory. */
+enum {
+    GDR_RMA_OK = 0, GDR_RMA_BUSY = 1, GDR_RMA_NOREG = 2,
+    GDR_RMA_ERROR = -1, GDR_RMA_HOST_ERROR = -2, GDR_RMA_NOMEM = -3
+};
+
+/* status 0: completed (writes and atomics: at the target); else the work failed. */
+typedef void (*gdr_rma_done_fn)(void *arg, int status);
+
+/* Remote access a registration grants. */
+enum { GDR_RMA_REMOTE_READ = 1, GDR_RMA_REMOTE_WRITE = 2, GDR_RMA_REMOTE_ATOMIC = 4 };
+
+typedef enum gdr_rma_atomic {
+    GDR_RMA_ATOMIC_FETCH_ADD,   /* *remote += operand, old value returned */
+    GDR_RMA_ATOMIC_CMP_SWAP     /* *remote == compare ? *remote = operand; old returned */
+} gdr_rma_atomic_t;
+
+typedef struct gdr_rma_mr {
+    void *handle;               /* NULL: nothing registered */
+    uint64_t addr, len;
+    uint32_t rkey;
+} gdr_rma_mr_t;
+
+typedef struct gdr_rma_transport {
+    void *ctx;
+    /* *copied: src may be reused at once (inline or bounced) */
+    int (*put)(void *ctx, int peer, const void *src, size_t len, uint64_t raddr, uint32_t rkey,
+               gdr_rma_done_fn done, void *arg, int *copied);
+    int (*get)(void *ctx, int peer, void *dst, size_t len, uint64_t raddr, uint32_t rkey,
+               gdr_rma_done_fn done, void *arg);
+    /* one work request over n local pieces, all inside pin */
+    int (*writev)(void *ctx, int peer, const struct iovec *src, size_t n, const void *pin,
+                  uint64_t raddr, uint32_t rkey, gdr_rma_done_fn done, void *arg);
+    int (*readv)(void *ctx, int peer, const struct iovec *dst, size_t n, const void *pin,
+                 uint64_t raddr, uint32_t rkey, gdr_rma_done_fn done, void *arg);
+    /* n atomics of one kind with one doorbell; done once for all */
+    int (*atomicv)(void *ctx, int peer, gdr_rma_atomic_t op, const void *operands,
+                   uint64_t compare, void *results, const uint64_t *raddrs, size_t n,
+                   uint32_t rkey, gdr_rma_done_fn done, void *arg);
+    size_t (*atomicv_max)(const void *ctx);
+    int (*sge_fits)(const void *ctx, size_t n, size_t total);
+    /* keeps [addr, addr+len) registered until unpin; *pin NULL: nothing needed */
+    int (*pin)(void *ctx, const void *addr, size_t len, void **pin);
+    void (*unpin)(void *ctx, void *pin);
+    int (*reg)(void *ctx, void *addr, size_t len, unsigned access, gdr_rma_mr_t *out,
+               char *why, size_t why_len);
+    void (*dereg)(void *ctx, gdr_rma_mr_t *mr);
+    const char *(*error)(const void *ctx);      /* why the last post said NOREG */
+} gdr_rma_transport_t;
+
+/* What a target says of the dynamic-window region around an address. */
+typedef struct gdr_rma_region_reply {
+    int found;
+    uint64_t base, size;
+    uint32_t rkey;              /* 0: not registered (accesses go as messages) */
+} gdr_rma_region_reply_t;
+
+/* A wait that is taking long: counted polls, for the host's report. */
+typedef struct gdr_rma_stall {
+    unsigned long polls;
+    int reported;
+    double since;
+} gdr_rma_stall_t;
+
+typedef struct gdr_rma_host {
+    void *ctx;
+    /* one round of progress of everything (other paths complete operations too);
+     * 0, or nonzero on failure (the engine returns GDR_RMA_HOST_ERROR) */
+    int (*progress)(void *ctx);
+    /* asks target (a rank of host_win) about its region around addr; blocks; 0 or
+     * nonzero on failure */
+    int (*query_region)(void *ctx, void *host_win, int target, uint64_t addr,
+                        gdr_rma_region_reply_t *out);
+    /* message-path accumulates from this rank to target still in flight */
+    int (*am_accumulates_pending)(void *ctx, void *host_win, int target);
+    /* called every 4096 polls of a wait (may be NULL) */
+    void (*stalled)(void *ctx, gdr_rma_stall_t *st, const char *what, int peer);
+} gdr_rma_host_t;
+
+#endif /* GDR_RMA_TRANSPORT_H */

@@ -1,0 +1,657 @@
+/* The RMA engine (src/rma) against an in-memory transport: "remote" memory is this
+ * process's memory, work requests are queued and carried out when the fake host's
+ * progress completes them (in an order the test picks), so every value is read back. */
+#include <stdlib.h>
+#include <string.h>
+#include "gdr_unit.h"
+#include "rma/gdr_rma_issue.h"
+
+/* ---- the fake transport and host ----------------------------------------------------- */
+
+typedef enum { W_PUT, W_GET, W_WRITEV, W_READV, W_ATOMICV } wr_kind_t;
+
+typedef struct {
+    wr_kind_t kind;
+    int peer;
+    void *local;                /* source (put) or destination (get, results) */
+    struct iovec iov[32];       /* writev/readv pieces */
+    size_t len, n;
+    uint64_t raddr, raddrs[64], compare;
+    uint32_t rkey;
+    gdr_rma_atomic_t aop;
+    const void *operands;
+    gdr_rma_done_fn done;
+    void *arg;
+} wr_t;
+
+static struct {
+    wr_t q[256];
+    int n;                      /* queued, not yet completed */
+    int lifo;                   /* complete the newest first */
+    int fail_next;              /* complete the next one with an error */
+    int busy;                   /* refuse this many posts with BUSY */
+    int noreg;                  /* pin fails */
+    int posts, atomic_posts, pins, unpins, regs, deregs, progress_calls;
+    unsigned last_access;
+    size_t atomicv_max;
+    /* dynamic windows: the one region the "target" has attached */
+    int queries;
+    gdr_rma_region_reply_t region;
+    int am_acc_pending;
+} fk;
+
+static int post(wr_t w)
+{
+    if (fk.busy > 0) {
+        fk.busy--;
+        return GDR_RMA_BUSY;
+    }
+    fk.q[fk.n++] = w;
+    fk.posts++;
+    return GDR_RMA_OK;
+}
+
+static int f_put(void *c, int peer, const void *src, size_t len, uint64_t raddr, uint32_t rkey,
+                 gdr_rma_done_fn done, void *arg, int *copied)
+{
+    (void) c;
+    *copied = 0;
+    return post((wr_t) {.kind = W_PUT,.peer = peer,.local = (void *) src,.len = len,
+                .raddr = raddr,.rkey = rkey,.done = done,.arg = arg });
+}
+
+static int f_get(void *c, int peer, void *dst, size_t len, uint64_t raddr, uint32_t rkey,
+                 gdr_rma_done_fn done, void *arg)
+{
+    (void) c;
+    return post((wr_t) {.kind = W_GET,.peer = peer,.local = dst,.len = len,.raddr = raddr,
+                .rkey = rkey,.done = done,.arg = arg });
+}
+
+static int f_vec(wr_kind_t k, int peer, const struct iovec *v, size_t n, uint64_t raddr,
+                 uint32_t rkey, gdr_rma_done_fn done, void *arg)
+{
+    wr_t w = {.kind = k,.peer = peer,.n = n,.raddr = raddr,.rkey = rkey,.done = done,.arg = arg };
+    memcpy(w.iov, v, n * sizeof(*v));
+    return post(w);
+}
+
+static int f_writev(void *c, int peer, const struct iovec *src, size_t n, const void *pin,
+                    uint64_t raddr, uint32_t rkey, gdr_rma_done_fn done, void *arg)
+{
+    (void) c;
+    (void) pin;
+    return f_vec(W_WRITEV, peer, src, n, raddr, rkey, done, arg);
+}
+
+static int f_readv(void *c, int peer, const struct iovec *dst, size_t n, const void *pin,
+                   uint64_t raddr, uint32_t rkey, gdr_rma_done_fn done, void *arg)
+{
+    (void) c;
+    (void) pin;
+    return f_vec(W_READV, peer, dst, n, raddr, rkey, done, arg);
+}
+
+static int f_atomicv(void *c, int peer, gdr_rma_atomic_t op, const void *operands,
+                     uint64_t compare, void *results, const uint64_t *raddrs, size_t n,
+                     uint32_t rkey, gdr_rma_done_fn done, void *arg)
+{
+    (void) c;
+    wr_t w = {.kind = W_ATOMICV,.peer = peer,.aop = op,.operands = operands,.compare = compare,
+        .local = results,.n = n,.rkey = rkey,.done = done,.arg = arg
+    };
+    memcpy(w.raddrs, raddrs, n * sizeof(*raddrs));
+    int rc = post(w);
+    fk.atomic_posts += rc == GDR_RMA_OK;
+    return rc;
+}
+
+static size_t f_atomicv_max(const void *c)
+{
+    (void) c;
+    return fk.atomicv_max;
+}
+
+static int f_sge_fits(const void *c, size_t n, size_t total)
+{
+    (void) c;
+    (void) total;
+    return n <= 8;
+}
+
+static int f_pin(void *c, const void *addr, size_t len, void **pin)
+{
+    (void) c;
+    (void) addr;
+    (void) len;
+    if (fk.noreg)
+        return GDR_RMA_NOREG;
+    fk.pins++;
+    *pin = &fk;
+    return GDR_RMA_OK;
+}
+
+static void f_unpin(void *c, void *pin)
+{
+    (void) c;
+    fk.unpins += pin != NULL;
+}
+
+static int f_reg(void *c, void *addr, size_t len, unsigned access, gdr_rma_mr_t *out, char *why,
+                 size_t why_len)
+{
+    (void) c;
+    (void) why;
+    (void) why_len;
+    fk.regs++;
+    fk.last_access = access;
+    *out = (gdr_rma_mr_t) {.handle = &fk,.addr = (uint64_t) (uintptr_t) addr,.len = len,
+        .rkey = 0x1234 };
+    return 0;
+}
+
+static void f_dereg(void *c, gdr_rma_mr_t *mr)
+{
+    (void) c;
+    fk.deregs++;
+    memset(mr, 0, sizeof(*mr));
+}
+
+static const char *f_error(const void *c)
+{
+    (void) c;
+    return "fake";
+}
+
+/* Carries out one queued work request on this process's memory and completes it. */
+static void complete_one(void)
+{
+    int i = fk.lifo ? fk.n - 1 : 0;
+    wr_t w = fk.q[i];
+    memmove(&fk.q[i], &fk.q[i + 1], (size_t) (fk.n - i - 1) * sizeof(wr_t));
+    fk.n--;
+    int status = fk.fail_next ? -1 : 0;
+    fk.fail_next = 0;
+    if (status == 0) {
+        size_t off = 0;
+        switch (w.kind) {
+            case W_PUT:
+                memcpy((void *) (uintptr_t) w.raddr, w.local, w.len);
+                break;
+            case W_GET:
+                memcpy(w.local, (void *) (uintptr_t) w.raddr, w.len);
+                break;
+            case W_WRITEV:
+                for (size_t k = 0; k < w.n; off += w.iov[k].iov_len, k++)
+                    memcpy((char *) (uintptr_t) w.raddr + off, w.iov[k].iov_base,
+                           w.iov[k].iov_len);
+                break;
+            case W_READV:
+                for (size_t k = 0; k < w.n; off += w.iov[k].iov_len, k++)
+                    memcpy(w.iov[k].iov_base, (char *) (uintptr_t) w.raddr + off,
+                           w.iov[k].iov_len);
+                break;
+            case W_ATOMICV:
+                for (size_t k = 0; k < w.n; k++) {
+                    uint64_t *word = (uint64_t *) (uintptr_t) w.raddrs[k], v, old = *word;
+                    memcpy(&v, (const char *) w.operands + 8 * k, 8);
+                    if (w.aop == GDR_RMA_ATOMIC_FETCH_ADD)
+                        *word = old + v;
+                    else if (old == w.compare)
+                        *word = v;
+                    if (w.local != NULL)
+                        memcpy((char *) w.local + 8 * k, &old, 8);
+                }
+                break;
+        }
+    }
+    w.done(w.arg, status);
+}
+
+static int h_progress(void *c)
+{
+    (void) c;
+    fk.progress_calls++;
+    if (fk.n > 0)
+        complete_one();
+    else if (fk.am_acc_pending > 0)
+        fk.am_acc_pending--;
+    return 0;
+}
+
+static int h_query(void *c, void *host_win, int target, uint64_t addr,
+                   gdr_rma_region_reply_t *out)
+{
+    (void) c;
+    (void) host_win;
+    (void) target;
+    fk.queries++;
+    *out = addr >= fk.region.base && addr - fk.region.base < fk.region.size ? fk.region
+        : (gdr_rma_region_reply_t) { 0 };
+    return 0;
+}
+
+static int h_am_acc(void *c, void *host_win, int target)
+{
+    (void) c;
+    (void) host_win;
+    (void) target;
+    return fk.am_acc_pending > 0;
+}
+
+static gdr_rma_engine_t eng = {
+    .net = {.put = f_put,.get = f_get,.writev = f_writev,.readv = f_readv,.atomicv = f_atomicv,
+            .atomicv_max = f_atomicv_max,.sge_fits = f_sge_fits,.pin = f_pin,.unpin = f_unpin,
+            .reg = f_reg,.dereg = f_dereg,.error = f_error},
+    .host = {.progress = h_progress,.query_region = h_query,.am_accumulates_pending = h_am_acc},
+};
+
+/* ---- helpers ----------------------------------------------------------------------- */
+
+static uint8_t target_mem[4][4096];      /* the "remote" windows of 4 ranks */
+
+/* A window of 4 ranks (this is rank 0), every target at target_mem[i], unit 8. */
+static void make_win(gdr_rma_win_t *w, int dynamic, unsigned declared, int ordered)
+{
+    GDR_CHECK(gdr_rma_win_init(w, &eng, NULL, 4, 0, dynamic, 1) == GDR_RMA_OK, "window init");
+    for (int i = 0; i < 4; i++)
+        gdr_rma_win_set_peer(w, i, 10 + i);
+    gdr_rma_win_set_policy(w, gdr_rma_win_all_reachable(w), declared, ordered);
+    for (int i = 0; i < 4; i++) {
+        gdr_rma_card_t c = {.size = sizeof(target_mem[i]),.disp_unit = 8,
+            .base = dynamic ? 0 : (uint64_t) (uintptr_t) target_mem[i],.rkey = dynamic ? 0 : 7 };
+        gdr_rma_win_set_card(w, i, &c);
+    }
+}
+
+typedef struct {
+    int calls, status;
+    char landed[256];
+} done_t;
+
+static void on_done(void *arg, int status, const void *landed, size_t len)
+{
+    done_t *d = arg;
+    d->calls++;
+    d->status = status;
+    if (landed != NULL && len <= sizeof(d->landed))
+        memcpy(d->landed, landed, len);
+}
+
+/* plan + issue + post; returns the engine's result, or -100 for "planned a message" */
+static int run(gdr_rma_win_t *w, gdr_rma_access_t *a, done_t *d)
+{
+    gdr_rma_plan_t plan;
+    gdr_rma_op_t *op;
+    int na, rc = gdr_rma_plan(w, a, &plan, &na);
+    if (rc != GDR_RMA_OK)
+        return rc;
+    if (!plan.by_rdma)
+        return -100;
+    if (plan.origin_move == GDR_RMA_MOVE_BOUNCE)        /* the host packs */
+        for (size_t i = 0, off = 0; i < a->origin.n; off += a->origin.iov[i].iov_len, i++)
+            memcpy((char *) plan.origin_bounce + off, a->origin.iov[i].iov_base,
+                   a->origin.iov[i].iov_len);
+    rc = gdr_rma_issue(w, a, &plan, &op);
+    if (rc != GDR_RMA_OK)
+        return rc;
+    if (d != NULL)
+        gdr_rma_op_on_complete(op, on_done, d, 0);
+    gdr_rma_op_posted(op);
+    return GDR_RMA_OK;
+}
+
+static struct iovec one_piece(size_t off, size_t len)
+{
+    return (struct iovec) {.iov_base = (void *) (uintptr_t) off,.iov_len = len };
+}
+
+/* ---- tests ------------------------------------------------------------------------- */
+
+static void test_registry(void)
+{
+    gdr_rma_win_t w;
+    make_win(&w, 0, GDR_RMA_DECLARES_SUM, 1);
+    GDR_CHECK(gdr_rma_win_all_reachable(&w) && w.atomics.native,
+              "registry: all 4 targets reachable, NIC atomics agreed");
+    GDR_CHECK(gdr_rma_win_access(&w) ==
+              (GDR_RMA_REMOTE_READ | GDR_RMA_REMOTE_WRITE | GDR_RMA_REMOTE_ATOMIC),
+              "registry: window memory grants atomics when the rule allows them");
+    GDR_CHECK(gdr_rma_win_check_range(&w, 2, 511, 0, 8) == GDR_RMA_RANGE_OK
+              && gdr_rma_win_check_range(&w, 2, 511, 0, 9) == GDR_RMA_RANGE_OUTSIDE
+              && gdr_rma_win_check_range(&w, 2, -1, 0, 8) == GDR_RMA_RANGE_NEGATIVE_DISP,
+              "registry: range checks use the target's size and unit (last word ok, one byte "
+              "past refused, negative disp refused)");
+    gdr_rma_card_t mine;
+    char why[64];
+    int regs = fk.regs;
+    GDR_CHECK(gdr_rma_win_expose(&w, target_mem[0], 4096, 8, &mine, why, sizeof(why)) == 0
+              && fk.regs == regs + 1 && mine.rkey == 0x1234
+              && mine.base == (uint64_t) (uintptr_t) target_mem[0] && mine.size == 4096
+              && fk.last_access & GDR_RMA_REMOTE_ATOMIC,
+              "registry: exposing registers the memory and fills this rank's card");
+    int deregs = fk.deregs;
+    gdr_rma_win_free(&w);
+    GDR_CHECK(fk.deregs == deregs + 1, "registry: freeing the window destroys its key");
+
+    gdr_rma_win_t v;
+    GDR_CHECK(gdr_rma_win_init(&v, &eng, NULL, 3, 0, 0, 1) == GDR_RMA_OK, "window init");
+    gdr_rma_win_set_peer(&v, 0, 1);
+    gdr_rma_win_set_peer(&v, 2, 3);
+    gdr_rma_win_set_policy(&v, gdr_rma_win_all_reachable(&v), GDR_RMA_DECLARES_SUM, 1);
+    GDR_CHECK(!gdr_rma_win_all_reachable(&v) && !v.atomics.native
+              && !(gdr_rma_win_access(&v) & GDR_RMA_REMOTE_ATOMIC),
+              "registry: one target without a queue pair: no NIC atomics anywhere");
+    gdr_rma_win_free(&v);
+}
+
+static void test_paths(void)
+{
+    gdr_rma_win_t w;
+    make_win(&w, 0, GDR_RMA_DECLARES_SUM | GDR_RMA_DECLARES_NO_OP, 1);
+    struct iovec p = one_piece(0, 8), two[2] = { one_piece(0, 8), one_piece(16, 8) };
+    uint64_t v = 1, r[2];
+    gdr_rma_plan_t plan;
+    int na;
+    gdr_rma_access_t put = {.kind = GDR_RMA_PUT,.target = 1,.disp = 3,.tpieces = &p,
+        .ntpieces = 1,.tbytes = 8,.origin = {.addr = &v }
+    };
+    GDR_CHECK(gdr_rma_plan(&w, &put, &plan, &na) == GDR_RMA_OK && plan.by_rdma
+              && plan.origin_move == GDR_RMA_MOVE_DIRECT && plan.rkey == 7
+              && plan.tbase == (uint64_t) (uintptr_t) target_mem[1] + 24,
+              "path: contiguous put to a registered target: RDMA at base + disp * unit");
+    w.targets[2].rkey = 0;
+    put.target = 2;
+    GDR_CHECK(gdr_rma_plan(&w, &put, &plan, &na) == GDR_RMA_OK && !plan.by_rdma,
+              "path: a target whose window is not registered: message");
+    w.targets[3].peer = -1;
+    put.target = 3;
+    GDR_CHECK(gdr_rma_plan(&w, &put, &plan, &na) == GDR_RMA_OK && !plan.by_rdma,
+              "path: a target without a queue pair: message");
+    gdr_rma_access_t acc = {.kind = GDR_RMA_ACC,.target = 1,.tpieces = &p,.ntpieces = 1,
+        .tbytes = 8,.op = GDR_RMA_ACC_SUM,.int64_elements = 1,.origin = {.addr = &v }
+    };
+    GDR_CHECK(gdr_rma_plan(&w, &acc, &plan, &na) == GDR_RMA_OK && plan.by_rdma
+              && plan.path == GDR_RMA_PATH_FETCH_ADD, "path: SUM of an int64: fetch-add");
+    gdr_rma_plan_drop(&w, &plan);
+    acc.int64_elements = 0;
+    GDR_CHECK(gdr_rma_plan(&w, &acc, &plan, &na) == GDR_RMA_OK && !plan.by_rdma,
+              "path: SUM of doubles: message");
+    acc.int64_elements = 1;
+    acc.op = GDR_RMA_ACC_OTHER;
+    GDR_CHECK(gdr_rma_plan(&w, &acc, &plan, &na) == GDR_RMA_OK && !plan.by_rdma,
+              "path: MAX and the like: message");
+    gdr_rma_access_t noop = {.kind = GDR_RMA_GET_ACC,.target = 1,.tpieces = two,.ntpieces = 2,
+        .tbytes = 16,.op = GDR_RMA_ACC_NO_OP,.int64_elements = 1,.result = {.addr = r }
+    };
+    GDR_CHECK(gdr_rma_plan(&w, &noop, &plan, &na) == GDR_RMA_OK && !plan.by_rdma,
+              "path: NO_OP over two pieces: message (a read never conflicts)");
+    noop.ntpieces = 1;
+    noop.tbytes = 8;
+    GDR_CHECK(gdr_rma_plan(&w, &noop, &plan, &na) == GDR_RMA_OK && plan.by_rdma
+              && plan.path == GDR_RMA_PATH_READ, "path: NO_OP of one piece: RDMA read");
+    gdr_rma_plan_drop(&w, &plan);
+    GDR_CHECK(!gdr_rma_target_too_scattered(GDR_RMA_PUT, 64, 64)
+              && gdr_rma_target_too_scattered(GDR_RMA_PUT, 65, 65 * 8)
+              && !gdr_rma_target_too_scattered(GDR_RMA_PUT, 1024, 1024 * 512)
+              && gdr_rma_target_too_scattered(GDR_RMA_PUT, 1025, 1025 * 4096)
+              && !gdr_rma_target_too_scattered(GDR_RMA_ACC, 64, 512)
+              && gdr_rma_target_too_scattered(GDR_RMA_ACC, 65, 520),
+              "path: targets of >64 small, or >1024 pieces go as messages; accumulates >64");
+    gdr_rma_win_free(&w);
+}
+
+static void test_decomposition(void)
+{
+    gdr_rma_win_t w;
+    make_win(&w, 0, GDR_RMA_DECLARES_SUM, 0);
+    memset(target_mem, 0, sizeof(target_mem));
+    done_t d = { 0 };
+
+    /* vector target: 4 blocks of 8 bytes at stride 24, from disp 2 (unit 8) */
+    char src[32];
+    for (int i = 0; i < 32; i++)
+        src[i] = (char) (i + 1);
+    struct iovec vec[4];
+    for (int i = 0; i < 4; i++)
+        vec[i] = one_piece((size_t) i * 24, 8);
+    gdr_rma_access_t put = {.kind = GDR_RMA_PUT,.target = 1,.disp = 2,.tpieces = vec,
+        .ntpieces = 4,.tbytes = 32,.origin = {.addr = src }
+    };
+    int posts = fk.posts;
+    GDR_CHECK(run(&w, &put, &d) == GDR_RMA_OK && fk.posts == posts + 4,
+              "vector target: one RDMA write per block (4)");
+    GDR_CHECK(gdr_rma_wait_target(&w.tracker, &eng, 1, 0) == GDR_RMA_OK && d.calls == 1
+              && d.status == 0, "vector target: flush completes the operation once");
+    int ok = 1;
+    for (int i = 0; i < 4; i++)
+        ok &= memcmp(&target_mem[1][16 + i * 24], src + 8 * i, 8) == 0
+            && target_mem[1][16 + i * 24 + 8] == 0;
+    GDR_CHECK(ok, "vector target: each block landed at its offset, gaps untouched");
+
+    /* indexed target: blocks of 3, 10 and 1 bytes at offsets 100, 7, 50 */
+    struct iovec idx[3] = { one_piece(100, 3), one_piece(7, 10), one_piece(50, 1) };
+    gdr_rma_access_t put2 = {.kind = GDR_RMA_PUT,.target = 2,.tpieces = idx,.ntpieces = 3,
+        .tbytes = 14,.origin = {.addr = src }
+    };
+    GDR_CHECK(run(&w, &put2, NULL) == GDR_RMA_OK
+              && gdr_rma_wait_all(&w.tracker, &eng, 0) == GDR_RMA_OK
+              && memcmp(&target_mem[2][100], src, 3) == 0
+              && memcmp(&target_mem[2][7], src + 3, 10) == 0 && target_mem[2][50] == src[13],
+              "indexed target: blocks filled in order from the packed origin");
+
+    /* a scattered origin of 4 pieces to one target piece: one gather list */
+    struct iovec tgt = one_piece(0, 16), o4[4], o17[17];
+    for (int i = 0; i < 4; i++)
+        o4[i] = (struct iovec) {.iov_base = src + 8 * i,.iov_len = 4 };
+    gdr_rma_access_t g = {.kind = GDR_RMA_PUT,.target = 3,.tpieces = &tgt,.ntpieces = 1,
+        .tbytes = 16,.origin = {.scattered = 1,.iov = o4,.n = 4 }
+    };
+    posts = fk.posts;
+    int pins = fk.pins;
+    GDR_CHECK(run(&w, &g, NULL) == GDR_RMA_OK && fk.posts == posts + 1
+              && fk.q[fk.n - 1].kind == W_WRITEV && fk.q[fk.n - 1].n == 4 && fk.pins == pins + 1,
+              "scattered origin, 4 pieces: one gather work request over a pinned span");
+    GDR_CHECK(w.tracker.local[3] == 1, "gather list: the origin buffer is held until done");
+    gdr_rma_wait_target(&w.tracker, &eng, 3, 1);
+    ok = 1;
+    for (int i = 0; i < 4; i++)
+        ok &= memcmp(&target_mem[3][4 * i], src + 8 * i, 4) == 0;
+    GDR_CHECK(ok && w.tracker.local[3] == 0 && fk.unpins >= 1,
+              "gather list: pieces landed contiguously, buffer released, span unpinned");
+
+    /* 17 origin pieces (> GDR_RMA_SGE_MAX): packed through an engine buffer */
+    char big[17 * 2];
+    for (int i = 0; i < 17; i++)
+        o17[i] = (struct iovec) {.iov_base = big + 2 * i,.iov_len = 1 };
+    for (int i = 0; i < 34; i++)
+        big[i] = (char) (100 + i);
+    struct iovec t17 = one_piece(200, 17);
+    gdr_rma_access_t p17 = {.kind = GDR_RMA_PUT,.target = 3,.tpieces = &t17,.ntpieces = 1,
+        .tbytes = 17,.origin = {.scattered = 1,.iov = o17,.n = 17 }
+    };
+    gdr_rma_plan_t plan;
+    int na;
+    GDR_CHECK(gdr_rma_plan(&w, &p17, &plan, &na) == GDR_RMA_OK
+              && plan.origin_move == GDR_RMA_MOVE_BOUNCE && plan.origin_bounce != NULL,
+              "scattered origin, 17 pieces (>16): packed into an engine buffer");
+    gdr_rma_plan_drop(&w, &plan);
+    GDR_CHECK(run(&w, &p17, NULL) == GDR_RMA_OK
+              && gdr_rma_wait_all(&w.tracker, &eng, 0) == GDR_RMA_OK
+              && target_mem[3][200] == 100 && target_mem[3][216] == 132,
+              "packed origin: the data landed in order");
+
+    /* a get into a scattered result that cannot be listed: lands in an engine buffer
+     * that the host's completion receives to unpack */
+    memcpy(&target_mem[1][64], "landing-bytes!!", 16);
+    char res[16] = { 0 };
+    struct iovec t16 = one_piece(64, 16);
+    gdr_rma_access_t get = {.kind = GDR_RMA_GET,.target = 1,.tpieces = &t16,.ntpieces = 1,
+        .tbytes = 16,.result = {.scattered = 1 }
+    };
+    done_t gd = { 0 };
+    GDR_CHECK(run(&w, &get, &gd) == GDR_RMA_OK
+              && gdr_rma_wait_target(&w.tracker, &eng, 1, 1) == GDR_RMA_OK
+              && gd.calls == 1 && memcmp(gd.landed, "landing-bytes!!", 16) == 0,
+              "unlisted scattered result: data handed to the host's completion to unpack");
+    (void) res;
+
+    /* accumulate of 40 int64 SUMs: atomics in batches of 32 with one doorbell each */
+    uint64_t ops[40];
+    for (int i = 0; i < 40; i++) {
+        ops[i] = (uint64_t) i + 1;
+        ((uint64_t *) target_mem[2])[i] = 1000;
+    }
+    struct iovec t40 = one_piece(0, 320);
+    gdr_rma_access_t acc = {.kind = GDR_RMA_ACC,.target = 2,.tpieces = &t40,.ntpieces = 1,
+        .tbytes = 320,.op = GDR_RMA_ACC_SUM,.int64_elements = 1,.origin = {.addr = ops }
+    };
+    int aposts = fk.atomic_posts;
+    GDR_CHECK(run(&w, &acc, NULL) == GDR_RMA_OK && fk.atomic_posts == aposts + 2,
+              "40-element SUM: 2 doorbells (32 + 8 atomics)");
+    gdr_rma_wait_all(&w.tracker, &eng, 0);
+    ok = 1;
+    for (int i = 0; i < 40; i++)
+        ok &= ((uint64_t *) target_mem[2])[i] == 1000 + (uint64_t) i + 1;
+    GDR_CHECK(ok, "40-element SUM: every element added exactly once");
+
+    /* a big put of 2 pieces whose origin cannot be pinned: nothing posted, a message */
+    fk.noreg = 1;
+    posts = fk.posts;
+    struct iovec t2[2] = { one_piece(0, 2048), one_piece(2048, 2048) };
+    static char large[4096];
+    gdr_rma_access_t nr = {.kind = GDR_RMA_PUT,.target = 1,.tpieces = t2,.ntpieces = 2,
+        .tbytes = 4096,.origin = {.addr = large }
+    };
+    GDR_CHECK(run(&w, &nr, NULL) == GDR_RMA_NOREG && fk.posts == posts
+              && w.tracker.total_remote == 0,
+              "unpinnable origin of a multi-piece put: NOREG before anything is posted");
+    fk.noreg = 0;
+
+    /* a full transport: posts are retried after progress */
+    fk.busy = 3;
+    int calls = fk.progress_calls;
+    GDR_CHECK(run(&w, &put, NULL) == GDR_RMA_OK && fk.progress_calls >= calls + 3
+              && gdr_rma_wait_all(&w.tracker, &eng, 0) == GDR_RMA_OK,
+              "BUSY transport: progress, then the posts go through");
+    gdr_rma_win_free(&w);
+}
+
+static void test_completion(void)
+{
+    gdr_rma_win_t w;
+    make_win(&w, 0, GDR_RMA_DECLARES_SUM, 0);
+    uint64_t v = 5, got[3];
+    struct iovec p = one_piece(0, 8);
+    done_t d[5] = { 0 };
+    gdr_rma_access_t put = {.kind = GDR_RMA_PUT,.tpieces = &p,.ntpieces = 1,.tbytes = 8,
+        .origin = {.addr = &v }
+    };
+    for (int i = 0; i < 3; i++) {
+        put.target = 1;
+        run(&w, &put, &d[i]);
+    }
+    gdr_rma_access_t get = {.kind = GDR_RMA_GET,.target = 2,.tpieces = &p,.ntpieces = 1,
+        .tbytes = 8,.result = {.addr = got }
+    };
+    run(&w, &get, &d[3]);
+    GDR_CHECK(w.tracker.remote[1] == 3 && w.tracker.remote[2] == 1 && w.tracker.total_remote == 4
+              && w.tracker.local[2] == 1 && w.tracker.local[1] == 3,
+              "counting: 3 puts to rank 1 (origin buffers in the NIC's hands: not copied), "
+              "a get from rank 2 holding its result buffer");
+    fk.lifo = 1;                /* newest first: the get, then the puts backwards */
+    GDR_CHECK(gdr_rma_wait_target(&w.tracker, &eng, 2, 1) == GDR_RMA_OK && d[3].calls == 1
+              && w.tracker.local[2] == 0 && w.tracker.remote[1] == 3,
+              "out of order: flush_local of rank 2 waits for its get only");
+    GDR_CHECK(gdr_rma_wait_target(&w.tracker, &eng, 1, 0) == GDR_RMA_OK
+              && d[0].calls == 1 && d[1].calls == 1 && d[2].calls == 1
+              && w.tracker.total_remote == 0, "out of order: flush of rank 1 sees all 3 puts");
+    fk.lifo = 0;
+
+    /* a failed work completion: the op completes in error and every wait reports it */
+    run(&w, &put, &d[4]);
+    fk.fail_next = 1;
+    int rc = gdr_rma_wait_target(&w.tracker, &eng, 1, 0);
+    GDR_CHECK(rc == GDR_RMA_ERROR, "failed completion: flush returns GDR_RMA_ERROR (got %d)", rc);
+    GDR_CHECK(d[4].calls == 1 && d[4].status == GDR_RMA_ERROR && w.tracker.total_remote == 0,
+              "failed completion: the op completed once, in error, and is no longer counted");
+    GDR_CHECK(gdr_rma_wait_all(&w.tracker, &eng, 0) == GDR_RMA_ERROR,
+              "failed completion: later waits on the window report it too");
+    gdr_rma_win_free(&w);
+}
+
+static void test_dynamic(void)
+{
+    gdr_rma_win_t w;
+    make_win(&w, 1, GDR_RMA_DECLARES_SUM, 0);
+    static uint64_t region[64];
+    fk.region = (gdr_rma_region_reply_t) {.found = 1,.base = (uint64_t) (uintptr_t) region,
+        .size = sizeof(region),.rkey = 99 };
+    fk.queries = 0;
+    uint64_t v = 42;
+    struct iovec p = one_piece(0, 8);
+    gdr_rma_access_t put = {.kind = GDR_RMA_PUT,.target = 1,
+        .disp = (int64_t) (uintptr_t) & region[3],.tpieces = &p,.ntpieces = 1,.tbytes = 8,
+        .t_span = 8,.origin = {.addr = &v }
+    };
+    /* dynamic cards carry unit 1 and base 0 */
+    gdr_rma_card_t c = {.size = 0,.disp_unit = 1 };
+    gdr_rma_win_set_card(&w, 1, &c);
+    GDR_CHECK(run(&w, &put, NULL) == GDR_RMA_OK && fk.queries == 1,
+              "dynamic: the first access asks the target about the region");
+    put.disp = (int64_t) (uintptr_t) & region[9];
+    GDR_CHECK(run(&w, &put, NULL) == GDR_RMA_OK && fk.queries == 1,
+              "dynamic: a second access inside the region uses what was learned");
+    GDR_CHECK(gdr_rma_wait_target(&w.tracker, &eng, 1, 0) == GDR_RMA_OK && region[3] == 42
+              && region[9] == 42, "dynamic: both puts landed with the region's key");
+    GDR_CHECK(run(&w, &put, NULL) == GDR_RMA_OK && fk.queries == 2,
+              "dynamic: after a flush the region is forgotten and asked for again");
+    gdr_rma_wait_all(&w.tracker, &eng, 0);
+    put.disp = (int64_t) (uintptr_t) & region[63];
+    put.t_span = 16;
+    gdr_rma_plan_t plan;
+    int na;
+    GDR_CHECK(gdr_rma_plan(&w, &put, &plan, &na) == GDR_RMA_OK && !plan.by_rdma,
+              "dynamic: an access running past the region goes as a message");
+    static uint64_t elsewhere;
+    put.disp = (int64_t) (uintptr_t) & elsewhere;
+    put.t_span = 8;
+    GDR_CHECK(gdr_rma_plan(&w, &put, &plan, &na) == GDR_RMA_ERROR && na == 1,
+              "dynamic: an address the target has not attached is refused");
+    gdr_rma_win_free(&w);
+}
+
+static void test_switch_paths(void)
+{
+    gdr_rma_win_t w;
+    make_win(&w, 0, GDR_RMA_DECLARES_SUM | GDR_RMA_DECLARES_OTHER, 1);
+    GDR_CHECK(w.atomics.switch_wait, "ordered window with SUM and others: switch waits");
+    uint64_t v = 1;
+    struct iovec p = one_piece(0, 8);
+    gdr_rma_access_t acc = {.kind = GDR_RMA_ACC,.target = 1,.tpieces = &p,.ntpieces = 1,
+        .tbytes = 8,.op = GDR_RMA_ACC_SUM,.int64_elements = 1,.origin = {.addr = &v }
+    };
+    run(&w, &acc, NULL);
+    unsigned long long msgs = eng.count[GDR_RMA_BY_MESSAGE][GDR_RMA_ACC];
+    GDR_CHECK(w.tracker.remote[1] == 1 && gdr_rma_note_message(&w, GDR_RMA_ACC, 1) == GDR_RMA_OK
+              && w.tracker.remote[1] == 0
+              && eng.count[GDR_RMA_BY_MESSAGE][GDR_RMA_ACC] == msgs + 1,
+              "NIC -> message: the NIC accumulate completed first, the message counted");
+    fk.am_acc_pending = 3;
+    GDR_CHECK(run(&w, &acc, NULL) == GDR_RMA_OK && fk.am_acc_pending == 0,
+              "message -> NIC: waited for the message accumulates to complete");
+    gdr_rma_wait_all(&w.tracker, &eng, 0);
+    gdr_rma_win_free(&w);
+}
+
+int main(void)
+{
+    fk.atomicv_max = 32;
+    test_registry();
+    test_paths();
+    test_decomposition();
+    test_completion();
+    test_dynamic();
+    test_switch_paths();
+    return gdr_unit_finish();
+}
