@@ -350,6 +350,20 @@ def check_plain_layers(tree):
         what, len(offences), files, '' if files == 1 else 's'), details)]
 
 
+def cycle_results(tree, check, noun, edges, cycles, describe_edge):
+    """One PASS when there is no cycle, else one FAIL per cycle listing its edges."""
+    if not cycles:
+        return [Result(check, True, 'no %s cycles among %d files under %s'
+                       % (noun, len(tree.files), tree.label))]
+    results = []
+    for cycle in cycles:
+        names = [tree.files[p].name for p in cycle]
+        details = [describe_edge(a, b) for a in cycle for b in sorted(edges[a]) if b in cycle]
+        results.append(Result(check, False, '%s cycle among %d files under %s: %s'
+                              % (noun, len(cycle), tree.label, ', '.join(names)), details))
+    return results
+
+
 def check_include_cycles(tree):
     edges = {}                  # including path -> {included path: line}
     for path, f in tree.files.items():
@@ -359,17 +373,9 @@ def check_include_cycles(tree):
             if target:
                 edges[path].setdefault(target, line)
     cycles = [c for c in strongly_connected(edges) if len(c) > 1 or c[0] in edges[c[0]]]
-    if not cycles:
-        return [Result('includes', True, 'no include cycles among %d files under %s'
-                       % (len(tree.files), tree.label))]
-    results = []
-    for cycle in cycles:
-        names = [tree.files[p].name for p in cycle]
-        details = ['%s:%d includes %s' % (tree.files[a].name, edges[a][b], tree.files[b].name)
-                   for a in cycle for b in sorted(edges[a]) if b in cycle]
-        results.append(Result('includes', False, 'include cycle among %d files under %s: %s'
-                              % (len(cycle), tree.label, ', '.join(names)), details))
-    return results
+    return cycle_results(tree, 'includes', 'include', edges, cycles,
+                         lambda a, b: '%s:%d includes %s' % (tree.files[a].name, edges[a][b],
+                                                             tree.files[b].name))
 
 
 def check_call_cycles(tree):
@@ -390,17 +396,9 @@ def check_call_cycles(tree):
             if callee_file and callee_file != path and name not in f.definitions:
                 edges[path].setdefault(callee_file, (name, line))
     cycles = [c for c in strongly_connected(edges) if len(c) > 1]
-    if not cycles:
-        return [Result('calls', True, 'no call cycles among %d files under %s'
-                       % (len(tree.files), tree.label))]
-    results = []
-    for cycle in cycles:
-        names = [tree.files[p].name for p in cycle]
-        details = ['%s -> %s (%s)' % (tree.files[a].name, tree.files[b].name, edges[a][b][0])
-                   for a in cycle for b in sorted(edges[a]) if b in cycle]
-        results.append(Result('calls', False, 'call cycle among %d files under %s: %s'
-                              % (len(cycle), tree.label, ', '.join(names)), details))
-    return results
+    return cycle_results(tree, 'calls', 'call', edges, cycles,
+                         lambda a, b: '%s -> %s (%s)' % (tree.files[a].name, tree.files[b].name,
+                                                         edges[a][b][0]))
 
 
 def run_checks(src_dir):

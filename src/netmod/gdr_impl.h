@@ -35,8 +35,8 @@ uint64_t MPIDI_GDR_target_span(MPI_Aint count, MPI_Datatype type, MPI_Aint * tru
 int MPIDI_GDR_is_int64(MPI_Datatype basic);
 /* count x type at buf: contiguous, or scattered and listed into small[GDR_RMA_SGE_MAX]
  * when want_list and it has at most that many pieces. */
-int MPIDI_GDR_describe_buf(const void *buf, MPI_Aint count, MPI_Datatype type, MPI_Aint bytes,
-                           int want_list, struct iovec *small, gdr_rma_buf_t * out);
+void MPIDI_GDR_describe_buf(const void *buf, MPI_Aint count, MPI_Datatype type, MPI_Aint bytes,
+                            int want_list, struct iovec *small, gdr_rma_buf_t * out);
 /* The pieces of a target access as offsets from its displacement; *pieces is small
  * (one piece) or allocated (MPL_free it).  *n 0 with MPI_SUCCESS: too scattered. */
 int MPIDI_GDR_target_pieces(MPI_Aint count, MPI_Datatype type, MPI_Aint bytes,

@@ -26,8 +26,8 @@ int MPIDI_GDR_is_int64(MPI_Datatype basic)
         || basic == MPI_COUNT;
 }
 
-int MPIDI_GDR_describe_buf(const void *buf, MPI_Aint count, MPI_Datatype type, MPI_Aint bytes,
-                           int want_list, struct iovec *small, gdr_rma_buf_t * out)
+void MPIDI_GDR_describe_buf(const void *buf, MPI_Aint count, MPI_Datatype type, MPI_Aint bytes,
+                            int want_list, struct iovec *small, gdr_rma_buf_t * out)
 {
     int contig;
     MPI_Aint lb, n = 0, got = 0;
@@ -35,18 +35,17 @@ int MPIDI_GDR_describe_buf(const void *buf, MPI_Aint count, MPI_Datatype type, M
     *out = (gdr_rma_buf_t) { 0 };
     if (contig) {
         out->addr = (char *) buf + lb;
-        return MPI_SUCCESS;
+        return;
     }
     out->scattered = 1;
     if (!want_list || MPIR_Typerep_iov_len(count, type, bytes, &n) != MPI_SUCCESS || n < 2
         || n > GDR_RMA_SGE_MAX)
-        return MPI_SUCCESS;     /* packed or unpacked through an engine buffer */
+        return;         /* packed or unpacked through an engine buffer */
     if (MPIR_Typerep_to_iov_offset(buf, count, type, 0, small, n, &got) != MPI_SUCCESS
         || got != n)
-        return MPI_SUCCESS;
+        return;
     out->iov = small;
     out->n = (size_t) n;
-    return MPI_SUCCESS;
 }
 
 int MPIDI_GDR_target_pieces(MPI_Aint count, MPI_Datatype type, MPI_Aint bytes,

@@ -110,8 +110,7 @@ int MPIDI_GDR_rma_native(const MPIDI_GDR_rma_args_t * a, MPIR_Win * win, MPIR_Re
     gdr_rma_op_t *op = NULL;
 
     *handled = 0;
-    if (!w->rdma || t < 0 || t >= w->n || w->targets[t].peer < 0
-        || (w->targets[t].rkey == 0 && !w->dynamic))
+    if (!gdr_rma_win_reaches(w, t))
         return MPI_SUCCESS;
     if ((a->origin != NULL && MPIR_GPU_query_pointer_is_dev(a->origin))
         || (a->result != NULL && MPIR_GPU_query_pointer_is_dev(a->result)))

@@ -4,6 +4,7 @@
  * path) and destroy the key at MPI_Win_free. */
 #include "gdr_impl.h"
 #include "gdr_noinline.h"
+#include "gdr_rma.h"
 
 /* The ops a window declares (which_accumulate_ops), in gdr_rma_path's terms. */
 static unsigned declared_ops(MPIR_Win * win)
@@ -184,9 +185,7 @@ int MPIDI_GDR_mpi_win_detach_hook(MPIR_Win * win, const void *base)
 int MPIDI_GDR_mpi_win_free_hook(MPIR_Win * win)
 {
     /* epochs are closed, so nothing should be in flight; never free under the NIC */
-    gdr_rma_win_t *w = &GDR_WIN(win).rma;
-    int mpi_errno = w->eng != NULL ? MPIDI_GDR_rma_error(gdr_rma_wait_all(&w->tracker, w->eng, 0))
-        : MPI_SUCCESS;
-    gdr_rma_win_free(w);        /* the key dies here */
+    int mpi_errno = MPIDI_GDR_rma_wait_all(win, 0);
+    gdr_rma_win_free(&GDR_WIN(win).rma);        /* the key dies here */
     return mpi_errno;
 }

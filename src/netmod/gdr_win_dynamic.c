@@ -4,7 +4,6 @@
  * active message, answered by the target's progress engine. */
 #include "gdr_impl.h"
 #include "gdr_noinline.h"
-#include "gdr_rma.h"
 #include "gdr_am.h"
 
 typedef struct {

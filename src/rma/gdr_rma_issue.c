@@ -34,7 +34,6 @@ int gdr_rma_issue(gdr_rma_win_t *w, const gdr_rma_access_t *a, gdr_rma_plan_t *p
     uint32_t rkey = plan->rkey;
     int is_putget = a->kind == GDR_RMA_PUT || a->kind == GDR_RMA_GET;
     int fetches = a->kind != GDR_RMA_PUT && a->kind != GDR_RMA_ACC;
-    int posted = 0;             /* transport operations posted */
 
     *out = NULL;
     if (plan->path != GDR_RMA_PATH_AM) {
@@ -65,9 +64,8 @@ int gdr_rma_issue(gdr_rma_win_t *w, const gdr_rma_access_t *a, gdr_rma_plan_t *p
         op->temp_len = (size_t) a->tbytes;
     }
     op->origin_temp = plan->origin_bounce;
-    *plan = (gdr_rma_plan_t) {.tbase = plan->tbase,.rkey = plan->rkey,.path = plan->path,
-        .origin_move = plan->origin_move,.result_move = plan->result_move
-    };
+    plan->pin = plan->origin_bounce = plan->result_bounce = NULL;
+    plan->by_rdma = 0;          /* nothing left for gdr_rma_plan_drop */
     if (a->tbytes == 0)
         goto posted;
 
@@ -103,7 +101,6 @@ int gdr_rma_issue(gdr_rma_win_t *w, const gdr_rma_access_t *a, gdr_rma_plan_t *p
                     POST(net->put(net->ctx, peer, src + off, a->tpieces[i].iov_len,
                                   piece_addr(plan, &a->tpieces[i]), rkey, gdr_rma_op_part_done,
                                   op, &copied));
-                    posted++;
                     all_copied &= copied;
                 }
                 if (!all_copied && op->origin_temp == NULL)
@@ -126,7 +123,6 @@ int gdr_rma_issue(gdr_rma_win_t *w, const gdr_rma_access_t *a, gdr_rma_plan_t *p
                     POST(net->get(net->ctx, peer, land + off, a->tpieces[i].iov_len,
                                   piece_addr(plan, &a->tpieces[i]), rkey, gdr_rma_op_part_done,
                                   op));
-                    posted++;
                 }
                 break;
             }
@@ -160,8 +156,7 @@ int gdr_rma_issue(gdr_rma_win_t *w, const gdr_rma_access_t *a, gdr_rma_plan_t *p
                         POST(net->atomicv(net->ctx, peer, aop, src + 8 * elem, compare,
                                           fetches ? land + 8 * elem : NULL, raddrs, nb, rkey,
                                           gdr_rma_op_part_done, op));
-                        posted++;
-                        elem += nb;
+                            elem += nb;
                         nb = 0;
                     }
                 }
@@ -175,7 +170,6 @@ int gdr_rma_issue(gdr_rma_win_t *w, const gdr_rma_access_t *a, gdr_rma_plan_t *p
   noreg:
     /* a user buffer the transport cannot pin (only put and get register one, before
      * posting anything, or pin it first): the operation goes as a message instead */
-    (void) posted;
     gdr_rma_op_abandon(op);
     return GDR_RMA_NOREG;
   drop:

@@ -67,8 +67,7 @@ int gdr_rma_plan(gdr_rma_win_t *w, const gdr_rma_access_t *a, gdr_rma_plan_t *pl
 
     *plan = (gdr_rma_plan_t) { 0 };
     *not_attached = 0;
-    if (!w->rdma || t < 0 || t >= w->n || w->targets[t].peer < 0
-        || (w->targets[t].rkey == 0 && !w->dynamic))
+    if (!gdr_rma_win_reaches(w, t))
         return GDR_RMA_OK;
     plan->tbase = w->targets[t].base + (uint64_t) a->disp * w->targets[t].disp_unit;
     plan->rkey = w->targets[t].rkey;
@@ -117,11 +116,16 @@ int gdr_rma_plan(gdr_rma_win_t *w, const gdr_rma_access_t *a, gdr_rma_plan_t *pl
 
 /* With ordered accumulates and both paths in use, an origin that changes path to a
  * target first lets the other path's accumulates to it complete. */
+typedef struct {
+    const gdr_rma_win_t *w;
+    int target;
+} acc_target_t;
+
 static int am_acc_pending(const void *arg)
 {
-    const gdr_rma_win_t *w = ((const void *const *) arg)[0];
-    int target = *(const int *) ((const void *const *) arg)[1];
-    return w->eng->host.am_accumulates_pending(w->eng->host.ctx, w->host_win, target);
+    const acc_target_t *at = arg;
+    return at->w->eng->host.am_accumulates_pending(at->w->eng->host.ctx, at->w->host_win,
+                                                   at->target);
 }
 
 int gdr_rma_switch_path(gdr_rma_win_t *w, int target, int to_nic)
@@ -134,8 +138,8 @@ int gdr_rma_switch_path(gdr_rma_win_t *w, int target, int to_nic)
         rc = gdr_rma_wait_zero(w->eng, &w->tracker.remote[target],
                                "for RDMA accumulates before a message accumulate", target);
     } else if (w->last_acc_path[target] == 2) {
-        const void *arg[2] = { w, &target };
-        rc = gdr_rma_wait_until(w->eng, am_acc_pending, arg,
+        acc_target_t at = {.w = w,.target = target };
+        rc = gdr_rma_wait_until(w->eng, am_acc_pending, &at,
                                 "for message accumulates before an RDMA atomic", target);
     }
     w->last_acc_path[target] = want;
