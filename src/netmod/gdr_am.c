@@ -3,7 +3,6 @@
  * larger payloads are read by the target (rendezvous) and complete at its FIN. */
 #include "gdr_impl.h"
 #include "gdr_noinline.h"
-#include "mpidu_bc.h"
 #include <sched.h>
 
 /*
@@ -70,14 +69,24 @@ cvars:
 
 #define GDR_AM_REQ(req) ((req)->dev.ch4.am.netmod_am.gdr)
 
+/* The channel's 32-bit handler word: MPIDIG's handler and both VCIs, 8 bits each
+ * (MPIDI_AM_HANDLERS_MAX and MPIDI_CH4_MAX_VCIS are at most 256). */
+#define GDR_AM_WORD(handler, src_vci, dst_vci) \
+    ((uint32_t) (handler) | ((uint32_t) (src_vci) << 8) | ((uint32_t) (dst_vci) << 16))
+#define GDR_AM_WORD_HANDLER(w) ((int) ((w) & 0xff))
+#define GDR_AM_WORD_SRC_VCI(w) ((int) (((w) >> 8) & 0xff))
+#define GDR_AM_WORD_DST_VCI(w) ((int) (((w) >> 16) & 0xff))
+_Static_assert(MPIDI_AM_HANDLERS_MAX <= 256 && MPIDI_CH4_MAX_VCIS <= 256,
+               "gdr's AM word holds the handler and the VCIs in 8 bits each");
+
 static int world_rank_of(MPIR_Comm * comm, int rank, int *peer)
 {
-    int mpi_errno = MPI_SUCCESS, lpid = -1, avtid = -1;
+    int mpi_errno = MPI_SUCCESS;
+    int grank = MPIDIU_get_grank(rank, comm);   /* -1: not in MPI_COMM_WORLD */
 
-    MPIDIU_comm_rank_to_pid(comm, rank, &lpid, &avtid);
-    MPIR_ERR_CHKANDJUMP1(avtid != 0 || lpid < 0 || MPIDI_GDR_global.am == NULL, mpi_errno,
+    MPIR_ERR_CHKANDJUMP1(grank < 0 || MPIDI_GDR_global.am == NULL, mpi_errno,
                          MPI_ERR_OTHER, "**gdr_no_transport", "**gdr_no_transport %d", rank);
-    *peer = lpid;
+    *peer = grank;
   fn_exit:
     return mpi_errno;
   fn_fail:
@@ -106,7 +115,7 @@ static int origin_done(MPIR_Request * sreq)
 
 int MPIDI_GDR_am_send(int rank, MPIR_Comm * comm, int handler_id, const void *am_hdr,
                       MPI_Aint am_hdr_sz, const void *data, MPI_Aint count,
-                      MPI_Datatype datatype, MPIR_Request * sreq)
+                      MPI_Datatype datatype, int src_vci, int dst_vci, MPIR_Request * sreq)
 {
     int mpi_errno = MPI_SUCCESS, peer, dt_contig, rc;
     MPI_Aint data_sz = 0, dt_true_lb = 0;
@@ -133,7 +142,8 @@ int MPIDI_GDR_am_send(int rank, MPIR_Comm * comm, int handler_id, const void *am
                 pack_buf = MPL_malloc(data_sz, MPL_MEM_BUFFER);
                 MPIR_ERR_CHKANDJUMP1(pack_buf == NULL, mpi_errno, MPI_ERR_NO_MEM, "**nomem",
                                      "**nomem %s", "gdr AM pack buffer");
-                mpi_errno = MPIR_Typerep_pack(data, count, datatype, 0, pack_buf, data_sz, &packed);
+                mpi_errno = MPIR_Typerep_pack(data, count, datatype, 0, pack_buf, data_sz, &packed,
+                                              MPIR_TYPEREP_FLAG_NONE);
                 MPIR_ERR_CHECK(mpi_errno);
                 MPIR_Assert(packed == data_sz);
                 payload = pack_buf;
@@ -143,8 +153,9 @@ int MPIDI_GDR_am_send(int rank, MPIR_Comm * comm, int handler_id, const void *am
         GDR_AM_REQ(sreq).pack_buf = pack_buf;
     }
 
+    uint32_t word = GDR_AM_WORD(handler_id, src_vci, dst_vci);
     if ((size_t) data_sz <= gdr_verbs_am_eager_limit(MPIDI_GDR_global.am, (size_t) am_hdr_sz)) {
-        rc = gdr_verbs_am_send_eager(MPIDI_GDR_global.am, peer, (uint16_t) handler_id, am_hdr,
+        rc = gdr_verbs_am_send_eager(MPIDI_GDR_global.am, peer, word, am_hdr,
                                      (size_t) am_hdr_sz, payload, (size_t) data_sz);
         if (rc != 0)
             goto fn_transport;
@@ -153,7 +164,7 @@ int MPIDI_GDR_am_send(int rank, MPIR_Comm * comm, int handler_id, const void *am
             MPIR_ERR_CHECK(mpi_errno);
         }
     } else {
-        rc = gdr_verbs_am_send_rndv(MPIDI_GDR_global.am, peer, (uint16_t) handler_id, am_hdr,
+        rc = gdr_verbs_am_send_rndv(MPIDI_GDR_global.am, peer, word, am_hdr,
                                     (size_t) am_hdr_sz, payload, (size_t) data_sz,
                                     (uint64_t) (uintptr_t) sreq);
         if (rc != 0)
@@ -172,11 +183,18 @@ int MPIDI_GDR_am_send(int rank, MPIR_Comm * comm, int handler_id, const void *am
 }
 
 /* Channel callbacks: run inside gdr_verbs_am_progress(). */
-static void deliver(void *ctx, int src, uint16_t handler_id, const void *am_hdr,
+static void deliver(void *ctx, int src, uint32_t word, const void *am_hdr,
                     size_t am_hdr_sz, const void *data, size_t data_sz)
 {
     uint32_t attr = 0;
-    MPIDIG_AM_ATTR_SET_VCIS(attr, 0, 0);
+    int handler_id = GDR_AM_WORD_HANDLER(word), dst_vci = GDR_AM_WORD_DST_VCI(word);
+    MPIDIG_AM_ATTR_SET_VCIS(attr, GDR_AM_WORD_SRC_VCI(word), dst_vci);
+    if (dst_vci >= MPIDI_global.n_total_vcis) {
+        if (MPIDI_GDR_global.am_errno == MPI_SUCCESS)
+            MPIR_ERR_SET2(MPIDI_GDR_global.am_errno, MPI_ERR_INTERN, "**gdr_bad_vci",
+                          "**gdr_bad_vci %d %d", dst_vci, src);
+        return;
+    }
     if (handler_id >= MPIDI_AM_HANDLERS_MAX || MPIDIG_global.target_msg_cbs[handler_id] == NULL) {
         if (MPIDI_GDR_global.am_errno == MPI_SUCCESS)
             MPIR_ERR_SET2(MPIDI_GDR_global.am_errno, MPI_ERR_INTERN, "**gdr_bad_handler",
@@ -197,7 +215,7 @@ static void rndv_done(void *ctx, uint64_t cookie)
         MPIDI_GDR_global.am_errno = err;
 }
 
-int MPIDI_GDR_progress_am(void)
+int MPIDI_GDR_progress_am(int *made_progress)
 {
     int progressed = 0, rc, mpi_errno;
     int sleep_us = MPIR_CVAR_CH4_GDR_IDLE_SLEEP_US;
@@ -223,8 +241,10 @@ int MPIDI_GDR_progress_am(void)
         MPIDI_GDR_global.am_errno = MPI_SUCCESS;
         return mpi_errno;
     }
-    if (progressed)
+    if (progressed) {
         MPIDI_GDR_global.empty_polls = 0;
+        *made_progress = 1;
+    }
     else if (idle_after > 0)
         MPIDI_GDR_global.empty_polls++;
     return MPI_SUCCESS;
@@ -278,21 +298,21 @@ int MPIDI_GDR_am_start(void)
     MPIR_ERR_CHKANDJUMP1(card == NULL, mpi_errno, MPI_ERR_NO_MEM, "**nomem", "**nomem %s",
                          "gdr business card");
     gdr_verbs_am_card(MPIDI_GDR_global.am, card);
-    int recv_len = bc_len;      /* same_len: the table's stride is our own card size */
-    mpi_errno = MPIDU_bc_table_create(rank, size, MPIR_Process.node_map, card, bc_len, TRUE,
-                                      0, &table, &recv_len);
+    /* every rank's card, in rank order; all cards have our size (same configuration) */
+    table = MPL_malloc((size_t) bc_len * size, MPL_MEM_OTHER);
+    MPIR_ERR_CHKANDJUMP1(table == NULL, mpi_errno, MPI_ERR_NO_MEM, "**nomem", "**nomem %s",
+                         "gdr business card table");
+    mpi_errno = MPIR_pmi_allgather(card, bc_len, table, bc_len, MPIR_PMI_DOMAIN_ALL);
     MPIR_ERR_CHECK(mpi_errno);
     for (int i = 0; i < size; i++) {
         if (!need_qp[i])
             continue;
-        if (gdr_verbs_am_connect(MPIDI_GDR_global.am, i, (char *) table + (size_t) i * recv_len,
-                                 (size_t) recv_len) != 0) {
-            MPIDU_bc_table_destroy();
+        if (gdr_verbs_am_connect(MPIDI_GDR_global.am, i, (char *) table + (size_t) i * bc_len,
+                                 (size_t) bc_len) != 0) {
             mpi_errno = MPIDI_GDR_transport_error();
             goto fn_fail;
         }
     }
-    MPIDU_bc_table_destroy();
     gdr_verbs_rma_config_t rcfg = {
         .depth = cfg.rma_depth,.bounce_size = 4096,.bounce_count = 256
     };
@@ -304,6 +324,7 @@ int MPIDI_GDR_am_start(void)
     MPIR_ERR_CHECK(mpi_errno);
 
   fn_exit:
+    MPL_free(table);
     MPL_free(card);
     MPL_free(need_qp);
     return mpi_errno;
@@ -324,7 +345,8 @@ int MPIDI_GDR_am_stop(void)
     if (MPIDI_GDR_global.am == NULL)
         return MPI_SUCCESS;
     while (gdr_verbs_am_busy(MPIDI_GDR_global.am)) {
-        mpi_errno = MPIDI_GDR_progress_am();
+        int made_progress = 0;
+        mpi_errno = MPIDI_GDR_progress_am(&made_progress);
         MPIR_ERR_CHECK(mpi_errno);
     }
     mpi_errno = MPIR_pmi_barrier();

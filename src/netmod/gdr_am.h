@@ -12,17 +12,19 @@
 #define MPIDI_GDR_AM_WIRE_HDR_SZ  56
 #define MPIDI_GDR_AM_HDR_MAX_SZ   (MPIDI_GDR_AM_EAGER_BUF_SZ - MPIDI_GDR_AM_WIRE_HDR_SZ)
 
-/* gdr_am.c: the paths behind the entry points below. */
+/* gdr_am.c: the paths behind the entry points below.  The VCIs travel with the
+ * message: a reserved VCI (an MPIX_Stream's) has its own queues at the target. */
 int MPIDI_GDR_am_send(int rank, MPIR_Comm * comm, int handler_id, const void *am_hdr,
                       MPI_Aint am_hdr_sz, const void *data, MPI_Aint count,
-                      MPI_Datatype datatype, MPIR_Request * sreq);
+                      MPI_Datatype datatype, int src_vci, int dst_vci, MPIR_Request * sreq);
 MPI_Aint MPIDI_GDR_am_eager_payload_limit(void);
 
 MPL_STATIC_INLINE_PREFIX int MPIDI_NM_am_send_hdr(int rank, MPIR_Comm * comm, int handler_id,
                                                   const void *am_hdr, MPI_Aint am_hdr_sz,
                                                   int src_vci, int dst_vci)
 {
-    return MPIDI_GDR_am_send(rank, comm, handler_id, am_hdr, am_hdr_sz, NULL, 0, MPI_BYTE, NULL);
+    return MPIDI_GDR_am_send(rank, comm, handler_id, am_hdr, am_hdr_sz, NULL, 0, MPIR_BYTE_INTERNAL,
+                             src_vci, dst_vci, NULL);
 }
 
 MPL_STATIC_INLINE_PREFIX int MPIDI_NM_am_isend(int rank, MPIR_Comm * comm, int handler_id,
@@ -32,7 +34,7 @@ MPL_STATIC_INLINE_PREFIX int MPIDI_NM_am_isend(int rank, MPIR_Comm * comm, int h
                                                MPIR_Request * sreq)
 {
     return MPIDI_GDR_am_send(rank, comm, handler_id, am_hdr, am_hdr_sz, data, count, datatype,
-                             sreq);
+                             src_vci, dst_vci, sreq);
 }
 
 MPL_STATIC_INLINE_PREFIX int MPIDI_NM_am_send_hdr_reply(MPIR_Comm * comm, int src_rank,
@@ -40,8 +42,8 @@ MPL_STATIC_INLINE_PREFIX int MPIDI_NM_am_send_hdr_reply(MPIR_Comm * comm, int sr
                                                         MPI_Aint am_hdr_sz, int src_vci,
                                                         int dst_vci)
 {
-    return MPIDI_GDR_am_send(src_rank, comm, handler_id, am_hdr, am_hdr_sz, NULL, 0, MPI_BYTE,
-                             NULL);
+    return MPIDI_GDR_am_send(src_rank, comm, handler_id, am_hdr, am_hdr_sz, NULL, 0,
+                             MPIR_BYTE_INTERNAL, src_vci, dst_vci, NULL);
 }
 
 MPL_STATIC_INLINE_PREFIX int MPIDI_NM_am_isend_reply(MPIR_Comm * comm, int src_rank,
@@ -52,7 +54,7 @@ MPL_STATIC_INLINE_PREFIX int MPIDI_NM_am_isend_reply(MPIR_Comm * comm, int src_r
                                                      MPIR_Request * sreq)
 {
     return MPIDI_GDR_am_send(src_rank, comm, handler_id, am_hdr, am_hdr_sz, data, count,
-                             datatype, sreq);
+                             datatype, src_vci, dst_vci, sreq);
 }
 
 MPL_STATIC_INLINE_PREFIX MPIDIG_recv_data_copy_cb MPIDI_NM_am_get_data_copy_cb(uint32_t attr)
@@ -80,6 +82,31 @@ MPL_STATIC_INLINE_PREFIX bool MPIDI_NM_am_check_eager(MPI_Aint am_hdr_sz, MPI_Ai
                                                       MPI_Datatype datatype, MPIR_Request * sreq)
 {
     return am_hdr_sz + data_sz <= MPIDI_GDR_am_eager_payload_limit();
+}
+
+/* No tagged transport under the AM channel: MPIDIG sends rendezvous data with
+ * am_isend_reply and never calls the two below. */
+MPL_STATIC_INLINE_PREFIX bool MPIDI_NM_am_can_do_tag(MPIR_Request * rreq)
+{
+    return false;
+}
+
+MPL_STATIC_INLINE_PREFIX int MPIDI_NM_am_tag_send(int rank, MPIR_Comm * comm, int handler_id,
+                                                  int tag, const void *buf, MPI_Aint count,
+                                                  MPI_Datatype datatype, int src_vci,
+                                                  int dst_vci, MPIR_Request * sreq)
+{
+    MPIR_Assert(0);
+    return MPI_ERR_INTERN;
+}
+
+MPL_STATIC_INLINE_PREFIX int MPIDI_NM_am_tag_recv(int rank, MPIR_Comm * comm, int handler_id,
+                                                  int tag, void *buf, MPI_Aint count,
+                                                  MPI_Datatype datatype, int src_vci,
+                                                  int dst_vci, MPIR_Request * rreq)
+{
+    MPIR_Assert(0);
+    return MPI_ERR_INTERN;
 }
 
 #endif /* GDR_AM_H_INCLUDED */

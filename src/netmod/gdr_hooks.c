@@ -45,5 +45,5 @@ int MPIDI_GDR_mpi_precv_init(void *buf, int partitions, MPI_Aint count, MPI_Data
                              MPIDI_av_entry_t * av, MPIR_Request ** request)
 {
     return MPIDIG_mpi_precv_init(buf, partitions, count, datatype, source, tag, comm, info,
-                                 request);
+                                 false /* a remote sender: the netmod's path */ , request);
 }

@@ -10,7 +10,7 @@
 /* A window's gdr part (MPIDI_GDR_win_t). */
 #define GDR_WIN(win) ((win)->dev.netmod.gdr)
 
-/* gdr_am.c: bring the AM channel up at init_world, down at finalize. */
+/* gdr_am.c: bring the AM channel up when MPI_COMM_WORLD is committed, down at finalize. */
 int MPIDI_GDR_am_start(void);
 int MPIDI_GDR_am_stop(void);
 /* The AM channel's last error as an MPI error (MPI_ERR_OTHER naming the peer). */

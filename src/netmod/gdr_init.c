@@ -3,7 +3,7 @@
  * A job whose ranks are all on one node runs through MPICH's shm module; gdr then
  * only owns the verbs device (if any) and the GPU probe.  Ranks on other nodes (all
  * of them with MPIR_CVAR_NOLOCAL=1) are reached through the verbs AM channel,
- * connected in init_world (gdr_am.c). */
+ * connected when MPI_COMM_WORLD is committed (gdr_comm.c, gdr_am.c). */
 #include "gdr_impl.h"
 #include "gdr_noinline.h"
 
@@ -121,18 +121,6 @@ int MPIDI_GDR_init_local(int *tag_bits)
     return mpi_errno;
   fn_fail:
     goto fn_exit;
-}
-
-int MPIDI_GDR_init_world(void)
-{
-    int mpi_errno = MPIDI_GDR_am_start();
-    MPIDI_GDR_rma_engine_start();
-    return mpi_errno;
-}
-
-int MPIDI_GDR_post_init(void)
-{
-    return MPI_SUCCESS;
 }
 
 int MPIDI_GDR_mpi_finalize_hook(void)

@@ -12,18 +12,16 @@ uint64_t MPIDI_GDR_target_span(MPI_Aint count, MPI_Datatype type, MPI_Aint * tru
     return span < 0 ? 0 : (uint64_t) span;
 }
 
+/* MPICH maps every builtin datatype to an internal one (MPI_LONG on LP64 becomes
+ * MPIR_INT64 plus its index): integers of 8 bytes are exactly the two raw internal
+ * kinds below.  An external handle is mapped first, for callers inside MPICH. */
 int MPIDI_GDR_is_int64(MPI_Datatype basic)
 {
-    MPI_Aint size;
     if (basic == MPI_DATATYPE_NULL || !HANDLE_IS_BUILTIN(basic))
         return 0;
-    MPIR_Datatype_get_size_macro(basic, size);
-    if (size != 8)
-        return 0;
-    return basic == MPI_LONG || basic == MPI_UNSIGNED_LONG || basic == MPI_LONG_LONG_INT
-        || basic == MPI_LONG_LONG || basic == MPI_UNSIGNED_LONG_LONG || basic == MPI_INT64_T
-        || basic == MPI_UINT64_T || basic == MPI_AINT || basic == MPI_OFFSET
-        || basic == MPI_COUNT;
+    MPIR_DATATYPE_REPLACE_BUILTIN(basic);
+    MPI_Datatype raw = MPIR_DATATYPE_GET_RAW_INTERNAL(basic);
+    return raw == MPIR_INT64 || raw == MPIR_UINT64;
 }
 
 void MPIDI_GDR_describe_buf(const void *buf, MPI_Aint count, MPI_Datatype type, MPI_Aint bytes,
@@ -38,7 +36,9 @@ void MPIDI_GDR_describe_buf(const void *buf, MPI_Aint count, MPI_Datatype type, 
         return;
     }
     out->scattered = 1;
-    if (!want_list || MPIR_Typerep_iov_len(count, type, bytes, &n) != MPI_SUCCESS || n < 2
+    MPI_Aint iov_bytes;
+    if (!want_list || MPIR_Typerep_iov_len(count, type, bytes, &n, &iov_bytes) != MPI_SUCCESS
+        || n < 2
         || n > GDR_RMA_SGE_MAX)
         return;         /* packed or unpacked through an engine buffer */
     if (MPIR_Typerep_to_iov_offset(buf, count, type, 0, small, n, &got) != MPI_SUCCESS
@@ -53,7 +53,7 @@ int MPIDI_GDR_target_pieces(MPI_Aint count, MPI_Datatype type, MPI_Aint bytes,
                             size_t *n)
 {
     int mpi_errno = MPI_SUCCESS, contig;
-    MPI_Aint lb, niov = 0, got = 0;
+    MPI_Aint lb, niov = 0, got = 0, iov_bytes;
     MPIDI_Datatype_check_contig_lb(type, contig, lb);
     *pieces = small;
     *n = 1;
@@ -61,7 +61,7 @@ int MPIDI_GDR_target_pieces(MPI_Aint count, MPI_Datatype type, MPI_Aint bytes,
     small->iov_len = (size_t) bytes;
     if (contig || count <= 0)
         return MPI_SUCCESS;
-    mpi_errno = MPIR_Typerep_iov_len(count, type, bytes, &niov);
+    mpi_errno = MPIR_Typerep_iov_len(count, type, bytes, &niov, &iov_bytes);
     MPIR_ERR_CHECK(mpi_errno);
     if (gdr_rma_target_too_scattered(kind, (size_t) niov, (uint64_t) bytes)) {
         *n = 0;

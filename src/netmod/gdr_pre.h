@@ -10,6 +10,11 @@
 #include "rma/gdr_rma_win.h"
 #include "gpu/gdr_gpu_driver.h"
 
+/* gdr connects every rank of the job once, when MPI_COMM_WORLD is committed (its
+ * BOOTSTRAP commit): communicators made from sessions' process groups are then built
+ * from the world, as with ch3, instead of bootstrapping a channel per group. */
+#define MPID_SESSION_USE_WORLD 1
+
 /* All gdr state of a process; lives in MPIDI_global.nm.gdr (see MPIDI_GDR_global). */
 typedef struct {
     int have_device;            /* a verbs device is open */

@@ -4,13 +4,15 @@
 
 #include "gdr_impl.h"
 
-int MPIDI_GDR_progress_am(void);
+int MPIDI_GDR_progress_am(int *made_progress);
 
-MPL_STATIC_INLINE_PREFIX int MPIDI_NM_progress(int vci, int blocking)
+/* One channel serves every VCI (gdr grants no extra ones: gdr_comm.c), so any VCI's
+ * progress polls it; *made_progress is raised only when something completed. */
+MPL_STATIC_INLINE_PREFIX int MPIDI_NM_progress(int vci, int *made_progress)
 {
     if (MPIDI_global.nm.gdr.am == NULL)
         return MPI_SUCCESS;
-    return MPIDI_GDR_progress_am();
+    return MPIDI_GDR_progress_am(made_progress);
 }
 
 #endif /* GDR_PROGRESS_H_INCLUDED */

@@ -77,7 +77,7 @@ static void rma_done(void *arg, int status, const void *landed, size_t len)
         MPI_Aint actual;
         if (status == GDR_RMA_OK)
             MPIR_Typerep_unpack(landed, (MPI_Aint) len, d->unpack_to, d->unpack_count,
-                                d->unpack_type, 0, &actual);
+                                d->unpack_type, 0, &actual, MPIR_TYPEREP_FLAG_NONE);
         MPIR_Datatype_release_if_not_builtin(d->unpack_type);
     }
     if (d->req != NULL) {
@@ -173,7 +173,7 @@ int MPIDI_GDR_rma_native(const MPIDI_GDR_rma_args_t * a, MPIR_Win * win, MPIR_Re
     if (plan.origin_move == GDR_RMA_MOVE_BOUNCE) {
         MPI_Aint actual;
         mpi_errno = MPIR_Typerep_pack(a->origin, a->ocount, a->otype, 0, plan.origin_bounce,
-                                      t_size * a->tcount, &actual);
+                                      t_size * a->tcount, &actual, MPIR_TYPEREP_FLAG_NONE);
         MPIR_ERR_CHECK(mpi_errno);
     }
     rma_done_t *d = NULL;

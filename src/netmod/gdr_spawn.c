@@ -1,5 +1,8 @@
-/* Dynamic processes need a connection to a process outside the job, which needs
- * the verbs transport: not supported yet, and said so. */
+/* Process identities and dynamic processes.  gdr reaches the ranks of its own job
+ * only (MPI_COMM_WORLD's channel): a process's upid is its world rank.  Intercommunicators
+ * between groups of the job work (the leaders exchange through the peer communicator);
+ * MPI_Comm_spawn and connect/accept need a connection to a process outside the job,
+ * which the verbs channel cannot make yet: said so. */
 #include "gdr_impl.h"
 #include "gdr_noinline.h"
 
@@ -10,7 +13,8 @@ static int not_supported(void)
     return mpi_errno;
 }
 
-int MPIDI_GDR_dynamic_send(uint64_t remote_gpid, int tag, const void *buf, int size, int timeout)
+int MPIDI_GDR_dynamic_send(MPIR_Lpid remote_lpid, int tag, const void *buf, int size,
+                           int timeout)
 {
     return not_supported();
 }
@@ -20,13 +24,62 @@ int MPIDI_GDR_dynamic_recv(int tag, void *buf, int size, int timeout)
     return not_supported();
 }
 
-int MPIDI_GDR_get_local_upids(MPIR_Comm * comm, int **local_upid_size, char **local_upids)
+/* The leaders of MPI_Intercomm_create exchange their groups through peer_comm, whose
+ * ranks are all in the world: a plain send-receive there. */
+int MPIDI_GDR_dynamic_sendrecv(MPIR_Lpid remote_lpid, MPIR_Comm * peer_comm, int tag,
+                               const void *send_buf, int send_size, void *recv_buf,
+                               int recv_size, int timeout)
 {
-    return not_supported();
+    int mpi_errno = MPI_SUCCESS, peer = -1;
+    if (remote_lpid & MPIR_LPID_DYNAMIC_MASK)
+        return not_supported();
+    for (int r = 0; r < peer_comm->remote_size; r++) {
+        if (MPIR_comm_rank_to_lpid(peer_comm, r) == remote_lpid) {
+            peer = r;
+            break;
+        }
+    }
+    if (peer < 0)
+        return not_supported();
+    mpi_errno = MPIC_Sendrecv(send_buf, send_size, MPIR_BYTE_INTERNAL, peer, tag, recv_buf,
+                              recv_size, MPIR_BYTE_INTERNAL, peer, tag, peer_comm,
+                              MPI_STATUS_IGNORE, MPIR_COLL_ATTR_SYNC);
+    MPIR_ERR_CHECK(mpi_errno);
+  fn_exit:
+    return mpi_errno;
+  fn_fail:
+    goto fn_exit;
 }
 
-int MPIDI_GDR_upids_to_gpids(int size, int *remote_upid_size, char *remote_upids,
-                             uint64_t * remote_gpids)
+int MPIDI_GDR_get_local_upids(MPIR_Comm * comm, int **local_upid_size, char **local_upids)
 {
-    return not_supported();
+    int mpi_errno = MPI_SUCCESS, n = comm->local_size;
+    int *sizes = MPL_malloc(n * sizeof(int), MPL_MEM_ADDRESS);
+    int32_t *ids = MPL_malloc(n * sizeof(int32_t), MPL_MEM_ADDRESS);
+    if (sizes == NULL || ids == NULL) {
+        MPL_free(sizes);
+        MPL_free(ids);
+        MPIR_ERR_SETANDJUMP1(mpi_errno, MPI_ERR_NO_MEM, "**nomem", "**nomem %s", "gdr upids");
+    }
+    for (int i = 0; i < n; i++) {
+        MPIR_Lpid lpid = (comm->comm_kind == MPIR_COMM_KIND__INTERCOMM) ?
+            MPIR_Group_rank_to_lpid(comm->local_group, i) : MPIR_comm_rank_to_lpid(comm, i);
+        sizes[i] = (int) sizeof(int32_t);
+        ids[i] = MPIR_LPID_WORLD_INDEX(lpid) == 0 ? (int32_t) MPIR_LPID_WORLD_RANK(lpid) : -1;
+    }
+    *local_upid_size = sizes;
+    *local_upids = (char *) ids;
+  fn_exit:
+    return mpi_errno;
+  fn_fail:
+    goto fn_exit;
+}
+
+/* A world process is reached through the world's channel already; a process of
+ * another world would need a new connection. */
+int MPIDI_GDR_insert_upid(MPIR_Lpid lpid, const char *upid, int upid_len)
+{
+    if ((lpid & MPIR_LPID_DYNAMIC_MASK) || MPIR_LPID_WORLD_INDEX(lpid) != 0)
+        return not_supported();
+    return MPI_SUCCESS;
 }

@@ -33,7 +33,6 @@ static unsigned declared_ops(MPIR_Win * win)
 static int win_table_init(MPIR_Win * win, int rdma)
 {
     int mpi_errno = MPI_SUCCESS;
-    MPIR_Errflag_t errflag = MPIR_ERR_NONE;
     gdr_rma_win_t *w = &GDR_WIN(win).rma;
     int n = win->comm_ptr->local_size, me = win->comm_ptr->rank;
     gdr_rma_card_t *cards = MPL_malloc(n * sizeof(*cards), MPL_MEM_RMA);
@@ -46,15 +45,15 @@ static int win_table_init(MPIR_Win * win, int rdma)
         MPIR_ERR_SETANDJUMP1(mpi_errno, MPI_ERR_NO_MEM, "**nomem", "**nomem %s",
                              "gdr window table");
     for (int i = 0; rdma && i < n; i++) {
-        int lpid = -1, avtid = -1;
-        MPIDIU_comm_rank_to_pid(win->comm_ptr, i, &lpid, &avtid);
-        if (avtid == 0 && lpid >= 0 && gdr_verbs_am_reaches(MPIDI_GDR_global.am, lpid))
-            gdr_rma_win_set_peer(w, i, lpid);
+        int grank = MPIDIU_get_grank(i, win->comm_ptr);     /* -1: not in MPI_COMM_WORLD */
+        if (grank >= 0 && gdr_verbs_am_reaches(MPIDI_GDR_global.am, grank))
+            gdr_rma_win_set_peer(w, i, grank);
     }
     /* NIC atomics only if every accumulate of the window, from anyone, reaches a NIC */
     int all_reach = gdr_rma_win_all_reachable(w)
         && (MPIDI_WIN(win, winattr) & MPIDI_WINATTR_ACCU_NO_SHM) != 0, agreed = 0;
-    mpi_errno = MPIR_Allreduce(&all_reach, &agreed, 1, MPI_INT, MPI_MIN, win->comm_ptr, &errflag);
+    mpi_errno = MPIR_Allreduce(&all_reach, &agreed, 1, MPIR_INT_INTERNAL, MPI_MIN, win->comm_ptr,
+                               MPIR_COLL_ATTR_SYNC);
     MPIR_ERR_CHECK(mpi_errno);
     gdr_rma_win_set_policy(w, agreed, declared_ops(win),
                            MPIDIG_WIN(win, info_args).accumulate_ordering != 0);
@@ -65,7 +64,7 @@ static int win_table_init(MPIR_Win * win, int rdma)
         /* still correct: every operation on this window then goes as a message */
         fprintf(stderr, "gdr[%d]: window without RDMA: %s\n", MPIR_Process.rank, why);
     mpi_errno = MPIR_Allgather(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, cards, sizeof(*cards),
-                               MPI_BYTE, win->comm_ptr, &errflag);
+                               MPIR_BYTE_INTERNAL, win->comm_ptr, MPIR_COLL_ATTR_SYNC);
     MPIR_ERR_CHECK(mpi_errno);
     for (int i = 0; i < n; i++)
         gdr_rma_win_set_card(w, i, &cards[i]);

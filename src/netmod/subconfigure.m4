@@ -9,10 +9,6 @@ AC_DEFUN([PAC_SUBCFG_PREREQ_]PAC_SUBCFG_AUTO_SUFFIX,[
             if test "$net" = "gdr" ; then
                 build_ch4_netmod_gdr=yes
                 AC_DEFINE(HAVE_CH4_NETMOD_GDR,1,[gdr netmod is built])
-                if test "$build_ch4_locality_info" != "yes" ; then
-                    AC_DEFINE(MPIDI_BUILD_CH4_LOCALITY_INFO, 1, [CH4 should build locality info])
-                    build_ch4_locality_info="yes"
-                fi
             fi
         done
     ])

@@ -79,7 +79,7 @@ typedef struct rndv_read {
     landing_t *land;            /* where it lands; NULL until the read is posted */
     struct rndv_read *next;
     int peer;
-    uint16_t handler_id;
+    uint32_t handler_id;
     void *am_hdr;
     size_t am_hdr_sz;
     gdr_verbs_wire_rts_t rts;
@@ -93,7 +93,7 @@ typedef struct rndv_read {
 typedef struct inbound {
     struct inbound *next;
     rndv_read_t *rr;            /* a rendezvous message, or NULL: an eager one below */
-    uint16_t handler_id;
+    uint32_t handler_id;
     size_t am_hdr_sz;
     size_t data_sz;
     char *am_hdr;               /* eager: am_hdr then data, one allocation */
@@ -310,7 +310,7 @@ static int check_peer(gdr_verbs_am_t *am, int peer)
     return 0;
 }
 
-static int send_simple(gdr_verbs_am_t *am, int peer, gdr_verbs_msg_kind_t kind, uint16_t handler,
+static int send_simple(gdr_verbs_am_t *am, int peer, gdr_verbs_msg_kind_t kind, uint32_t handler,
                        const void *am_hdr, size_t am_hdr_sz, const void *body, size_t body_sz,
                        uint64_t data_sz)
 {
@@ -507,7 +507,7 @@ size_t gdr_verbs_am_eager_limit(const gdr_verbs_am_t *am, size_t am_hdr_sz)
     return am->cfg.buf_size > overhead ? am->cfg.buf_size - overhead : 0;
 }
 
-int gdr_verbs_am_send_eager(gdr_verbs_am_t *am, int peer, uint16_t handler_id,
+int gdr_verbs_am_send_eager(gdr_verbs_am_t *am, int peer, uint32_t handler_id,
                             const void *am_hdr, size_t am_hdr_sz, const void *data,
                             size_t data_sz)
 {
@@ -518,7 +518,7 @@ int gdr_verbs_am_send_eager(gdr_verbs_am_t *am, int peer, uint16_t handler_id,
                        data_sz, data_sz);
 }
 
-int gdr_verbs_am_send_rndv(gdr_verbs_am_t *am, int peer, uint16_t handler_id,
+int gdr_verbs_am_send_rndv(gdr_verbs_am_t *am, int peer, uint32_t handler_id,
                            const void *am_hdr, size_t am_hdr_sz, const void *data,
                            size_t data_sz, uint64_t cookie)
 {

@@ -17,7 +17,7 @@ typedef struct gdr_verbs_am gdr_verbs_am_t;
 
 typedef struct gdr_verbs_am_ops {
     /* A message from `src`: am_hdr and data are valid only during the call. */
-    void (*deliver)(void *ctx, int src, uint16_t handler_id, const void *am_hdr,
+    void (*deliver)(void *ctx, int src, uint32_t handler_id, const void *am_hdr,
                     size_t am_hdr_sz, const void *data, size_t data_sz);
     /* The peer has read the payload of gdr_verbs_am_send_rndv(..., cookie): the
      * sender's buffer may be reused. */
@@ -66,13 +66,13 @@ size_t gdr_verbs_am_eager_limit(const gdr_verbs_am_t *am, size_t am_hdr_sz);
 
 /* Sends handler_id + am_hdr + data (copied before return: the caller may reuse both).
  * data_sz must be <= gdr_verbs_am_eager_limit().  Returns 0 or -1. */
-int gdr_verbs_am_send_eager(gdr_verbs_am_t *am, int peer, uint16_t handler_id,
+int gdr_verbs_am_send_eager(gdr_verbs_am_t *am, int peer, uint32_t handler_id,
                             const void *am_hdr, size_t am_hdr_sz, const void *data,
                             size_t data_sz);
 
 /* Sends handler_id + am_hdr now; the peer reads data (host memory, any size) with
  * RDMA READ and then ops->rndv_done(cookie) runs here.  Returns 0 or -1. */
-int gdr_verbs_am_send_rndv(gdr_verbs_am_t *am, int peer, uint16_t handler_id,
+int gdr_verbs_am_send_rndv(gdr_verbs_am_t *am, int peer, uint32_t handler_id,
                            const void *am_hdr, size_t am_hdr_sz, const void *data,
                            size_t data_sz, uint64_t cookie);
 

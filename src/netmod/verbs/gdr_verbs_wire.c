@@ -26,7 +26,7 @@ size_t gdr_verbs_wire_size(gdr_verbs_msg_kind_t kind, size_t am_hdr_sz, uint64_t
 }
 
 size_t gdr_verbs_wire_put_hdr(void *buf, size_t cap, gdr_verbs_msg_kind_t kind,
-                              uint16_t handler_id, uint16_t credits, const void *am_hdr,
+                              uint32_t handler_id, uint16_t credits, const void *am_hdr,
                               size_t am_hdr_sz, uint64_t data_sz)
 {
     gdr_verbs_wire_hdr_t h;

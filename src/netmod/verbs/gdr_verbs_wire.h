@@ -24,10 +24,10 @@ typedef struct gdr_verbs_wire_hdr {
     uint16_t magic;
     uint8_t kind;               /* gdr_verbs_msg_kind_t */
     uint8_t reserved;
-    uint16_t handler_id;        /* MPIDIG handler, EAGER and RTS */
     uint16_t credits;           /* receive buffers re-posted for the peer since last told */
+    uint16_t reserved2;
     uint32_t am_hdr_sz;
-    uint32_t reserved2;
+    uint32_t handler_id;        /* the receiver's handler, opaque to the channel; EAGER and RTS */
     uint64_t data_sz;           /* EAGER: payload bytes; RTS: bytes to read */
 } gdr_verbs_wire_hdr_t;
 
@@ -45,7 +45,7 @@ typedef struct gdr_verbs_wire_fin {
 /* A parsed message: pointers into the receive buffer. */
 typedef struct gdr_verbs_msg {
     gdr_verbs_msg_kind_t kind;
-    uint16_t handler_id;
+    uint32_t handler_id;
     uint16_t credits;
     const void *am_hdr;
     size_t am_hdr_sz;
@@ -74,7 +74,7 @@ size_t gdr_verbs_wire_size(gdr_verbs_msg_kind_t kind, size_t am_hdr_sz, uint64_t
 /* Writes header and AM header into buf (capacity cap); returns the offset at which the
  * body goes, or 0 when the whole message (size from gdr_verbs_wire_size) does not fit. */
 size_t gdr_verbs_wire_put_hdr(void *buf, size_t cap, gdr_verbs_msg_kind_t kind,
-                              uint16_t handler_id, uint16_t credits, const void *am_hdr,
+                              uint32_t handler_id, uint16_t credits, const void *am_hdr,
                               size_t am_hdr_sz, uint64_t data_sz);
 
 /* Validates len received bytes and fills msg.  Never reads outside [buf, buf+len). */

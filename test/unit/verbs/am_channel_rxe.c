@@ -44,7 +44,7 @@ static uint8_t pattern(uint32_t seq, size_t i)
     return (uint8_t) (seq * 31u + i * 7u + 1u);
 }
 
-static void deliver(void *ctx, int src, uint16_t handler, const void *am_hdr, size_t am_hdr_sz,
+static void deliver(void *ctx, int src, uint32_t handler, const void *am_hdr, size_t am_hdr_sz,
                     const void *data, size_t data_sz)
 {
     state_t *s = ctx;

@@ -28,7 +28,7 @@ typedef struct {
     uint64_t stale_addr;
 } wininfo_t;
 
-static void deliver(void *ctx, int src, uint16_t h, const void *a, size_t as, const void *d,
+static void deliver(void *ctx, int src, uint32_t h, const void *a, size_t as, const void *d,
                     size_t ds)
 {
     (void) ctx; (void) src; (void) h; (void) a; (void) as; (void) d; (void) ds;

@@ -29,6 +29,15 @@ int main(void)
     GDR_CHECK(((uintptr_t) m.am_hdr & 7) == 0, "AM header 8-aligned in an aligned buffer");
     GDR_CHECK(m.data_sz == sizeof(data) && memcmp(m.data, data, sizeof(data)) == 0, "eager payload");
 
+    /* the handler word is 32 bits, carried untouched (gdr_am.c packs VCIs in its upper bytes) */
+    unsigned char word_buf[64];
+    gdr_verbs_msg_t w;
+    gdr_verbs_wire_put_hdr(word_buf, sizeof(word_buf), GDR_VERBS_MSG_EAGER, 0xfe030207u, 0, NULL,
+                           0, 0);
+    GDR_CHECK(gdr_verbs_wire_parse(word_buf, 24, &w) == GDR_VERBS_WIRE_OK
+              && w.handler_id == 0xfe030207u,
+              "all 32 bits of the handler word round-trip (0x%x)", (unsigned) w.handler_id);
+
     /* every truncation of a valid message is refused */
     int truncations_refused = 1;
     for (size_t n = 0; n < len; n++)
