@@ -8,6 +8,7 @@ AM_CPPFLAGS += -I$(top_srcdir)/src/mpid/ch4/netmod/gdr
 noinst_HEADERS += src/mpid/ch4/netmod/gdr/gdr_pre.h \
                   src/mpid/ch4/netmod/gdr/gdr_impl.h \
                   src/mpid/ch4/netmod/gdr/gdr_am.h \
+                  src/mpid/ch4/netmod/gdr/gdr_pt2pt.h \
                   src/mpid/ch4/netmod/gdr/gdr_progress.h \
                   src/mpid/ch4/netmod/gdr/gdr_proc.h \
                   src/mpid/ch4/netmod/gdr/gdr_request.h \
