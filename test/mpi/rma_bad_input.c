@@ -22,7 +22,8 @@
  * call must not have written anything).
  *
  * Displacement past the window end (measured on MPICH 4.0.2 ch4:gdr, same as
- * Debian's ch4:ucx build):
+ * Debian's ch4:ucx build; MPICH 5.0.1's generic code is unchanged there, read in
+ * ch4_rma.h, and gdr's patch 0004 adds the range check in gdr's build):
  *   MPICH checks target_disp only for being negative (MPIR_ERRTEST_DISP in the
  *   MPI_Put/... bindings, skipped for dynamic windows); in CH4 only the ofi
  *   netmod compares the target range with the window size (MPI_ERR_RMA_RANGE).
@@ -39,7 +40,8 @@
  *   gdr's own paths to report it -- tighten the check when they do.
  *
  * Not tested because MPICH 4.0.2 aborts instead of returning an error (generic
- * CH4 code, so ch4:ucx too unless noted), with 3+ ranks:
+ * CH4 code, so ch4:ucx too unless noted; still so in 5.0.1's mpidig_win.h and
+ * ch4_impl.h, which gdr's patch 0005 fixes), with 3+ ranks:
  *   - MPI_Win_unlock(r) of a rank r that is not locked while another rank is:
  *     "Assertion failed in mpidig_win.h:411: target_ptr";
  *   - an RMA call to a rank that is not locked while another rank is: returns
@@ -276,7 +278,7 @@ static void valid_put(const gdr_win *w, int me, int size)
 }
 
 /* Displacement past the end, on a create window over WIN_INTS ints of a larger
- * buffer (see the comment at the top for what MPICH 4.0.2 detects). */
+ * buffer (see the comment at the top for what stock MPICH detects). */
 static void past_the_end(int me, int size)
 {
     int right = (me + 1) % size, left = (me + size - 1) % size;
@@ -307,7 +309,7 @@ static void past_the_end(int me, int size)
     MPI_Barrier(MPI_COMM_WORLD);
 
     /* The window still works; only the last in-window element may have been
-     * written by the straddling Put (MPICH 4.0.2 does write it). */
+     * written by the straddling Put (stock MPICH 4.0.2 did write it). */
     gdr_test_set_context("win=create(guarded) sync=fence op=MPI_Put(valid, after errors)");
     expect_class("MPI_Win_fence", MPI_Win_fence(0, win), MPI_SUCCESS);
     expect_class("MPI_Put", MPI_Put(&value, 1, MPI_INT, right, 3, 1, MPI_INT, win), MPI_SUCCESS);
