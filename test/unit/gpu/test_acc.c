@@ -2,7 +2,7 @@
  * C's own arithmetic, the way MPICH's host reductions compute (src/mpi/coll/op/op_fns.c
  * of MPICH 5.0.1): every valid op on every type, over every (target, origin) pair of a
  * type's edge values; then the decisions spelled out one by one, the validity table,
- * element sizes, and partitions of a range. */
+ * element sizes, partitions of a range, and the embedded kernel image. */
 #include <complex.h>
 #include <float.h>
 #include <limits.h>
@@ -14,6 +14,7 @@
 #include "gdr_unit.h"
 #include "gpu/gdr_gpu_acc.h"
 #include "gpu/gdr_gpu_acc_body.h"       /* gdr_gpu_acc_range: partitions of a range */
+#include "gpu/gdr_gpu_kernels_image.h"
 
 static const char *const op_names[GDR_GPU_OP_COUNT] = {
     "SUM", "PROD", "MAX", "MIN", "LAND", "LOR", "LXOR", "BAND", "BOR", "BXOR",
@@ -561,6 +562,32 @@ static void check_table_and_sizes(void)
               GDR_GPU_T_COUNT);
 }
 
+/* ---- the embedded kernels ----------------------------------------------------------- */
+
+static void check_kernel_image(void)
+{
+    size_t n = gdr_gpu_kernels_image_size;
+    if (n == 0) {
+        printf("skip kernel image: built without nvcc (size 0), nothing to check\n");
+        return;
+    }
+    const unsigned char *p = gdr_gpu_kernels_image;
+    uint32_t magic;
+    uint16_t header_size;
+    uint64_t body_size;
+    memcpy(&magic, p, 4);
+    memcpy(&header_size, p + 6, 2);
+    memcpy(&body_size, p + 8, 8);
+    GDR_CHECK(n >= 16 && magic == 0xba55ed50u && header_size + body_size == n
+              && (uintptr_t)p % 16 == 0,
+              "kernel image: a 16-byte aligned fatbin of %zu bytes (magic %#x)", n, magic);
+    const char name[] = ".text." GDR_GPU_ACC_KERNEL;
+    int found = 0;
+    for (size_t k = 0; k + sizeof(name) - 1 <= n && !found; k++)
+        found = memcmp(p + k, name, sizeof(name) - 1) == 0;
+    GDR_CHECK(found, "kernel image: SASS holds %s's code section %s", GDR_GPU_ACC_KERNEL, name);
+}
+
 int main(void)
 {
     make_values();
@@ -572,5 +599,6 @@ int main(void)
     check_partitions(GDR_GPU_OP_MAXLOC, GDR_GPU_T_DOUBLE_INT);
     check_partitions(GDR_GPU_OP_CSWAP, GDR_GPU_T_UINT16);
     check_table_and_sizes();
+    check_kernel_image();
     return gdr_unit_finish();
 }
