@@ -63,7 +63,9 @@ typedef enum gdr_gpu_type {
 } gdr_gpu_type_t;
 
 /* One launch's arguments, passed by value as the kernel's only parameter.  Pointers are
- * device addresses (or host memory the device can address: pinned, registered). */
+ * device addresses (or host memory the device can address: pinned, registered), each
+ * aligned for its element type, as MPICH's host reductions assume too (a misaligned
+ * device access faults). */
 typedef struct gdr_gpu_acc_args {
     void *target;               /* `count` elements of window memory */
     const void *origin;         /* `count` operand elements; unused for NO_OP */
@@ -80,8 +82,9 @@ typedef struct gdr_gpu_acc_args {
 /* Bytes of one element of `type`; 0 for a value outside the enum. */
 size_t gdr_gpu_type_size(int type);
 
-/* 1 when MPI defines `op` on `type` (e.g. BAND on integers and bool, not on floats;
- * MAXLOC/MINLOC on the pair types only; SUM/PROD/REPLACE/NO_OP on complex), else 0. */
+/* 1 when MPI defines `op` on `type` (e.g. BAND on integers, not on bool or floats; LAND
+ * on integers and bool; MAXLOC/MINLOC on the pair types only; SUM/PROD/REPLACE/NO_OP on
+ * complex; CSWAP on integers and bool), else 0. */
 int gdr_gpu_acc_valid(int op, int type);
 
 /* Applies the whole operation on the host, in the calling thread (unit tests, the

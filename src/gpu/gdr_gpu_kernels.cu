@@ -1,0 +1,14 @@
+/* The GPU kernels, built by src/gpu/build-kernels into the fatbin that libgdr embeds
+ * (gdr_gpu_kernels_image.h) and loads through the driver at run time.  The only CUDA C++
+ * in gdr: each kernel is a thin launch shell around a __host__ __device__ header, so the
+ * host (unit tests, the simulated GPU) runs the same element code. */
+#include "gdr_gpu_acc_body.h"
+
+/* gdr_gpu_acc.h's executor (GDR_GPU_ACC_KERNEL): thread k of the grid applies the
+ * operation to elements k, k + N, k + 2N, ... of the range, N being the grid's thread
+ * count, so any 1-dimensional grid covers all args.count elements exactly once. */
+extern "C" __global__ void gdr_gpu_acc_kernel(gdr_gpu_acc_args_t args)
+{
+    uint64_t first = (uint64_t)blockIdx.x * blockDim.x + threadIdx.x;
+    gdr_gpu_acc_range(&args, first, (uint64_t)gridDim.x * blockDim.x);
+}
