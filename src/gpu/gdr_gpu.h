@@ -66,7 +66,7 @@ typedef struct gdr_gpu {
     int n_modules;
     gdr_gpu_kernel_slot_t kernels[GDR_GPU_KERNELS_MAX];    /* functions looked up */
     int n_kernels;
-    char error[GDR_GPU_ERROR_LEN];     /* the last failure, one sentence */
+    char error[GDR_GPU_ERROR_LEN];     /* the last failure of any thread, one sentence */
 } gdr_gpu_t;
 
 /* Probes the driver at `driver_path` (NULL: libcuda.so.1; a path such as the simulated
