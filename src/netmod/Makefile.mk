@@ -28,6 +28,7 @@ noinst_HEADERS += src/mpid/ch4/netmod/gdr/gdr_pre.h \
                   src/mpid/ch4/netmod/gdr/verbs/gdr_verbs_rcache.h \
                   src/mpid/ch4/netmod/gdr/verbs/gdr_verbs_memhooks.h \
                   src/mpid/ch4/netmod/gdr/gpu/gdr_gpu_driver.h \
+                  src/mpid/ch4/netmod/gdr/gpu/gdr_gpu_cuda.h \
                   src/mpid/ch4/netmod/gdr/rma/gdr_rma_range.h \
                   src/mpid/ch4/netmod/gdr/rma/gdr_rma_path.h \
                   src/mpid/ch4/netmod/gdr/rma/gdr_rma_transport.h \

@@ -1,0 +1,159 @@
+/* Memory queries, allocation, pinned and registered host memory, dmabuf export. */
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE     /* sysconf's _SC_PAGESIZE */
+#endif
+#include "gdr_gpu_mem.h"
+#include "gdr_gpu_internal.h"
+
+#include <errno.h>
+#include <string.h>
+#include <unistd.h>
+
+int gdr_gpu_mem_query(gdr_gpu_t *g, const void *p, gdr_gpu_mem_info_t *info)
+{
+    unsigned int type = 0, managed = 0;
+    int ordinal = -1;
+    unsigned long long buffer_id = 0;
+    gdr_cu_ptr_t start = 0;
+    size_t size = 0;
+    unsigned int attrs[] = {
+        GDR_CU_POINTER_ATTRIBUTE_MEMORY_TYPE, GDR_CU_POINTER_ATTRIBUTE_IS_MANAGED,
+        GDR_CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL, GDR_CU_POINTER_ATTRIBUTE_BUFFER_ID,
+        GDR_CU_POINTER_ATTRIBUTE_RANGE_START_ADDR, GDR_CU_POINTER_ATTRIBUTE_RANGE_SIZE,
+    };
+    void *data[] = { &type, &managed, &ordinal, &buffer_id, &start, &size };
+
+    memset(info, 0, sizeof(*info));
+    info->device = -1;
+    if (!g->on)
+        return 0;               /* no GPU: all memory is host memory */
+    gdr_cu_result_t rc = g->drv.fn.cuPointerGetAttributes(sizeof(attrs) / sizeof(attrs[0]),
+                                                          attrs, data, gdr_gpu_ptr(p));
+    /* Memory no context knows: the driver answers success with zeroed attributes, or (the
+     * documentation allows both) INVALID_VALUE / INVALID_CONTEXT. */
+    if (rc == GDR_CUDA_ERROR_INVALID_VALUE || rc == GDR_CUDA_ERROR_INVALID_CONTEXT)
+        return 0;
+    if (rc != GDR_CUDA_SUCCESS)
+        return gdr_gpu_fail(g, "cuPointerGetAttributes", rc, "cannot tell host from device"
+                            " memory");
+    info->is_device = type == GDR_CU_MEMORYTYPE_DEVICE;
+    info->is_managed = managed != 0;
+    info->is_pinned_host = type == GDR_CU_MEMORYTYPE_HOST;
+    if (type == 0)
+        return 0;
+    info->device = info->is_device ? ordinal : -1;
+    info->buffer_id = buffer_id;
+    info->base = (uintptr_t) start;
+    info->size = size;
+    return 0;
+}
+
+int gdr_gpu_mem_alloc(gdr_gpu_t *g, size_t n, void **p)
+{
+    gdr_cu_ptr_t d = 0;
+
+    *p = NULL;
+    if (!g->on)
+        return gdr_gpu_off(g);
+    gdr_cu_result_t rc = g->drv.fn.cuMemAlloc(&d, n);
+    if (rc != GDR_CUDA_SUCCESS)
+        return gdr_gpu_fail(g, "cuMemAlloc", rc, "free device memory or ask for less");
+    *p = (void *) (uintptr_t) d;
+    return 0;
+}
+
+int gdr_gpu_mem_free(gdr_gpu_t *g, void *p)
+{
+    if (!g->on)
+        return gdr_gpu_off(g);
+    gdr_cu_result_t rc = g->drv.fn.cuMemFree(gdr_gpu_ptr(p));
+    return rc == GDR_CUDA_SUCCESS ? 0 : gdr_gpu_fail(g, "cuMemFree", rc, "the pointer must be"
+                                                     " one gdr_gpu_mem_alloc returned");
+}
+
+int gdr_gpu_host_alloc(gdr_gpu_t *g, size_t n, void **p)
+{
+    *p = NULL;
+    if (!g->on)
+        return gdr_gpu_off(g);
+    gdr_cu_result_t rc = g->drv.fn.cuMemHostAlloc(p, n, GDR_CU_MEMHOSTALLOC_PORTABLE
+                                                  | GDR_CU_MEMHOSTALLOC_DEVICEMAP);
+    if (rc != GDR_CUDA_SUCCESS) {
+        *p = NULL;
+        return gdr_gpu_fail(g, "cuMemHostAlloc", rc, "pinned memory is limited by RLIMIT_MEMLOCK"
+                            " and the machine's memory");
+    }
+    return 0;
+}
+
+int gdr_gpu_host_free(gdr_gpu_t *g, void *p)
+{
+    if (!g->on)
+        return gdr_gpu_off(g);
+    gdr_cu_result_t rc = g->drv.fn.cuMemFreeHost(p);
+    return rc == GDR_CUDA_SUCCESS ? 0 : gdr_gpu_fail(g, "cuMemFreeHost", rc, "the pointer must"
+                                                     " be one gdr_gpu_host_alloc returned");
+}
+
+int gdr_gpu_host_register(gdr_gpu_t *g, void *p, size_t n, void **dev_p)
+{
+    gdr_cu_ptr_t d = 0;
+
+    if (!g->on)
+        return gdr_gpu_off(g);
+    gdr_cu_result_t rc = g->drv.fn.cuMemHostRegister(p, n, GDR_CU_MEMHOSTREGISTER_PORTABLE
+                                                     | GDR_CU_MEMHOSTREGISTER_DEVICEMAP);
+    if (rc != GDR_CUDA_SUCCESS)
+        return gdr_gpu_fail(g, "cuMemHostRegister", rc, "the range must not overlap one"
+                            " registered already");
+    if (dev_p == NULL)
+        return 0;
+    rc = g->drv.fn.cuMemHostGetDevicePointer(&d, p, 0);
+    if (rc != GDR_CUDA_SUCCESS) {
+        (void) g->drv.fn.cuMemHostUnregister(p);
+        return gdr_gpu_fail(g, "cuMemHostGetDevicePointer", rc, "the range was not registered");
+    }
+    *dev_p = (void *) (uintptr_t) d;
+    return 0;
+}
+
+int gdr_gpu_host_unregister(gdr_gpu_t *g, void *p)
+{
+    if (!g->on)
+        return gdr_gpu_off(g);
+    gdr_cu_result_t rc = g->drv.fn.cuMemHostUnregister(p);
+    return rc == GDR_CUDA_SUCCESS ? 0 : gdr_gpu_fail(g, "cuMemHostUnregister", rc, "the"
+                                                     " pointer must be one registered");
+}
+
+int gdr_gpu_dmabuf_export(gdr_gpu_t *g, const void *p, size_t n, int *fd, uint64_t *offset)
+{
+    gdr_gpu_mem_info_t info;
+    int rc;
+
+    *fd = -1;
+    *offset = 0;
+    if (!g->on)
+        return gdr_gpu_off(g);
+    if (!(g->features & GDR_GPU_DMABUF))
+        return gdr_gpu_refuse(g, ENOTSUP, "dmabuf export is not supported here (%s); use"
+                              " GPUDirect through nvidia-peermem or staging", g->features_off);
+    rc = gdr_gpu_mem_query(g, p, &info);
+    if (rc != 0)
+        return rc;
+    if (!info.is_device || (uintptr_t) p + n > info.base + info.size)
+        return gdr_gpu_refuse(g, EINVAL, "dmabuf export of %p+%zu: not inside one device"
+                              " allocation", p, n);
+    /* the driver wants a page-aligned range: the allocation, rounded up to pages */
+    size_t page = (size_t) sysconf(_SC_PAGESIZE);
+    size_t len = (info.size + page - 1) / page * page;
+    gdr_cu_result_t cr = g->drv.fn.cuMemGetHandleForAddressRange(
+        fd, (gdr_cu_ptr_t) info.base, len, GDR_CU_MEM_RANGE_HANDLE_TYPE_DMA_BUF_FD, 0);
+    if (cr != GDR_CUDA_SUCCESS) {
+        *fd = -1;
+        return gdr_gpu_fail(g, "cuMemGetHandleForAddressRange", cr, "dmabuf export failed; use"
+                            " GPUDirect through nvidia-peermem or staging");
+    }
+    *offset = (uintptr_t) p - info.base;
+    return 0;
+}

@@ -1,0 +1,102 @@
+/* Kernel images, function lookup (cached per context) and launches. */
+#include "gdr_gpu_module.h"
+#include "gdr_gpu_internal.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+
+int gdr_gpu_module_load(gdr_gpu_t *g, const void *image, size_t size)
+{
+    gdr_cu_module_t mod;
+    char hint[96];
+
+    if (!g->on)
+        return gdr_gpu_off(g);
+    if (!(g->features & GDR_GPU_KERNELS))
+        return gdr_gpu_refuse(g, ENOTSUP, "kernels are not supported here (%s)", g->features_off);
+    pthread_mutex_lock(&g->lock);
+    int full = g->n_modules == GDR_GPU_MODULES_MAX;
+    pthread_mutex_unlock(&g->lock);
+    if (full)
+        return gdr_gpu_refuse(g, ENOSPC, "cannot load a kernel image: %d are loaded already",
+                              GDR_GPU_MODULES_MAX);
+    gdr_cu_result_t rc = g->drv.fn.cuModuleLoadData(&mod, image);
+    if (rc != GDR_CUDA_SUCCESS) {
+        snprintf(hint, sizeof(hint), "the %zu-byte image has no code for sm_%d%d?", size,
+                 g->cc_major, g->cc_minor);
+        return gdr_gpu_fail(g, "cuModuleLoadData", rc, hint);
+    }
+    pthread_mutex_lock(&g->lock);
+    full = g->n_modules == GDR_GPU_MODULES_MAX;        /* another thread loaded meanwhile */
+    if (!full)
+        g->modules[g->n_modules++] = mod;
+    pthread_mutex_unlock(&g->lock);
+    if (full) {
+        (void) g->drv.fn.cuModuleUnload(mod);
+        return gdr_gpu_refuse(g, ENOSPC, "cannot load a kernel image: %d are loaded already",
+                              GDR_GPU_MODULES_MAX);
+    }
+    return 0;
+}
+
+/* The function `name`, from the cache or the loaded images (g->lock held). */
+static gdr_cu_result_t find_function(gdr_gpu_t *g, const char *name, gdr_cu_function_t *fn)
+{
+    gdr_cu_result_t rc = GDR_CUDA_ERROR_NOT_FOUND;
+    for (int i = 0; i < g->n_kernels; i++)
+        if (strcmp(g->kernels[i].name, name) == 0) {
+            *fn = g->kernels[i].fn;
+            return GDR_CUDA_SUCCESS;
+        }
+    for (int i = 0; i < g->n_modules; i++) {
+        rc = g->drv.fn.cuModuleGetFunction(fn, g->modules[i], name);
+        if (rc != GDR_CUDA_ERROR_NOT_FOUND)
+            break;
+    }
+    if (rc == GDR_CUDA_SUCCESS && g->n_kernels < GDR_GPU_KERNELS_MAX
+        && strlen(name) < GDR_GPU_KERNEL_NAME_MAX) {
+        strcpy(g->kernels[g->n_kernels].name, name);
+        g->kernels[g->n_kernels++].fn = *fn;
+    }
+    return rc;
+}
+
+int gdr_gpu_launch(gdr_gpu_t *g, gdr_gpu_stream_t s, const char *name, unsigned grid_x,
+                   unsigned block_x, void **params)
+{
+    gdr_cu_function_t fn = NULL;
+
+    if (!g->on)
+        return gdr_gpu_off(g);
+    if (!(g->features & GDR_GPU_KERNELS))
+        return gdr_gpu_refuse(g, ENOTSUP, "kernels are not supported here (%s)", g->features_off);
+    pthread_mutex_lock(&g->lock);
+    int loaded = g->n_modules;
+    gdr_cu_result_t rc = find_function(g, name, &fn);
+    pthread_mutex_unlock(&g->lock);
+    if (rc == GDR_CUDA_ERROR_NOT_FOUND)
+        return gdr_gpu_refuse(g, ENOENT, "kernel %s is in none of the %d loaded kernel images"
+                              "%s", name, loaded, loaded ? "" : " (gdr_gpu_module_load)");
+    if (rc != GDR_CUDA_SUCCESS)
+        return gdr_gpu_fail(g, "cuModuleGetFunction", rc, NULL);
+    rc = g->drv.fn.cuLaunchKernel(fn, grid_x, 1, 1, block_x, 1, 1, 0, s, params, NULL);
+    return rc == GDR_CUDA_SUCCESS ? 0 : gdr_gpu_fail(g, "cuLaunchKernel", rc, NULL);
+}
+
+unsigned gdr_gpu_acc_grid(uint64_t count)
+{
+    uint64_t blocks = count / GDR_GPU_ACC_BLOCK + (count % GDR_GPU_ACC_BLOCK != 0);
+    return blocks < GDR_GPU_ACC_GRID_MAX ? (unsigned) blocks : GDR_GPU_ACC_GRID_MAX;
+}
+
+int gdr_gpu_acc_launch(gdr_gpu_t *g, gdr_gpu_stream_t s, const gdr_gpu_acc_args_t *args)
+{
+    gdr_gpu_acc_args_t copy = *args;
+    void *params[] = { &copy };
+
+    if (args->count == 0)
+        return 0;
+    return gdr_gpu_launch(g, s, GDR_GPU_ACC_KERNEL, gdr_gpu_acc_grid(args->count),
+                          GDR_GPU_ACC_BLOCK, params);
+}

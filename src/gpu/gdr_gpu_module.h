@@ -1,0 +1,35 @@
+/* Kernels: images loaded into the context, launched by name on a stream. */
+#ifndef GDR_GPU_MODULE_H
+#define GDR_GPU_MODULE_H
+
+#include "gdr_gpu.h"
+#include "gdr_gpu_acc.h"
+#include "gdr_gpu_stream.h"
+
+#define GDR_GPU_ACC_BLOCK 256           /* threads per block of the accumulate kernel */
+#define GDR_GPU_ACC_GRID_MAX 1024       /* its most blocks (the kernel loops grid-stride) */
+
+/* Loads a kernel image (fatbin, cubin or PTX; the simulated GPU takes any bytes) into g's
+ * context: its kernels become launchable by name until gdr_gpu_close.  size: the image's
+ * bytes, for messages (the driver reads the image's own headers).  At most
+ * GDR_GPU_MODULES_MAX images; -ENOTSUP without GDR_GPU_KERNELS. */
+int gdr_gpu_module_load(gdr_gpu_t *g, const void *image, size_t size);
+
+/* Queues kernel `name` of a loaded image on s: grid_x blocks of block_x threads, params as
+ * cuLaunchKernel's kernelParams (params[i] points to argument i; the values are copied
+ * by the call, so they may change once it returns).  -ENOENT when no loaded image has the
+ * kernel.  Functions found are cached in g. */
+int gdr_gpu_launch(gdr_gpu_t *g, gdr_gpu_stream_t s, const char *name, unsigned grid_x,
+                   unsigned block_x, void **params);
+
+/* Blocks of GDR_GPU_ACC_BLOCK threads for `count` elements: one per block's worth, at most
+ * GDR_GPU_ACC_GRID_MAX (the kernel loops grid-stride over the rest); 0 for 0. */
+unsigned gdr_gpu_acc_grid(uint64_t count);
+
+/* Queues GDR_GPU_ACC_KERNEL over args->count elements on s (gdr_gpu_acc_grid blocks);
+ * *args is copied by the call.  args must be valid (gdr_gpu_acc_valid) with pointers the
+ * device can reach (device memory, pinned or registered host memory).  count 0 queues
+ * nothing. */
+int gdr_gpu_acc_launch(gdr_gpu_t *g, gdr_gpu_stream_t s, const gdr_gpu_acc_args_t *args);
+
+#endif /* GDR_GPU_MODULE_H */

@@ -1,0 +1,52 @@
+/* The kernels the simulated GPU runs: gdr's __host__ __device__ sources compiled for the
+ * host, each behind a trampoline that does what the GPU would: it reads the parameters
+ * and reaches memory only through device addresses (a pointer outside device memory must
+ * be pinned or registered host memory; anything else is the GPU's illegal address). */
+#include "gpusim.h"
+#include "gpu/gdr_gpu_acc.h"
+
+#include <string.h>
+
+/* Translates one pointer argument of `bytes` bytes; 0, or -1 when a GPU would fault. */
+static int reach_arg(const void *p, size_t bytes, const char *what, void **out)
+{
+    pthread_mutex_lock(&gpusim.lock);
+    *out = gpusim_reach((uintptr_t) p, bytes, 0);
+    pthread_mutex_unlock(&gpusim.lock);
+    if (*out == NULL) {
+        gpusim_debug("%s: %s %p+%zu is neither device memory nor pinned host memory",
+                     GDR_GPU_ACC_KERNEL, what, p, bytes);
+        return -1;
+    }
+    return 0;
+}
+
+/* gdr_gpu_acc_kernel(gdr_gpu_acc_args_t args): the whole grid-stride loop at once. */
+static gdr_cu_result_t run_acc(const gpusim_launch_t *launch)
+{
+    gdr_gpu_acc_args_t a, h;
+    void *target, *origin = NULL, *result = NULL, *compare = NULL;
+
+    memcpy(&a, launch->params, sizeof(a));
+    size_t size = gdr_gpu_type_size(a.type);
+    if (size == 0 || a.count > SIZE_MAX / size)
+        return GDR_CUDA_ERROR_LAUNCH_FAILED;
+    size_t bytes = (size_t) a.count * size;
+    if (reach_arg(a.target, bytes, "target", &target) != 0
+        || (a.op != GDR_GPU_OP_NO_OP && reach_arg(a.origin, bytes, "origin", &origin) != 0)
+        || (a.result != NULL && reach_arg(a.result, bytes, "result", &result) != 0)
+        || (a.op == GDR_GPU_OP_CSWAP && reach_arg(a.compare, bytes, "compare", &compare) != 0))
+        return GDR_CUDA_ERROR_ILLEGAL_ADDRESS;
+    h = a;
+    h.target = target;
+    h.origin = origin;
+    h.result = result;
+    h.compare = compare;
+    gdr_gpu_acc_apply(&h);
+    return GDR_CUDA_SUCCESS;
+}
+
+struct CUfunc_st gpusim_kernels[] = {
+    { GDR_GPU_ACC_KERNEL, 1, { sizeof(gdr_gpu_acc_args_t) }, run_acc },
+};
+const size_t gpusim_nkernels = sizeof(gpusim_kernels) / sizeof(gpusim_kernels[0]);

@@ -1,0 +1,152 @@
+/* Kernels on the simulated GPU, in both modes: the accumulate kernel launched through
+ * gdr_gpu_acc_launch on device memory (values read back by copies), parameters copied at
+ * the launch, pinned host memory as a kernel operand, unknown kernels, and the sticky
+ * fault of a kernel that touches memory the device cannot reach. */
+#include "gpusim_modes.h"
+#include <errno.h>
+#include <stdint.h>
+#include "gpu/gdr_gpu_mem.h"
+#include "gpu/gdr_gpu_module.h"
+
+#define N 3000                  /* more than one block of 256 */
+
+static void test_grid(void)
+{
+    GDR_CHECK(gdr_gpu_acc_grid(0) == 0 && gdr_gpu_acc_grid(1) == 1 && gdr_gpu_acc_grid(256) == 1
+              && gdr_gpu_acc_grid(257) == 2 && gdr_gpu_acc_grid(256 * 1024) == 1024
+              && gdr_gpu_acc_grid(UINT64_MAX) == 1024,
+              "grid: a block per 256 elements, at most 1024 blocks (grid-stride beyond)");
+}
+
+static int64_t host_t[N], host_o[N], host_r[N];
+
+static void test_accumulate(gdr_gpu_t *g, gdr_gpu_stream_t s)
+{
+    void *t, *o, *r;
+    int ok = 1;
+    for (int i = 0; i < N; i++) {
+        host_t[i] = i;
+        host_o[i] = 2 * i;
+    }
+    GDR_CHECK(gdr_gpu_mem_alloc(g, sizeof(host_t), &t) == 0
+              && gdr_gpu_mem_alloc(g, sizeof(host_o), &o) == 0
+              && gdr_gpu_mem_alloc(g, sizeof(host_r), &r) == 0
+              && gdr_gpu_copy(g, t, host_t, sizeof(host_t)) == 0
+              && gdr_gpu_copy(g, o, host_o, sizeof(host_o)) == 0,
+              "target i, origin 2i in device memory");
+    gdr_gpu_acc_args_t a = { t, o, r, NULL, N, GDR_GPU_OP_SUM, GDR_GPU_T_INT64 };
+    GDR_CHECK(gdr_gpu_acc_launch(g, s, &a) == 0 && gdr_gpu_stream_sync(g, s) == 0,
+              "SUM launched and completed");
+    GDR_CHECK(gdr_gpu_copy(g, host_t, t, sizeof(host_t)) == 0
+              && gdr_gpu_copy(g, host_r, r, sizeof(host_r)) == 0, "copy target and result back");
+    for (int i = 0; i < N; i++)
+        ok &= host_t[i] == 3 * i && host_r[i] == i;
+    GDR_CHECK(ok, "SUM: target 3i, result the old target i (t[%d]=%lld r[%d]=%lld)", N - 1,
+              (long long) host_t[N - 1], N - 1, (long long) host_r[N - 1]);
+
+    for (int i = 0; i < N; i++)
+        host_o[i] = -i;
+    a.op = GDR_GPU_OP_REPLACE;
+    GDR_CHECK(gdr_gpu_copy(g, o, host_o, sizeof(host_o)) == 0 && gdr_gpu_acc_launch(g, s, &a) == 0
+              && gdr_gpu_stream_sync(g, s) == 0 && gdr_gpu_copy(g, host_t, t, sizeof(host_t)) == 0
+              && gdr_gpu_copy(g, host_r, r, sizeof(host_r)) == 0, "REPLACE launched, copied back");
+    ok = 1;
+    for (int i = 0; i < N; i++)
+        ok &= host_t[i] == -i && host_r[i] == 3 * i;
+    GDR_CHECK(ok, "REPLACE: target -i, result 3i");
+
+    a.count = 0;
+    GDR_CHECK(gdr_gpu_acc_launch(g, s, &a) == 0 && gdr_gpu_stream_query(g, s) == 1,
+              "count 0 queues nothing");
+    GDR_CHECK(gdr_gpu_mem_free(g, t) == 0 && gdr_gpu_mem_free(g, o) == 0
+              && gdr_gpu_mem_free(g, r) == 0, "free");
+}
+
+/* The driver copies kernel parameters at the launch: the caller's may change at once. */
+static void test_params_copied(gdr_gpu_t *g, gdr_gpu_stream_t s)
+{
+    uint64_t *flag;
+    int64_t one = 1, five = 5, back = 0;
+    void *t, *o1, *o5;
+    GDR_CHECK(gdr_gpu_host_alloc(g, 8, (void **) &flag) == 0 && gdr_gpu_mem_alloc(g, 8, &t) == 0
+              && gdr_gpu_mem_alloc(g, 8, &o1) == 0 && gdr_gpu_mem_alloc(g, 8, &o5) == 0
+              && gdr_gpu_copy(g, o1, &one, 8) == 0 && gdr_gpu_copy(g, o5, &five, 8) == 0
+              && gdr_gpu_copy(g, t, &back, 8) == 0, "a pinned flag, t = 0, o1 = 1, o5 = 5");
+    *flag = 0;
+    gdr_gpu_acc_args_t a = { t, o1, NULL, NULL, 1, GDR_GPU_OP_REPLACE, GDR_GPU_T_INT64 };
+    void *params[] = { &a };
+    GDR_CHECK(gdr_gpu_stream_wait_u64(g, s, flag, 1, GDR_GPU_WAIT_EQ) == 0
+              && gdr_gpu_launch(g, s, GDR_GPU_ACC_KERNEL, 1, 1, params) == 0,
+              "a launch queued behind a wait on the host");
+    a.origin = o5;              /* too late: the launch has its own copy */
+    a.op = GDR_GPU_OP_SUM;
+    __atomic_store_n(flag, 1, __ATOMIC_RELEASE);
+    GDR_CHECK(gdr_gpu_stream_sync(g, s) == 0 && gdr_gpu_copy(g, &back, t, 8) == 0 && back == 1,
+              "the kernel ran with the parameters of its launch (t = %lld)", (long long) back);
+    GDR_CHECK(gdr_gpu_launch(g, s, GDR_GPU_ACC_KERNEL, 1, 1, NULL) == -EINVAL,
+              "a launch without its parameter is refused (%s)", g->error);
+    GDR_CHECK(gdr_gpu_host_free(g, flag) == 0 && gdr_gpu_mem_free(g, t) == 0
+              && gdr_gpu_mem_free(g, o1) == 0 && gdr_gpu_mem_free(g, o5) == 0, "free");
+}
+
+static void test_pinned_operand(gdr_gpu_t *g, gdr_gpu_stream_t s)
+{
+    int64_t *t, seven = 7;
+    void *o;
+    GDR_CHECK(gdr_gpu_host_alloc(g, 4 * sizeof(*t), (void **) &t) == 0
+              && gdr_gpu_mem_alloc(g, 8, &o) == 0 && gdr_gpu_copy(g, o, &seven, 8) == 0,
+              "a pinned host target, a device origin");
+    t[0] = 35;
+    gdr_gpu_acc_args_t a = { t, o, NULL, NULL, 1, GDR_GPU_OP_SUM, GDR_GPU_T_INT64 };
+    GDR_CHECK(gdr_gpu_acc_launch(g, s, &a) == 0 && gdr_gpu_stream_sync(g, s) == 0 && t[0] == 42,
+              "a kernel updates pinned host memory (%lld)", (long long) t[0]);
+    GDR_CHECK(gdr_gpu_host_free(g, t) == 0 && gdr_gpu_mem_free(g, o) == 0, "free");
+}
+
+/* Last: a fault loses the context, as on a GPU. */
+static void test_fault(gdr_gpu_t *g, gdr_gpu_stream_t s)
+{
+    int64_t *pageable = calloc(4, sizeof(*pageable));
+    void *o, *d;
+    GDR_CHECK(gdr_gpu_mem_alloc(g, 8, &o) == 0, "a device origin");
+    gdr_gpu_acc_args_t a = { pageable, o, NULL, NULL, 1, GDR_GPU_OP_SUM, GDR_GPU_T_INT64 };
+    GDR_CHECK(gdr_gpu_acc_launch(g, s, &a) == 0, "a kernel on pageable host memory launches");
+    GDR_CHECK(gdr_gpu_stream_sync(g, s) == -EFAULT && strstr(g->error, "CUDA_ERROR_ILLEGAL_ADDRESS")
+              && strstr(g->error, "unusable"), "... and faults: ILLEGAL_ADDRESS (%s)", g->error);
+    GDR_CHECK(pageable[0] == 0, "the host memory is untouched");
+    GDR_CHECK(gdr_gpu_mem_alloc(g, 8, &d) == -EFAULT, "the error is sticky: later calls fail");
+    free(pageable);
+}
+
+static void body(const char *lib, const char *mode)
+{
+    gdr_gpu_t g;
+    gdr_gpu_stream_t s;
+    static const char empty[1] = "";
+    (void) mode;
+    if (gdr_gpu_open(&g, lib, 0) != 0 || gdr_gpu_stream_create(&g, &s) != 0) {
+        GDR_CHECK(0, "open the simulated GPU: %s", g.error);
+        return;
+    }
+    gdr_gpu_acc_args_t a = { NULL, NULL, NULL, NULL, 1, GDR_GPU_OP_SUM, GDR_GPU_T_INT64 };
+    GDR_CHECK(gdr_gpu_acc_launch(&g, s, &a) == -ENOENT
+              && strstr(g.error, "gdr_gpu_acc_kernel is in none of the 0 loaded kernel images"
+                        " (gdr_gpu_module_load)"), "no image loaded: -ENOENT (%s)", g.error);
+    GDR_CHECK(gdr_gpu_module_load(&g, empty, 0) == 0, "load an (empty) image: the simulator"
+              " takes any bytes");
+    GDR_CHECK(gdr_gpu_launch(&g, s, "gdr_no_such_kernel", 1, 1, NULL) == -ENOENT
+              && strstr(g.error, "gdr_no_such_kernel is in none of the 1 loaded"),
+              "an unknown kernel: -ENOENT naming it (%s)", g.error);
+    test_accumulate(&g, s);
+    test_params_copied(&g, s);
+    test_pinned_operand(&g, s);
+    test_fault(&g, s);
+    gdr_gpu_close(&g);
+}
+
+int main(int argc, char **argv)
+{
+    test_grid();
+    gpusim_run_modes(argc > 1 ? argv[1] : "./test/gpusim/libgdr_gpusim.so", body);
+    return gdr_unit_finish();
+}
