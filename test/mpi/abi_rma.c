@@ -12,6 +12,8 @@
  *   (NIC atomics take 8-byte integers: a conversion that lost MPI_INT64_T would still
  *   give right values through the message path, which rma_native's counters check;
  *   here the values are the point). */
+#include <stddef.h>
+
 #include "gdr_mpi_test.h"
 
 #ifndef MPI_ABI_VERSION
