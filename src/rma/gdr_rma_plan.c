@@ -17,7 +17,7 @@ static int sge_usable(const gdr_rma_engine_t *eng, const gdr_rma_buf_t *b, uint6
 {
     uintptr_t lo = UINTPTR_MAX, hi = 0;
     *pin = NULL;
-    if (b->n < 2 || b->n > GDR_RMA_SGE_MAX || !eng->net.sge_fits(eng->net.ctx, b->n, bytes))
+    if (b->n < (b->device ? 1u : 2u) || b->n > GDR_RMA_SGE_MAX || !eng->net.sge_fits(eng->net.ctx, b->n, bytes))
         return 0;
     for (size_t i = 0; i < b->n; i++) {
         uintptr_t p = (uintptr_t) b->iov[i].iov_base;
@@ -31,10 +31,17 @@ static int sge_usable(const gdr_rma_engine_t *eng, const gdr_rma_buf_t *b, uint6
     return 1;
 }
 
-/* How one side's data moves: the contiguous buffer, a list (when sge_ok), or bounced. */
+/* How one side's data moves: the contiguous buffer, a list (when sge_ok), or bounced.
+ * Device memory only as a list (GDR_RMA_NOREG when it cannot be: send a message). */
 static int choose_move(const gdr_rma_engine_t *eng, const gdr_rma_buf_t *b, uint64_t bytes,
                        int sge_ok, gdr_rma_plan_t *plan, gdr_rma_move_t *move, void **bounce)
 {
+    if (b->device) {
+        if (!sge_ok || !b->scattered || !sge_usable(eng, b, bytes, &plan->pin))
+            return GDR_RMA_NOREG;
+        *move = GDR_RMA_MOVE_SGE;
+        return GDR_RMA_OK;
+    }
     if (!b->scattered) {
         *move = GDR_RMA_MOVE_DIRECT;
         return GDR_RMA_OK;
@@ -74,6 +81,8 @@ int gdr_rma_plan(gdr_rma_win_t *w, const gdr_rma_access_t *a, gdr_rma_plan_t *pl
     plan->path = GDR_RMA_PATH_AM;
 
     int is_putget = a->kind == GDR_RMA_PUT || a->kind == GDR_RMA_GET;
+    if (!is_putget && (a->origin.device || a->result.device))
+        return GDR_RMA_OK;      /* NIC atomics read operands on the host: by message */
     if (!is_putget) {
         int aligned = 1;
         for (size_t i = 0; aligned && i < a->ntpieces; i++)
@@ -106,7 +115,8 @@ int gdr_rma_plan(gdr_rma_win_t *w, const gdr_rma_access_t *a, gdr_rma_plan_t *pl
                              a->kind == GDR_RMA_PUT && a->ntpieces == 1, plan,
                              &plan->origin_move, &plan->origin_bounce);
         if (rc != GDR_RMA_OK) {
-            gdr_rma_plan_drop(w, plan);         /* out of memory: a message still works */
+            /* out of memory, or device memory that cannot move zero-copy: a message */
+            gdr_rma_plan_drop(w, plan);
             return GDR_RMA_OK;
         }
     }

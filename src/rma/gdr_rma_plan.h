@@ -10,7 +10,12 @@
  * GDR_RMA_ACC_PIECES_MAX.  More scattered targets go as one message unpacked there.
  * A scattered origin of a put (or destination of a get) to one target piece goes as a
  * gather (scatter) list when it has at most GDR_RMA_SGE_MAX pieces and the transport
- * takes them in one work request; else it is packed. */
+ * takes them in one work request; else it is packed.
+ *
+ * Device memory (a GPU buffer, buf.device) is never touched by the host: a put or get
+ * moves it zero-copy, as a pinned gather/scatter list of its pieces (a contiguous device
+ * buffer is a list of one piece: never inlined nor bounced), to a target of one piece;
+ * anything else with a device buffer goes by message. */
 #ifndef GDR_RMA_PLAN_H
 #define GDR_RMA_PLAN_H
 
@@ -26,6 +31,7 @@
  * addresses) when the host listed them (n 0: not listed, so it packs or unpacks). */
 typedef struct gdr_rma_buf {
     int scattered;
+    int device;                 /* GPU memory: the host must not read or write it */
     void *addr;
     const struct iovec *iov;
     size_t n;
