@@ -29,6 +29,16 @@ noinst_HEADERS += src/mpid/ch4/netmod/gdr/gdr_pre.h \
                   src/mpid/ch4/netmod/gdr/verbs/gdr_verbs_memhooks.h \
                   src/mpid/ch4/netmod/gdr/gpu/gdr_gpu_driver.h \
                   src/mpid/ch4/netmod/gdr/gpu/gdr_gpu_cuda.h \
+                  src/mpid/ch4/netmod/gdr/gpu/gdr_gpu.h \
+                  src/mpid/ch4/netmod/gdr/gpu/gdr_gpu_internal.h \
+                  src/mpid/ch4/netmod/gdr/gpu/gdr_gpu_mem.h \
+                  src/mpid/ch4/netmod/gdr/gpu/gdr_gpu_ipc.h \
+                  src/mpid/ch4/netmod/gdr/gpu/gdr_gpu_stream.h \
+                  src/mpid/ch4/netmod/gdr/gpu/gdr_gpu_module.h \
+                  src/mpid/ch4/netmod/gdr/gpu/gdr_gpu_acc.h \
+                  src/mpid/ch4/netmod/gdr/gpu/gdr_gpu_acc_body.h \
+                  src/mpid/ch4/netmod/gdr/gpu/gdr_gpu_acc_real.h \
+                  src/mpid/ch4/netmod/gdr/gpu/gdr_gpu_kernels_image.h \
                   src/mpid/ch4/netmod/gdr/rma/gdr_rma_range.h \
                   src/mpid/ch4/netmod/gdr/rma/gdr_rma_path.h \
                   src/mpid/ch4/netmod/gdr/rma/gdr_rma_transport.h \
@@ -62,7 +72,15 @@ mpi_core_sources += src/mpid/ch4/netmod/gdr/func_table.c \
                     src/mpid/ch4/netmod/gdr/verbs/gdr_verbs_rma_transport.c \
                     src/mpid/ch4/netmod/gdr/verbs/gdr_verbs_rcache.c \
                     src/mpid/ch4/netmod/gdr/verbs/gdr_verbs_memhooks.c \
+                    src/mpid/ch4/netmod/gdr/gdr_gpudirect.c \
                     src/mpid/ch4/netmod/gdr/gpu/gdr_gpu_driver.c \
+                    src/mpid/ch4/netmod/gdr/gpu/gdr_gpu.c \
+                    src/mpid/ch4/netmod/gdr/gpu/gdr_gpu_mem.c \
+                    src/mpid/ch4/netmod/gdr/gpu/gdr_gpu_ipc.c \
+                    src/mpid/ch4/netmod/gdr/gpu/gdr_gpu_stream.c \
+                    src/mpid/ch4/netmod/gdr/gpu/gdr_gpu_module.c \
+                    src/mpid/ch4/netmod/gdr/gpu/gdr_gpu_acc.c \
+                    src/mpid/ch4/netmod/gdr/gpu/gdr_gpu_kernels_image.c \
                     src/mpid/ch4/netmod/gdr/rma/gdr_rma_range.c \
                     src/mpid/ch4/netmod/gdr/rma/gdr_rma_path.c \
                     src/mpid/ch4/netmod/gdr/rma/gdr_rma_wait.c \
@@ -73,5 +91,19 @@ mpi_core_sources += src/mpid/ch4/netmod/gdr/func_table.c \
                     src/mpid/ch4/netmod/gdr/rma/gdr_rma_issue.c
 
 errnames_txt_files += src/mpid/ch4/netmod/gdr/errnames.txt
+
+# The GPU kernels (src/gpu/gdr_gpu_kernels.cu) as a fatbin image compiled into libmpi,
+# by the same script as the top-level unit build; without nvcc (NVCC empty) an empty
+# image, and kernels report that they were not built.  GPU architectures: maint/graft
+# passes its --with-cuda-sm list on make's command line.
+GDR_CUDA_SM = 80,90
+src/mpid/ch4/netmod/gdr/gpu/gdr_gpu_kernels_image.c: \
+        $(top_srcdir)/src/mpid/ch4/netmod/gdr/gpu/build-kernels \
+        $(top_srcdir)/src/mpid/ch4/netmod/gdr/gpu/gdr_gpu_kernels.cu \
+        $(top_srcdir)/src/mpid/ch4/netmod/gdr/gpu/gdr_gpu_acc_body.h \
+        $(top_srcdir)/src/mpid/ch4/netmod/gdr/gpu/gdr_gpu_acc_real.h \
+        $(top_srcdir)/src/mpid/ch4/netmod/gdr/gpu/gdr_gpu_acc.h
+	$(AM_V_GEN)$(SHELL) $(top_srcdir)/src/mpid/ch4/netmod/gdr/gpu/build-kernels '$(NVCC)' \
+	    '$(GDR_CUDA_SM)' $(top_srcdir)/src/mpid/ch4/netmod/gdr/gpu/gdr_gpu_kernels.cu $@
 
 endif

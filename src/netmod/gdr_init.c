@@ -71,7 +71,7 @@ static void log_start_line(void)
     if (MPIR_CVAR_CH4_GDR_VERBOSE <= 0 || (MPIR_CVAR_CH4_GDR_VERBOSE == 1 && MPIR_Process.rank != 0))
         return;
 
-    char dev[160], gpu[320];
+    char dev[160], gpu[800];
     if (MPIDI_GDR_global.have_device) {
         const gdr_verbs_device_t *d = &MPIDI_GDR_global.device;
         snprintf(dev, sizeof(dev), "verbs device %s port %u (%s)", d->name, (unsigned) d->port_num,
@@ -79,11 +79,15 @@ static void log_start_line(void)
     } else {
         snprintf(dev, sizeof(dev), "no verbs device (%s)", MPIDI_GDR_global.no_device_why);
     }
-    if (MPIDI_GDR_global.gpu.enabled)
-        snprintf(gpu, sizeof(gpu), "GPU support on (%d device(s), driver %d)",
-                 MPIDI_GDR_global.gpu.device_count, MPIDI_GDR_global.gpu.driver_version);
-    else
-        snprintf(gpu, sizeof(gpu), "GPU support off: %s", MPIDI_GDR_global.gpu.why_off);
+    if (MPIDI_GDR_global.gpu.on) {
+        char desc[400];
+        gdr_gpu_describe(&MPIDI_GDR_global.gpu, desc, sizeof(desc));
+        snprintf(gpu, sizeof(gpu), "GPU support on: %s; GPUDirect %s (%s)", desc,
+                 MPIDI_GDR_gpudirect_name(MPIDI_GDR_global.gpudirect),
+                 MPIDI_GDR_global.gpudirect_why);
+    } else {
+        snprintf(gpu, sizeof(gpu), "%s", MPIDI_GDR_global.gpu.error);
+    }
     fprintf(stderr, "gdr[%d]: %s; %s\n", MPIR_Process.rank, dev, gpu);
 }
 
@@ -99,12 +103,12 @@ int MPIDI_GDR_init_local(int *tag_bits)
     mpi_errno = MPIDI_GDR_dynamic_register_handlers();
     MPIR_ERR_CHECK(mpi_errno);
 
-    (void) gdr_gpu_driver_probe(&MPIDI_GDR_global.gpu, NULL);
+    mpi_errno = MPIDI_GDR_gpu_start();
+    MPIR_ERR_CHECK(mpi_errno);
 
-    /* the HCA nearest the rank's GPU (its first visible device) when it has one */
-    char gpu_busid[32];
-    const char *near = gdr_gpu_driver_pci_busid(&MPIDI_GDR_global.gpu, 0, gpu_busid,
-                                                sizeof(gpu_busid)) == 0 ? gpu_busid : NULL;
+    /* the HCA nearest the rank's GPU when it has one */
+    const char *near = MPIDI_GDR_global.gpu.on && MPIDI_GDR_global.gpu.busid[0] != '\0' ?
+        MPIDI_GDR_global.gpu.busid : NULL;
     why[0] = '\0';
     vs = gdr_verbs_device_open(&MPIDI_GDR_global.device, MPIR_CVAR_CH4_GDR_DEVICE, near, why,
                                sizeof(why));
@@ -115,6 +119,8 @@ int MPIDI_GDR_init_local(int *tag_bits)
         snprintf(MPIDI_GDR_global.no_device_why, sizeof(MPIDI_GDR_global.no_device_why), "%s",
                  why);
 
+    mpi_errno = MPIDI_GDR_gpudirect_start();
+    MPIR_ERR_CHECK(mpi_errno);
     log_start_line();
 
   fn_exit:
@@ -129,7 +135,7 @@ int MPIDI_GDR_mpi_finalize_hook(void)
     int mpi_errno = MPIDI_GDR_am_stop();
     if (MPIDI_GDR_global.have_device)
         gdr_verbs_device_close(&MPIDI_GDR_global.device);
-    gdr_gpu_driver_release(&MPIDI_GDR_global.gpu);
+    MPIDI_GDR_gpu_stop();
     memset(&MPIDI_GDR_global, 0, sizeof(MPIDI_GDR_global));
     return mpi_errno;
 }

@@ -25,12 +25,21 @@ int MPIDI_GDR_is_int64(MPI_Datatype basic)
 }
 
 void MPIDI_GDR_describe_buf(const void *buf, MPI_Aint count, MPI_Datatype type, MPI_Aint bytes,
-                            int want_list, struct iovec *small, gdr_rma_buf_t * out)
+                            int want_list, int device, struct iovec *small, gdr_rma_buf_t * out)
 {
     int contig;
     MPI_Aint lb, n = 0, got = 0;
     MPIDI_Datatype_check_contig_lb(type, contig, lb);
-    *out = (gdr_rma_buf_t) { 0 };
+    *out = (gdr_rma_buf_t) {.device = device };
+    if (contig && device) {
+        /* the engine moves device memory only as a pinned list: one piece */
+        out->addr = (char *) buf + lb;
+        out->scattered = 1;
+        small[0] = (struct iovec) {.iov_base = out->addr,.iov_len = (size_t) bytes };
+        out->iov = small;
+        out->n = 1;
+        return;
+    }
     if (contig) {
         out->addr = (char *) buf + lb;
         return;

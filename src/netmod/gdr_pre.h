@@ -8,19 +8,29 @@
 #include "verbs/gdr_verbs_am.h"
 #include "verbs/gdr_verbs_rma.h"
 #include "rma/gdr_rma_win.h"
-#include "gpu/gdr_gpu_driver.h"
+#include "gpu/gdr_gpu.h"
 
 /* gdr connects every rank of the job once, when MPI_COMM_WORLD is committed (its
  * BOOTSTRAP commit): communicators made from sessions' process groups are then built
  * from the world, as with ch3, instead of bootstrapping a channel per group. */
 #define MPID_SESSION_USE_WORLD 1
 
+/* How the NIC reaches GPU memory (MPIR_CVAR_CH4_GDR_GPUDIRECT), chosen once at init. */
+typedef enum {
+    MPIDI_GDR_GPUDIRECT_OFF,        /* GPU support off: no driver, no device, or asked */
+    MPIDI_GDR_GPUDIRECT_STAGED,     /* the NIC cannot: device data goes by message */
+    MPIDI_GDR_GPUDIRECT_PEERMEM,    /* ibv_reg_mr on device addresses (nvidia-peermem) */
+    MPIDI_GDR_GPUDIRECT_DMABUF      /* ibv_reg_dmabuf_mr on exported device memory */
+} MPIDI_GDR_gpudirect_t;
+
 /* All gdr state of a process; lives in MPIDI_global.nm.gdr (see MPIDI_GDR_global). */
 typedef struct {
     int have_device;            /* a verbs device is open */
     gdr_verbs_device_t device;
     char no_device_why[256];    /* why not, when !have_device */
-    gdr_gpu_driver_t gpu;       /* CUDA driver probe: gpu.enabled, gpu.why_off */
+    gdr_gpu_t gpu;              /* the GPU layer: gpu.on, else gpu.error says why not */
+    MPIDI_GDR_gpudirect_t gpudirect;
+    char gpudirect_why[256];    /* how the mode was chosen, for the start-up line */
     gdr_verbs_am_t *am;         /* AM channel to ranks on other nodes; NULL: none */
     gdr_verbs_rma_t *rma;       /* one-sided operations on the channel's QPs */
     gdr_rma_engine_t engine;    /* the RMA engine over rma (its counters are MPI_T pvars) */

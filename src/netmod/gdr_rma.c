@@ -112,9 +112,13 @@ int MPIDI_GDR_rma_native(const MPIDI_GDR_rma_args_t * a, MPIR_Win * win, MPIR_Re
     *handled = 0;
     if (!gdr_rma_win_reaches(w, t))
         return MPI_SUCCESS;
-    if ((a->origin != NULL && MPIR_GPU_query_pointer_is_dev(a->origin))
-        || (a->result != NULL && MPIR_GPU_query_pointer_is_dev(a->result)))
-        return MPI_SUCCESS;     /* device buffers: the GPU-windows issue */
+    /* device buffers: zero-copy when the NIC reaches GPU memory, else MPICH's messages */
+    int o_dev = a->origin != NULL && MPIDI_GDR_gpu_is_device(a->origin);
+    int r_dev = a->result != NULL && MPIDI_GDR_gpu_is_device(a->result);
+    if ((o_dev || r_dev) && MPIDI_GDR_global.gpudirect != MPIDI_GDR_GPUDIRECT_PEERMEM)
+        return MPI_SUCCESS;
+    if (a->compare != NULL && MPIDI_GDR_gpu_is_device(a->compare))
+        return MPI_SUCCESS;     /* the engine reads the compare value on the host */
 
     MPI_Aint t_size;
     MPIR_Datatype_get_size_macro(a->ttype, t_size);
@@ -148,16 +152,19 @@ int MPIDI_GDR_rma_native(const MPIDI_GDR_rma_args_t * a, MPIR_Win * win, MPIR_Re
     MPI_Datatype dtype = a->kind == GDR_RMA_GET ? a->otype : a->rtype;
     if (a->kind != GDR_RMA_PUT && a->kind != GDR_RMA_ACC)
         MPIDI_GDR_describe_buf(dst, dcount, dtype, t_size * a->tcount,
-                               a->kind == GDR_RMA_GET && acc.ntpieces == 1, rlist, &acc.result);
+                               a->kind == GDR_RMA_GET && acc.ntpieces == 1,
+                               a->kind == GDR_RMA_GET ? o_dev : r_dev, rlist, &acc.result);
     /* origin data (may be MPI_BOTTOM with absolute displacements; NO_OP reads none) */
     if (a->kind == GDR_RMA_FOP || a->kind == GDR_RMA_CAS) {
         int o_contig;
         MPI_Aint o_lb;
         MPIDI_Datatype_check_contig_lb(a->otype, o_contig, o_lb);
         acc.origin.addr = (char *) a->origin + (o_contig ? o_lb : 0);
+        acc.origin.device = o_dev;
     } else if (a->kind != GDR_RMA_GET) {
         MPIDI_GDR_describe_buf(a->origin, a->ocount, a->otype, t_size * a->tcount,
-                               a->kind == GDR_RMA_PUT && acc.ntpieces == 1, olist, &acc.origin);
+                               a->kind == GDR_RMA_PUT && acc.ntpieces == 1, o_dev, olist,
+                               &acc.origin);
     }
 
     rc = gdr_rma_plan(w, &acc, &plan, &not_attached);

@@ -196,3 +196,23 @@ int gdr_verbs_device_pick_gid(gdr_verbs_device_t *dev, int wanted, char *why, si
     dev->gid_index = best;
     return 0;
 }
+
+int gdr_verbs_device_try_reg(const gdr_verbs_device_t *dev, void *addr, size_t len,
+                             int dmabuf_fd, uint64_t offset, char *why, size_t why_len)
+{
+    int access = IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_WRITE;
+    struct ibv_mr *mr;
+    errno = 0;
+    if (dmabuf_fd >= 0)
+        mr = ibv_reg_dmabuf_mr(dev->pd, offset, len, (uint64_t) (uintptr_t) addr, dmabuf_fd,
+                               access);
+    else
+        mr = ibv_reg_mr(dev->pd, addr, len, access);
+    if (mr == NULL) {
+        snprintf(why, why_len, "%s on %s failed: %s", dmabuf_fd >= 0 ? "ibv_reg_dmabuf_mr"
+                 : "ibv_reg_mr", dev->name, strerror(errno != 0 ? errno : EINVAL));
+        return -1;
+    }
+    (void) ibv_dereg_mr(mr);
+    return 0;
+}

@@ -42,6 +42,13 @@ gdr_verbs_status_t gdr_verbs_device_open(gdr_verbs_device_t *dev, const char *wa
  * RoCE v1, then index 0.  Returns 0, or -1 with why set. */
 int gdr_verbs_device_pick_gid(gdr_verbs_device_t *dev, int wanted, char *why, size_t why_len);
 
+/* Whether the NIC can register [addr, addr+len) for remote access: by address
+ * (dmabuf_fd < 0: ibv_reg_mr; on GPU memory this needs nvidia-peermem) or as a dmabuf
+ * (ibv_reg_dmabuf_mr of dmabuf_fd at offset, addressed as addr).  The registration is
+ * released at once.  0, or -1 with why set to the verbs call and its error. */
+int gdr_verbs_device_try_reg(const gdr_verbs_device_t *dev, void *addr, size_t len,
+                             int dmabuf_fd, uint64_t offset, char *why, size_t why_len);
+
 /* Releases what open acquired; safe on a closed or zeroed device. */
 void gdr_verbs_device_close(gdr_verbs_device_t *dev);
 

@@ -1,0 +1,165 @@
+/* GPU support at start-up: the CUDA driver gdr loads (src/gpu), and how the NIC reaches
+ * GPU memory, decided once by trying it (NCCL-style: the start-up line says what was
+ * chosen and why).  MPICH's own CUDA code (MPL, yaksa) is separate: it uses the CUDA
+ * runtime and the real driver only. */
+#include "gdr_impl.h"
+#include "gdr_noinline.h"
+#include "gpu/gdr_gpu_mem.h"
+
+/*
+=== BEGIN_MPI_T_CVAR_INFO_BLOCK ===
+
+cvars:
+    - name        : MPIR_CVAR_CH4_GDR_CUDA_DRIVER
+      category    : CH4_GDR
+      type        : string
+      default     : ""
+      class       : none
+      verbosity   : MPI_T_VERBOSITY_USER_BASIC
+      scope       : MPI_T_SCOPE_LOCAL
+      description : >-
+        The CUDA driver library gdr loads at run time. Empty (the default):
+        libcuda.so.1 from the library path. A path loads that file instead;
+        gdr's tests name the simulated GPU (test/gpusim/libgdr_gpusim.so) here.
+        MPICH's own CUDA support (MPIX_Query_cuda_support) always uses the
+        real driver.
+
+    - name        : MPIR_CVAR_CH4_GDR_GPUDIRECT
+      category    : CH4_GDR
+      type        : string
+      default     : "auto"
+      class       : none
+      verbosity   : MPI_T_VERBOSITY_USER_BASIC
+      scope       : MPI_T_SCOPE_LOCAL
+      description : >-
+        How the RDMA NIC reaches GPU memory. auto (the default): peermem if
+        registering device memory works, else staged. peermem: ibv_reg_mr on
+        device addresses (the nvidia-peermem kernel module). staged: the NIC
+        never touches GPU memory; device data goes as messages. dmabuf:
+        ibv_reg_dmabuf_mr (not available in this build yet). off: gdr does not
+        open the GPU (device data still goes as MPICH messages). Forcing a mode
+        that does not work here makes MPI_Init fail with the missing piece.
+
+=== END_MPI_T_CVAR_INFO_BLOCK ===
+*/
+
+#define PROBE_BYTES (64 * 1024)
+
+const char *MPIDI_GDR_gpudirect_name(int mode)
+{
+    switch (mode) {
+        case MPIDI_GDR_GPUDIRECT_STAGED:
+            return "staged";
+        case MPIDI_GDR_GPUDIRECT_PEERMEM:
+            return "peermem";
+        case MPIDI_GDR_GPUDIRECT_DMABUF:
+            return "dmabuf";
+        default:
+            return "off";
+    }
+}
+
+/* Registers a small device allocation by address: 0 when the NIC takes GPU memory. */
+static int try_peermem(char *why, size_t why_len)
+{
+    gdr_gpu_t *g = &MPIDI_GDR_global.gpu;
+    void *p = NULL;
+    if (gdr_gpu_mem_alloc(g, PROBE_BYTES, &p) != 0) {
+        snprintf(why, why_len, "%s", g->error);
+        return -1;
+    }
+    int rc = gdr_verbs_device_try_reg(&MPIDI_GDR_global.device, p, PROBE_BYTES, -1, 0, why,
+                                      why_len);
+    (void) gdr_gpu_mem_free(g, p);
+    return rc;
+}
+
+/* The mode asked for, and the sentence the start-up line prints.  Errors only for a
+ * forced mode that cannot work. */
+static int choose_mode(void)
+{
+    int mpi_errno = MPI_SUCCESS;
+    const char *want = MPIR_CVAR_CH4_GDR_GPUDIRECT;
+    char *why = MPIDI_GDR_global.gpudirect_why, tried[200] = "";
+    size_t why_len = sizeof(MPIDI_GDR_global.gpudirect_why);
+    int forced = strcmp(want, "auto") != 0;
+
+    MPIDI_GDR_global.gpudirect = MPIDI_GDR_GPUDIRECT_OFF;
+    if (strcmp(want, "off") == 0) {
+        snprintf(why, why_len, "MPIR_CVAR_CH4_GDR_GPUDIRECT=off");
+        goto fn_exit;
+    }
+    MPIR_ERR_CHKANDJUMP1(forced && strcmp(want, "peermem") != 0 && strcmp(want, "staged") != 0
+                         && strcmp(want, "dmabuf") != 0, mpi_errno, MPI_ERR_OTHER,
+                         "**gdr_gpudirect", "**gdr_gpudirect %s",
+                         "MPIR_CVAR_CH4_GDR_GPUDIRECT must be auto, peermem, staged, dmabuf or off");
+    if (!MPIDI_GDR_global.gpu.on) {
+        MPIR_ERR_CHKANDJUMP1(forced, mpi_errno, MPI_ERR_OTHER, "**gdr_gpudirect",
+                             "**gdr_gpudirect %s", MPIDI_GDR_global.gpu.error);
+        snprintf(why, why_len, "no GPU");
+        goto fn_exit;
+    }
+    MPIR_ERR_CHKANDJUMP1(strcmp(want, "dmabuf") == 0, mpi_errno, MPI_ERR_OTHER,
+                         "**gdr_gpudirect", "**gdr_gpudirect %s",
+                         "MPIR_CVAR_CH4_GDR_GPUDIRECT=dmabuf: registering GPU memory as a dmabuf "
+                         "is not in this build of gdr yet; use peermem (load nvidia-peermem) "
+                         "or staged");
+    if (strcmp(want, "staged") == 0) {
+        MPIDI_GDR_global.gpudirect = MPIDI_GDR_GPUDIRECT_STAGED;
+        snprintf(why, why_len, "MPIR_CVAR_CH4_GDR_GPUDIRECT=staged");
+        goto fn_exit;
+    }
+    if (!MPIDI_GDR_global.have_device)
+        snprintf(tried, sizeof(tried), "no RDMA device");
+    else if (try_peermem(tried, sizeof(tried)) == 0) {
+        MPIDI_GDR_global.gpudirect = MPIDI_GDR_GPUDIRECT_PEERMEM;
+        snprintf(why, why_len, "%s takes device addresses", MPIDI_GDR_global.device.name);
+        goto fn_exit;
+    }
+    MPIR_ERR_CHKANDJUMP2(forced, mpi_errno, MPI_ERR_OTHER, "**gdr_gpudirect_peermem",
+                         "**gdr_gpudirect_peermem %s %s", tried,
+                         "load the nvidia-peermem kernel module, or set "
+                         "MPIR_CVAR_CH4_GDR_GPUDIRECT=staged or auto");
+    MPIDI_GDR_global.gpudirect = MPIDI_GDR_GPUDIRECT_STAGED;
+    snprintf(why, why_len, "peermem unavailable: %s", tried);
+  fn_exit:
+    return mpi_errno;
+  fn_fail:
+    goto fn_exit;
+}
+
+int MPIDI_GDR_gpu_start(void)
+{
+    const char *path = MPIR_CVAR_CH4_GDR_CUDA_DRIVER[0] != '\0' ? MPIR_CVAR_CH4_GDR_CUDA_DRIVER
+        : NULL;
+    if (strcmp(MPIR_CVAR_CH4_GDR_GPUDIRECT, "off") == 0) {
+        snprintf(MPIDI_GDR_global.gpu.error, sizeof(MPIDI_GDR_global.gpu.error),
+                 "MPIR_CVAR_CH4_GDR_GPUDIRECT=off");
+        return MPI_SUCCESS;
+    }
+    /* off is normal (no driver, no device): the reason stays in gpu.error */
+    (void) gdr_gpu_open(&MPIDI_GDR_global.gpu, path, GDR_GPU_DEVICE_CURRENT);
+    return MPI_SUCCESS;
+}
+
+int MPIDI_GDR_gpudirect_start(void)
+{
+    return choose_mode();
+}
+
+void MPIDI_GDR_gpu_stop(void)
+{
+    gdr_gpu_close(&MPIDI_GDR_global.gpu);
+}
+
+int MPIDI_GDR_gpu_is_device(const void *p)
+{
+    gdr_gpu_mem_info_t info;
+    if (p == NULL)
+        return 0;
+    if (!MPIDI_GDR_global.gpu.on)       /* gdr's GPU is off: MPICH's view, if it has one */
+        return MPIR_GPU_query_pointer_is_dev(p);
+    if (gdr_gpu_mem_query(&MPIDI_GDR_global.gpu, p, &info) != 0)
+        return 0;
+    return info.is_device && !info.is_managed;
+}

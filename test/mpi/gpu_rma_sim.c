@@ -1,0 +1,385 @@
+/* One-sided communication on GPU windows between nodes, run on the simulated GPU
+ * (test/gpusim) or a real one: device memory comes from the CUDA driver that gdr loads
+ * (MPIR_CVAR_CH4_GDR_CUDA_DRIVER; default libcuda.so.1), reached here the same way.
+ *
+ * Every rank exposes a window in device memory (MPI_Win_create over cuMemAlloc, or a
+ * dynamic window with the device buffer attached) and its right neighbour works on it:
+ *   origin {host, device} x op {Put, Get, Rput, Rget} x sync {fence, PSCW, lock,
+ *   lock_all + flush, lock_all + flush_local (then flush)} x origin datatype
+ *   {contiguous, vector}
+ * every value read back through cuMemcpy.  Then, on a device window: Accumulate (SUM of
+ * doubles), Fetch_and_op (SUM of int64) and Compare_and_swap, and an origin buffer freed
+ * and allocated again at the same address between epochs (the new data must land, not a
+ * stale registration's).  With GDR_TEST_EXPECT_NATIVE=1 (maint/check-rxe: one rank per
+ * node, GPUDirect peermem) the MPI_T counters must show that the contiguous device
+ * Put/Get went over RDMA.  Without a GPU or driver: prints why and fails. */
+#include <dlfcn.h>
+
+#include "gdr_mpi_test.h"
+
+enum { N = 512 };                       /* doubles per window */
+
+/* ---- the CUDA driver, by cuGetProcAddress as gdr does -------------------------------- */
+typedef int (*get_proc_fn)(const char *, void **, int, uint64_t, int *);
+static struct {
+    int (*init)(unsigned);
+    int (*device_get)(int *, int);
+    int (*ctx_retain)(void **, int);
+    int (*ctx_set)(void *);
+    int (*alloc)(uint64_t *, size_t);
+    int (*free)(uint64_t);
+    int (*copy)(uint64_t, uint64_t, size_t);
+} cu;
+
+static int cuda_open(void)
+{
+    const char *path = getenv("MPIR_CVAR_CH4_GDR_CUDA_DRIVER");
+    void *h = dlopen(path != NULL && *path ? path : "libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
+    get_proc_fn gp = h != NULL ? (get_proc_fn) dlsym(h, "cuGetProcAddress_v2") : NULL;
+    if (gp == NULL) {
+        fprintf(stderr, "no CUDA driver (%s): set MPIR_CVAR_CH4_GDR_CUDA_DRIVER\n",
+                h == NULL ? dlerror() : "no cuGetProcAddress_v2");
+        return -1;
+    }
+#define RESOLVE(field, name) if (gp(name, (void **) &cu.field, 12000, 0, NULL) != 0) return -1
+    RESOLVE(init, "cuInit");
+    RESOLVE(device_get, "cuDeviceGet");
+    RESOLVE(ctx_retain, "cuDevicePrimaryCtxRetain");
+    RESOLVE(ctx_set, "cuCtxSetCurrent");
+    RESOLVE(alloc, "cuMemAlloc");
+    RESOLVE(free, "cuMemFree");
+    RESOLVE(copy, "cuMemcpy");
+#undef RESOLVE
+    int dev;
+    void *ctx;
+    if (cu.init(0) != 0 || cu.device_get(&dev, 0) != 0 || cu.ctx_retain(&ctx, dev) != 0
+        || cu.ctx_set(ctx) != 0)
+        return -1;
+    return 0;
+}
+
+static void *dev_alloc(size_t n)
+{
+    uint64_t p = 0;
+    if (cu.alloc(&p, n) != 0)
+        gdr_test_die("cuMemAlloc", MPI_ERR_NO_MEM);
+    return (void *) (uintptr_t) p;
+}
+
+static void dev_free(void *p)
+{
+    cu.free((uint64_t) (uintptr_t) p);
+}
+
+/* any direction: unified addressing */
+static void copy(void *dst, const void *src, size_t n)
+{
+    if (cu.copy((uint64_t) (uintptr_t) dst, (uint64_t) (uintptr_t) src, n) != 0)
+        gdr_test_die("cuMemcpy", MPI_ERR_OTHER);
+}
+
+/* ---- MPI_T counters -------------------------------------------------------------------- */
+static MPI_T_pvar_session session;
+
+static unsigned long long pvar(const char *name)
+{
+    int idx, count;
+    unsigned long long v = 0;
+    MPI_T_pvar_handle h;
+    if (MPI_T_pvar_get_index(name, MPI_T_PVAR_CLASS_COUNTER, &idx) != MPI_SUCCESS)
+        return 0;
+    MPI_T_pvar_handle_alloc(session, idx, NULL, &h, &count);
+    MPI_T_pvar_read(session, h, &v);
+    MPI_T_pvar_handle_free(session, &h);
+    return v;
+}
+
+/* ---- the matrix ------------------------------------------------------------------------ */
+typedef enum { OP_PUT, OP_GET, OP_RPUT, OP_RGET, OP_N } op_t;
+typedef enum { SYNC_FENCE, SYNC_PSCW, SYNC_LOCK, SYNC_FLUSH, SYNC_FLUSH_LOCAL, SYNC_N } sync_t;
+static const char *op_names[] = { "Put", "Get", "Rput", "Rget" };
+static const char *sync_names[] = { "fence", "pscw", "lock", "lock_all+flush",
+    "lock_all+flush_local"
+};
+
+typedef struct {
+    MPI_Win win;
+    void *base;                         /* this rank's device window memory */
+    MPI_Aint *disp0;                    /* per rank: target_disp of its window's start */
+    int dynamic;
+} gwin_t;
+
+static void gwin_open(gwin_t *g, int dynamic, int size)
+{
+    g->dynamic = dynamic;
+    g->base = dev_alloc(N * sizeof(double));
+    g->disp0 = calloc(size, sizeof(MPI_Aint));
+    if (dynamic) {
+        MPI_Win_create_dynamic(MPI_INFO_NULL, MPI_COMM_WORLD, &g->win);
+        gdr_check_mpi("MPI_Win_attach", MPI_Win_attach(g->win, g->base, N * sizeof(double)));
+        MPI_Aint mine;
+        MPI_Get_address(g->base, &mine);
+        MPI_Allgather(&mine, 1, MPI_AINT, g->disp0, 1, MPI_AINT, MPI_COMM_WORLD);
+    } else {
+        gdr_check_mpi("MPI_Win_create", MPI_Win_create(g->base, N * sizeof(double),
+                                                       sizeof(double), MPI_INFO_NULL,
+                                                       MPI_COMM_WORLD, &g->win));
+    }
+}
+
+static void gwin_close(gwin_t *g)
+{
+    if (g->dynamic)
+        MPI_Win_detach(g->win, g->base);
+    MPI_Win_free(&g->win);
+    dev_free(g->base);
+    free(g->disp0);
+}
+
+/* target_disp of element i at rank r */
+static MPI_Aint at(const gwin_t *g, int r, int i)
+{
+    return g->dynamic ? g->disp0[r] + (MPI_Aint) (i * sizeof(double)) : i;
+}
+
+static void epoch_open(const gwin_t *g, sync_t s, MPI_Group left, MPI_Group right)
+{
+    switch (s) {
+        case SYNC_FENCE:
+            MPI_Win_fence(0, g->win);
+            break;
+        case SYNC_PSCW:
+            MPI_Win_post(left, 0, g->win);
+            MPI_Win_start(right, 0, g->win);
+            break;
+        case SYNC_LOCK:
+            break;      /* per target, in epoch_target */
+        default:
+            MPI_Win_lock_all(0, g->win);
+    }
+}
+
+static void epoch_close(const gwin_t *g, sync_t s, int target)
+{
+    switch (s) {
+        case SYNC_FENCE:
+            MPI_Win_fence(0, g->win);
+            break;
+        case SYNC_PSCW:
+            MPI_Win_complete(g->win);
+            MPI_Win_wait(g->win);
+            break;
+        case SYNC_LOCK:
+            MPI_Win_unlock(target, g->win);
+            break;
+        case SYNC_FLUSH:
+            MPI_Win_flush(target, g->win);
+            MPI_Win_unlock_all(g->win);
+            break;
+        default:
+            /* flush_local completes the origin side; the value check needs the target's */
+            MPI_Win_flush_local(target, g->win);
+            MPI_Win_flush(target, g->win);
+            MPI_Win_unlock_all(g->win);
+    }
+    MPI_Barrier(MPI_COMM_WORLD);
+}
+
+/* One cell: rank r works on r+1's window with op; every value checked. */
+static void run_cell(gwin_t *g, int rank, int size, op_t op, sync_t s, int dev_origin,
+                     int vector, MPI_Group left, MPI_Group right)
+{
+    int right_rank = (rank + 1) % size, left_rank = (rank + size - 1) % size;
+    int is_put = op == OP_PUT || op == OP_RPUT, count = vector ? N / 2 : N;
+    double *host = malloc(N * sizeof(double)), *expect = malloc(N * sizeof(double));
+    double *obuf = dev_origin ? dev_alloc(N * sizeof(double)) : malloc(N * sizeof(double));
+    MPI_Datatype otype = MPI_DOUBLE;
+    if (vector) {       /* every other double of the origin buffer */
+        MPI_Type_vector(count, 1, 2, MPI_DOUBLE, &otype);
+        MPI_Type_commit(&otype);
+    }
+    /* window: this rank's pattern; origin: a different one */
+    for (int i = 0; i < N; i++)
+        host[i] = rank * 10000.0 + i;
+    copy(g->base, host, N * sizeof(double));
+    for (int i = 0; i < N; i++)
+        host[i] = -(rank * 10000.0 + i) - 0.5;
+    copy(obuf, host, N * sizeof(double));
+    MPI_Barrier(MPI_COMM_WORLD);
+
+    epoch_open(g, s, left, right);
+    if (s == SYNC_LOCK)
+        MPI_Win_lock(MPI_LOCK_SHARED, right_rank, 0, g->win);
+    MPI_Request req = MPI_REQUEST_NULL;
+    MPI_Aint d = at(g, right_rank, 0);
+    /* request-based operations belong to passive-target epochs: Put/Get under fence, PSCW */
+    int with_req = (op == OP_RPUT || op == OP_RGET) && s != SYNC_FENCE && s != SYNC_PSCW;
+    int ocount = vector ? 1 : count, rc;
+    if (is_put)
+        rc = with_req ? MPI_Rput(obuf, ocount, otype, right_rank, d, count, MPI_DOUBLE, g->win, &req)
+            : MPI_Put(obuf, ocount, otype, right_rank, d, count, MPI_DOUBLE, g->win);
+    else
+        rc = with_req ? MPI_Rget(obuf, ocount, otype, right_rank, d, count, MPI_DOUBLE, g->win, &req)
+            : MPI_Get(obuf, ocount, otype, right_rank, d, count, MPI_DOUBLE, g->win);
+    gdr_check_mpi(op_names[op], rc);
+    if (req != MPI_REQUEST_NULL)
+        MPI_Wait(&req, MPI_STATUS_IGNORE);
+    epoch_close(g, s, right_rank);
+
+    if (is_put) {       /* my window got my left neighbour's origin data */
+        copy(host, g->base, N * sizeof(double));
+        for (int i = 0; i < N; i++)
+            expect[i] = rank * 10000.0 + i;
+        for (int i = 0; i < count; i++)
+            expect[i] = -(left_rank * 10000.0 + (vector ? 2 * i : i)) - 0.5;
+        for (int i = 0; i < N; i++)
+            if (!gdr_check_double("window", i, expect[i], host[i]))
+                break;
+    } else {            /* my origin buffer got my right neighbour's window */
+        copy(host, obuf, N * sizeof(double));
+        for (int i = 0; i < N; i++)
+            expect[i] = -(rank * 10000.0 + i) - 0.5;
+        for (int i = 0; i < count; i++)
+            expect[vector ? 2 * i : i] = right_rank * 10000.0 + i;
+        for (int i = 0; i < N; i++)
+            if (!gdr_check_double("origin", i, expect[i], host[i]))
+                break;
+    }
+    if (vector)
+        MPI_Type_free(&otype);
+    if (dev_origin)
+        dev_free(obuf);
+    else
+        free(obuf);
+    free(host);
+    free(expect);
+}
+
+static void matrix(int rank, int size, MPI_Group left, MPI_Group right)
+{
+    for (int dyn = 0; dyn < 2; dyn++) {
+        gwin_t g;
+        gwin_open(&g, dyn, size);
+        for (int dev = 0; dev < 2; dev++)
+            for (int s = 0; s < SYNC_N; s++)
+                for (int vec = 0; vec < 2; vec++)
+                    for (int op = 0; op < OP_N; op++) {
+                        gdr_test_set_context("win=%s origin=%s op=%s sync=%s type=%s",
+                                             dyn ? "dynamic" : "create", dev ? "device" : "host",
+                                             op_names[op], sync_names[s],
+                                             vec ? "vector" : "contiguous");
+                        run_cell(&g, rank, size, op, s, dev, vec, left, right);
+                    }
+        gwin_close(&g);
+    }
+}
+
+/* Accumulate, Fetch_and_op and Compare_and_swap on a device window, from host origins. */
+static void accumulates(int rank, int size)
+{
+    gwin_t g;
+    gwin_open(&g, 0, size);
+    double zero[N] = { 0 }, ones[8], got[N];
+    for (int i = 0; i < 8; i++)
+        ones[i] = 1.0 + i;
+    copy(g.base, zero, sizeof(zero));
+    MPI_Barrier(MPI_COMM_WORLD);
+    gdr_test_set_context("device window: accumulates");
+    MPI_Win_lock_all(0, g.win);
+    for (int t = 0; t < size; t++)
+        MPI_Accumulate(ones, 8, MPI_DOUBLE, t, 0, 8, MPI_DOUBLE, MPI_SUM, g.win);
+    int64_t add = rank + 1, old;
+    MPI_Fetch_and_op(&add, &old, MPI_INT64_T, 0, 16, MPI_SUM, g.win);  /* int64 at double 16 */
+    MPI_Win_flush_all(g.win);
+    MPI_Win_unlock_all(g.win);
+    MPI_Barrier(MPI_COMM_WORLD);
+    copy(got, g.base, sizeof(got));
+    for (int i = 0; i < 8; i++)
+        gdr_check_double("Accumulate SUM", i, size * (1.0 + i), got[i]);
+    if (rank == 0) {
+        int64_t sum;
+        memcpy(&sum, &got[16], 8);
+        gdr_check_long("Fetch_and_op SUM", 16, (long long) size * (size + 1) / 2, sum);
+    }
+    /* compare-and-swap: every rank tries 0 -> rank+1 at rank 0; exactly one wins */
+    int64_t z = 0;
+    copy((char *) g.base + 24 * 8, &z, 8);
+    MPI_Barrier(MPI_COMM_WORLD);
+    MPI_Win_lock_all(0, g.win);
+    int64_t mine = rank + 1, cmp = 0, prev = -1;
+    MPI_Compare_and_swap(&mine, &cmp, &prev, MPI_INT64_T, 0, 24, g.win);
+    MPI_Win_unlock_all(g.win);
+    int won = prev == 0, winners = 0;
+    MPI_Allreduce(&won, &winners, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
+    gdr_check_long("Compare_and_swap winners", 0, 1, winners);
+    gwin_close(&g);
+}
+
+/* An origin buffer freed and allocated again (the same address, as allocators do):
+ * the second epoch must carry the new contents. */
+static void reallocated_origin(int rank, int size)
+{
+    gwin_t g;
+    gwin_open(&g, 0, size);
+    int right_rank = (rank + 1) % size;
+    double v[N], got[N];
+    for (int round = 0; round < 2; round++) {
+        gdr_test_set_context("origin freed and allocated again, round %d", round);
+        double *o = dev_alloc(N * sizeof(double));
+        for (int i = 0; i < N; i++)
+            v[i] = round * 1000.0 + i + rank;
+        copy(o, v, sizeof(v));
+        MPI_Win_lock(MPI_LOCK_SHARED, right_rank, 0, g.win);
+        MPI_Put(o, N, MPI_DOUBLE, right_rank, 0, N, MPI_DOUBLE, g.win);
+        MPI_Win_unlock(right_rank, g.win);
+        dev_free(o);
+        MPI_Barrier(MPI_COMM_WORLD);
+        copy(got, g.base, sizeof(got));
+        int left_rank = (rank + size - 1) % size;
+        for (int i = 0; i < N; i++)
+            if (!gdr_check_double("window", i, round * 1000.0 + i + left_rank, got[i]))
+                break;
+        MPI_Barrier(MPI_COMM_WORLD);
+    }
+    gwin_close(&g);
+}
+
+int main(int argc, char **argv)
+{
+    int rank, size, provided;
+    MPI_Init(&argc, &argv);
+    MPI_T_init_thread(MPI_THREAD_SINGLE, &provided);
+    MPI_T_pvar_session_create(&session);
+    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    MPI_Comm_size(MPI_COMM_WORLD, &size);
+    if (cuda_open() != 0) {
+        gdr_test_fail("no usable CUDA driver: this test needs a GPU or the simulated one");
+        long e = gdr_test_finish();
+        MPI_Finalize();
+        return e != 0;
+    }
+    MPI_Group world, left, right;
+    MPI_Comm_group(MPI_COMM_WORLD, &world);
+    int l = (rank + size - 1) % size, r = (rank + 1) % size;
+    MPI_Group_incl(world, 1, &l, &left);
+    MPI_Group_incl(world, 1, &r, &right);
+
+    unsigned long long put0 = pvar("gdr_rma_put_native"), get0 = pvar("gdr_rma_get_native");
+    matrix(rank, size, left, right);
+    if (getenv("GDR_TEST_EXPECT_NATIVE") != NULL) {
+        gdr_test_set_context("MPI_T counters");
+        gdr_check_long("device-window Puts over RDMA", 0, 1, pvar("gdr_rma_put_native") > put0);
+        gdr_check_long("device-window Gets over RDMA", 0, 1, pvar("gdr_rma_get_native") > get0);
+    }
+    accumulates(rank, size);
+    reallocated_origin(rank, size);
+
+    MPI_Group_free(&left);
+    MPI_Group_free(&right);
+    MPI_Group_free(&world);
+    MPI_T_pvar_session_free(&session);
+    MPI_T_finalize();
+    long errors = gdr_test_finish();
+    MPI_Finalize();
+    return errors != 0;
+}
