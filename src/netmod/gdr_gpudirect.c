@@ -152,14 +152,15 @@ void MPIDI_GDR_gpu_stop(void)
     gdr_gpu_close(&MPIDI_GDR_global.gpu);
 }
 
-int MPIDI_GDR_gpu_is_device(const void *p)
+uint64_t MPIDI_GDR_gpu_buffer_id(const void *p)
 {
     gdr_gpu_mem_info_t info;
     if (p == NULL)
         return 0;
     if (!MPIDI_GDR_global.gpu.on)       /* gdr's GPU is off: MPICH's view, if it has one */
-        return MPIR_GPU_query_pointer_is_dev(p);
-    if (gdr_gpu_mem_query(&MPIDI_GDR_global.gpu, p, &info) != 0)
+        return MPIR_GPU_query_pointer_is_dev(p) ? UINT64_MAX : 0;
+    if (gdr_gpu_mem_query(&MPIDI_GDR_global.gpu, p, &info) != 0 || !info.is_device
+        || info.is_managed)
         return 0;
-    return info.is_device && !info.is_managed;
+    return info.buffer_id != 0 ? info.buffer_id : UINT64_MAX;
 }

@@ -34,16 +34,20 @@ int MPIDI_GDR_dynamic_query(void *win, int target, uint64_t addr, gdr_rma_region
 uint64_t MPIDI_GDR_target_span(MPI_Aint count, MPI_Datatype type, MPI_Aint * true_lb);
 int MPIDI_GDR_is_int64(MPI_Datatype basic);
 /* count x type at buf: contiguous, or scattered and listed into small[GDR_RMA_SGE_MAX]
- * when want_list and it has at most that many pieces.  device: GPU memory, always
- * described as a list (one piece when contiguous), never to be touched on the host. */
+ * when want_list and it has at most that many pieces.  device_id != 0: GPU memory of
+ * that CUDA buffer id, always described as a list (one piece when contiguous), never to
+ * be touched on the host. */
 void MPIDI_GDR_describe_buf(const void *buf, MPI_Aint count, MPI_Datatype type, MPI_Aint bytes,
-                            int want_list, int device, struct iovec *small, gdr_rma_buf_t * out);
+                            int want_list, uint64_t device_id, struct iovec *small,
+                            gdr_rma_buf_t * out);
 /* gdr_gpudirect.c: GPU support at start-up (the driver, the GPUDirect mode) and whether
  * a buffer is device memory (gdr's own query: MPICH's cannot see the simulated GPU). */
 int MPIDI_GDR_gpu_start(void);        /* before the verbs device: never fails */
 int MPIDI_GDR_gpudirect_start(void);  /* after it: fails only for a forced mode */
 void MPIDI_GDR_gpu_stop(void);
-int MPIDI_GDR_gpu_is_device(const void *p);
+/* 0: host memory; else device memory, by its CUDA buffer id (UINT64_MAX when only
+ * MPICH's CUDA support knows it as device memory) */
+uint64_t MPIDI_GDR_gpu_buffer_id(const void *p);
 const char *MPIDI_GDR_gpudirect_name(int mode);
 /* The pieces of a target access as offsets from its displacement; *pieces is small
  * (one piece) or allocated (MPL_free it).  *n 0 with MPI_SUCCESS: too scattered. */

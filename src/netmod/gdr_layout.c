@@ -25,13 +25,14 @@ int MPIDI_GDR_is_int64(MPI_Datatype basic)
 }
 
 void MPIDI_GDR_describe_buf(const void *buf, MPI_Aint count, MPI_Datatype type, MPI_Aint bytes,
-                            int want_list, int device, struct iovec *small, gdr_rma_buf_t * out)
+                            int want_list, uint64_t device_id, struct iovec *small,
+                            gdr_rma_buf_t * out)
 {
     int contig;
     MPI_Aint lb, n = 0, got = 0;
     MPIDI_Datatype_check_contig_lb(type, contig, lb);
-    *out = (gdr_rma_buf_t) {.device = device };
-    if (contig && device) {
+    *out = (gdr_rma_buf_t) {.device = device_id != 0,.device_id = device_id };
+    if (contig && device_id != 0) {
         /* the engine moves device memory only as a pinned list: one piece */
         out->addr = (char *) buf + lb;
         out->scattered = 1;

@@ -113,11 +113,11 @@ int MPIDI_GDR_rma_native(const MPIDI_GDR_rma_args_t * a, MPIR_Win * win, MPIR_Re
     if (!gdr_rma_win_reaches(w, t))
         return MPI_SUCCESS;
     /* device buffers: zero-copy when the NIC reaches GPU memory, else MPICH's messages */
-    int o_dev = a->origin != NULL && MPIDI_GDR_gpu_is_device(a->origin);
-    int r_dev = a->result != NULL && MPIDI_GDR_gpu_is_device(a->result);
+    uint64_t o_dev = MPIDI_GDR_gpu_buffer_id(a->origin);
+    uint64_t r_dev = MPIDI_GDR_gpu_buffer_id(a->result);
     if ((o_dev || r_dev) && MPIDI_GDR_global.gpudirect != MPIDI_GDR_GPUDIRECT_PEERMEM)
         return MPI_SUCCESS;
-    if (a->compare != NULL && MPIDI_GDR_gpu_is_device(a->compare))
+    if (MPIDI_GDR_gpu_buffer_id(a->compare) != 0)
         return MPI_SUCCESS;     /* the engine reads the compare value on the host */
 
     MPI_Aint t_size;
@@ -160,7 +160,8 @@ int MPIDI_GDR_rma_native(const MPIDI_GDR_rma_args_t * a, MPIR_Win * win, MPIR_Re
         MPI_Aint o_lb;
         MPIDI_Datatype_check_contig_lb(a->otype, o_contig, o_lb);
         acc.origin.addr = (char *) a->origin + (o_contig ? o_lb : 0);
-        acc.origin.device = o_dev;
+        acc.origin.device = o_dev != 0;
+        acc.origin.device_id = o_dev;
     } else if (a->kind != GDR_RMA_GET) {
         MPIDI_GDR_describe_buf(a->origin, a->ocount, a->otype, t_size * a->tcount,
                                a->kind == GDR_RMA_PUT && acc.ntpieces == 1, o_dev, olist,

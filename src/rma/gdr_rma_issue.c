@@ -76,7 +76,7 @@ int gdr_rma_issue(gdr_rma_win_t *w, const gdr_rma_access_t *a, gdr_rma_plan_t *p
     /* pieces of one put or get must not fail half-way for want of a registration */
     if (is_putget && nt > 1)
         POST(net->pin(net->ctx, a->kind == GDR_RMA_PUT ? (const void *) src : land,
-                      (size_t) a->tbytes, &op->pin));
+                      (size_t) a->tbytes, 0, &op->pin));
     if (plan->origin_move == GDR_RMA_MOVE_SGE || plan->result_move == GDR_RMA_MOVE_SGE) {
         /* the NIC reads or fills the user's pieces until completion */
         gdr_rma_op_hold_local(op);

@@ -26,7 +26,8 @@ static int sge_usable(const gdr_rma_engine_t *eng, const gdr_rma_buf_t *b, uint6
         lo = p < lo ? p : lo;
         hi = p + b->iov[i].iov_len > hi ? p + b->iov[i].iov_len : hi;
     }
-    if (eng->net.pin(eng->net.ctx, (const void *) lo, hi - lo, pin) != GDR_RMA_OK || *pin == NULL)
+    if (eng->net.pin(eng->net.ctx, (const void *) lo, hi - lo, b->device ? b->device_id : 0, pin) != GDR_RMA_OK
+        || *pin == NULL)
         return 0;
     return 1;
 }

@@ -32,6 +32,7 @@
 typedef struct gdr_rma_buf {
     int scattered;
     int device;                 /* GPU memory: the host must not read or write it */
+    uint64_t device_id;         /* its CUDA buffer id (device only; never 0 then) */
     void *addr;
     const struct iovec *iov;
     size_t n;

@@ -59,8 +59,11 @@ typedef struct gdr_rma_transport {
                    uint32_t rkey, gdr_rma_done_fn done, void *arg);
     size_t (*atomicv_max)(const void *ctx);
     int (*sge_fits)(const void *ctx, size_t n, size_t total);
-    /* keeps [addr, addr+len) registered until unpin; *pin NULL: nothing needed */
-    int (*pin)(void *ctx, const void *addr, size_t len, void **pin);
+    /* keeps [addr, addr+len) registered until unpin; *pin NULL: nothing needed (the
+     * transport copies so little).  device_id != 0: GPU memory of that CUDA buffer id,
+     * always registered (the host cannot copy it), never through a registration made
+     * for another buffer at the same address */
+    int (*pin)(void *ctx, const void *addr, size_t len, uint64_t device_id, void **pin);
     void (*unpin)(void *ctx, void *pin);
     int (*reg)(void *ctx, void *addr, size_t len, unsigned access, gdr_rma_mr_t *out,
                char *why, size_t why_len);

@@ -255,6 +255,9 @@ static void run_cell(gwin_t *g, int rank, int size, op_t op, sync_t s, int dev_o
     free(expect);
 }
 
+/* MPI_T: Puts and Gets carried out as RDMA in the contiguous device-origin cells */
+static unsigned long long dev_native;
+
 static void matrix(int rank, int size, MPI_Group left, MPI_Group right)
 {
     for (int dyn = 0; dyn < 2; dyn++) {
@@ -268,7 +271,12 @@ static void matrix(int rank, int size, MPI_Group left, MPI_Group right)
                                              dyn ? "dynamic" : "create", dev ? "device" : "host",
                                              op_names[op], sync_names[s],
                                              vec ? "vector" : "contiguous");
+                        unsigned long long n0 = pvar("gdr_rma_put_native")
+                            + pvar("gdr_rma_get_native");
                         run_cell(&g, rank, size, op, s, dev, vec, left, right);
+                        if (dev && !vec)
+                            dev_native += pvar("gdr_rma_put_native")
+                                + pvar("gdr_rma_get_native") - n0;
                     }
         gwin_close(&g);
     }
@@ -370,6 +378,8 @@ int main(int argc, char **argv)
         gdr_test_set_context("MPI_T counters");
         gdr_check_long("device-window Puts over RDMA", 0, 1, pvar("gdr_rma_put_native") > put0);
         gdr_check_long("device-window Gets over RDMA", 0, 1, pvar("gdr_rma_get_native") > get0);
+        /* 2 windows x 5 syncs x 4 ops, one operation each */
+        gdr_check_long("contiguous device-origin Put/Get over RDMA", 0, 40, (long long) dev_native);
     }
     accumulates(rank, size);
     reallocated_origin(rank, size);

@@ -93,6 +93,21 @@ static void evict(gdr_verbs_rcache_t *rc)
     recompute_bounds(rc);
 }
 
+/* Moves live entry *pp to the dead list (deregistered later, outside any hook). */
+static void kill_entry(gdr_verbs_rcache_t *rc, gdr_verbs_rcache_entry_t **pp)
+{
+    gdr_verbs_rcache_entry_t *e = *pp;
+    *pp = e->next;
+    e->invalid = 1;
+    e->next = rc->dead;
+    rc->dead = e;
+    if (e->refcount == 0)
+        rc->unused_bytes -= e->end - e->start;
+    rc->st.entries--;
+    rc->st.bytes -= e->end - e->start;
+    rc->st.invalidated++;
+}
+
 static void enter(gdr_verbs_rcache_t *rc)
 {
     in_rcache = 1;
@@ -122,13 +137,24 @@ gdr_verbs_rcache_t *gdr_verbs_rcache_create(const gdr_verbs_rcache_ops_t *ops, v
 gdr_verbs_rcache_entry_t *gdr_verbs_rcache_get(gdr_verbs_rcache_t *rc, const void *addr,
                                                size_t len)
 {
+    return gdr_verbs_rcache_get_tagged(rc, addr, len, 0);
+}
+
+gdr_verbs_rcache_entry_t *gdr_verbs_rcache_get_tagged(gdr_verbs_rcache_t *rc, const void *addr,
+                                                      size_t len, uint64_t tag)
+{
     uintptr_t a = (uintptr_t) addr, ps = page_size();
     uintptr_t start = a & ~(ps - 1), end = (a + (len ? len : 1) + ps - 1) & ~(ps - 1);
     gdr_verbs_rcache_entry_t *e;
 
     enter(rc);
     reap(rc);
-    for (gdr_verbs_rcache_entry_t ** pp = &rc->live; (e = *pp) != NULL; pp = &e->next) {
+    for (gdr_verbs_rcache_entry_t ** pp = &rc->live; (e = *pp) != NULL;) {
+        if (e->start < end && start < e->end && e->tag != tag) {
+            kill_entry(rc, pp);         /* made for memory that has since been freed */
+            recompute_bounds(rc);
+            continue;
+        }
         if (e->start <= start && end <= e->end) {
             *pp = e->next;      /* move to the front: most recently used */
             e->next = rc->live;
@@ -139,11 +165,14 @@ gdr_verbs_rcache_entry_t *gdr_verbs_rcache_get(gdr_verbs_rcache_t *rc, const voi
             leave(rc);
             return e;
         }
+        pp = &e->next;
     }
+    reap(rc);                           /* what a changed tag replaced, if unused */
     e = calloc(1, sizeof(*e));
     if (e != NULL) {
         e->start = start;
         e->end = end;
+        e->tag = tag;
         e->handle = rc->ops.reg(rc->ctx, (void *) start, end - start, &e->lkey, &e->rkey);
         if (e->handle == NULL) {
             free(e);
@@ -191,15 +220,7 @@ void gdr_verbs_rcache_invalidate(gdr_verbs_rcache_t *rc, const void *addr, size_
     while (*pp) {
         gdr_verbs_rcache_entry_t *e = *pp;
         if (e->start < b && a < e->end) {
-            *pp = e->next;
-            e->invalid = 1;
-            e->next = rc->dead;         /* deregistered later, outside this hook */
-            rc->dead = e;
-            if (e->refcount == 0)
-                rc->unused_bytes -= e->end - e->start;
-            rc->st.entries--;
-            rc->st.bytes -= e->end - e->start;
-            rc->st.invalidated++;
+            kill_entry(rc, pp);
         } else {
             pp = &e->next;
         }

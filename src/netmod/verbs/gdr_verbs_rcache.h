@@ -1,7 +1,9 @@
 /* Registration cache: memory registered once is reused by later transfers and by
  * every window covering the same range (reference counted), and dropped when the
  * memory is freed or unmapped (gdr_verbs_memhooks.c calls _invalidate), so a
- * recycled virtual address never reuses a stale registration.
+ * recycled virtual address never reuses a stale registration.  GPU memory is freed
+ * without the host seeing it (cuMemFree unmaps nothing of the host's): its entries carry
+ * the allocation's CUDA buffer id as a tag, and a lookup with another tag replaces them.
  *
  * Thread safe: _invalidate may run on any thread, from inside free()/munmap();
  * it never calls back into the registration functions. */
@@ -25,6 +27,7 @@ typedef struct gdr_verbs_rcache_entry {
     uint32_t lkey, rkey;
     int refcount;
     int invalid;                /* memory went away: never handed out again */
+    uint64_t tag;               /* 0: host memory; else the CUDA buffer id it was made for */
     struct gdr_verbs_rcache_entry *next;
 } gdr_verbs_rcache_entry_t;
 
@@ -41,6 +44,10 @@ gdr_verbs_rcache_t *gdr_verbs_rcache_create(const gdr_verbs_rcache_ops_t *ops, v
  * failed (errno from the provider). */
 gdr_verbs_rcache_entry_t *gdr_verbs_rcache_get(gdr_verbs_rcache_t *rc, const void *addr,
                                                size_t len);
+/* The same for memory identified by tag (a CUDA buffer id; 0 is host memory): an entry
+ * made for another tag over the range is invalidated first, never handed out. */
+gdr_verbs_rcache_entry_t *gdr_verbs_rcache_get_tagged(gdr_verbs_rcache_t *rc, const void *addr,
+                                                      size_t len, uint64_t tag);
 
 /* Drops the reference taken by _get. */
 void gdr_verbs_rcache_put(gdr_verbs_rcache_t *rc, gdr_verbs_rcache_entry_t *e);

@@ -341,13 +341,13 @@ int gdr_verbs_rma_get(gdr_verbs_rma_t *rma, int peer, void *dst, size_t len, uin
     return post_chunks(rma, op, IBV_WR_RDMA_READ, laddr, lkey, len, raddr, rkey, 0);
 }
 
-int gdr_verbs_rma_pin(gdr_verbs_rma_t *rma, const void *addr, size_t len,
+int gdr_verbs_rma_pin(gdr_verbs_rma_t *rma, const void *addr, size_t len, uint64_t device_id,
                       gdr_verbs_rma_pin_t **pin)
 {
     *pin = NULL;
-    if (len <= rma->cfg.bounce_size)
+    if (len <= rma->cfg.bounce_size && device_id == 0)
         return 0;               /* every piece is inlined or bounced */
-    *pin = gdr_verbs_rcache_get(gdr_verbs_am_rcache(rma->am), addr, len);
+    *pin = gdr_verbs_rcache_get_tagged(gdr_verbs_am_rcache(rma->am), addr, len, device_id);
     if (*pin == NULL) {
         snprintf(rma->error, sizeof(rma->error), "registering a %zu-byte buffer at %p "
                  "failed: %s", len, addr, strerror(errno));

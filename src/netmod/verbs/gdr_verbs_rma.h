@@ -90,10 +90,13 @@ int gdr_verbs_rma_get(gdr_verbs_rma_t *rma, int peer, void *dst, size_t len, uin
 
 /* Keeps [addr, addr+len) registered until _unpin, so that puts from and gets into
  * parts of it never return GDR_VERBS_RMA_NOREG: for a transfer posted piece by piece,
- * which must not fail half-way.  *pin is NULL when no piece would need registering.
+ * which must not fail half-way.  *pin is NULL when no piece would need registering,
+ * unless device_id is set: GPU memory of that CUDA buffer id, never copied on the host,
+ * and never reached through a registration made for another buffer
+ * (gdr_verbs_rcache_get_tagged).
  * 0, or GDR_VERBS_RMA_NOREG (gdr_verbs_rma_error() says why). */
 typedef struct gdr_verbs_rcache_entry gdr_verbs_rma_pin_t;
-int gdr_verbs_rma_pin(gdr_verbs_rma_t *rma, const void *addr, size_t len,
+int gdr_verbs_rma_pin(gdr_verbs_rma_t *rma, const void *addr, size_t len, uint64_t device_id,
                       gdr_verbs_rma_pin_t **pin);
 void gdr_verbs_rma_unpin(gdr_verbs_rma_t *rma, gdr_verbs_rma_pin_t *pin);
 

@@ -50,10 +50,10 @@ static int t_sge_fits(const void *ctx, size_t n, size_t total)
     return gdr_verbs_rma_sge_fits(ctx, n, total);
 }
 
-static int t_pin(void *ctx, const void *addr, size_t len, void **out)
+static int t_pin(void *ctx, const void *addr, size_t len, uint64_t device_id, void **out)
 {
     gdr_verbs_rma_pin_t *p = NULL;
-    int rc = gdr_verbs_rma_pin(ctx, addr, len, &p);
+    int rc = gdr_verbs_rma_pin(ctx, addr, len, device_id, &p);
     *out = p;
     return rc;
 }

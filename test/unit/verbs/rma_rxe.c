@@ -194,8 +194,8 @@ static int run(int me, const char *devname, int sock)
      * and 1 MiB puts land at two places of one buffer */
     gdr_verbs_rma_pin_t *pin = NULL, *none = NULL;
     memset(back, 0, 1u << 20);
-    int pinned = gdr_verbs_rma_pin(rma, back, 1u << 20, &pin) == 0 && pin != NULL
-        && gdr_verbs_rma_pin(rma, back, 4096, &none) == 0 && none == NULL;
+    int pinned = gdr_verbs_rma_pin(rma, back, 1u << 20, 0, &pin) == 0 && pin != NULL
+        && gdr_verbs_rma_pin(rma, back, 4096, 0, &none) == 0 && none == NULL;
     uint64_t off64k = 8 + 64 + 100 + 64 + 3000 + 64 + 4096 + 64;
     POST(gdr_verbs_rma_get(rma, peer, back, 65536, their.addr + off64k, their.rkey, count_done,
                            &done));
@@ -221,8 +221,8 @@ static int run(int me, const char *devname, int sock)
     struct iovec sc[3] = { {back + 3, 40000}, {back + 100000, 1}, {back + 200000, 35006} };
     gdr_verbs_rma_pin_t *gpin = NULL, *spin = NULL;
     int fits = gdr_verbs_rma_sge_fits(rma, 3, 75007) && !gdr_verbs_rma_sge_fits(rma, 17, 75007)
-        && gdr_verbs_rma_pin(rma, src, 1u << 20, &gpin) == 0
-        && gdr_verbs_rma_pin(rma, back, 1u << 20, &spin) == 0;
+        && gdr_verbs_rma_pin(rma, src, 1u << 20, 0, &gpin) == 0
+        && gdr_verbs_rma_pin(rma, back, 1u << 20, 0, &spin) == 0;
     memset(back, 0, 1u << 20);
     if (fits) {
         POST(gdr_verbs_rma_writev(rma, peer, g, 3, gpin, their.addr + gat, their.rkey,

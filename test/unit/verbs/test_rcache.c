@@ -67,6 +67,27 @@ int main(void)
     GDR_CHECK(f.deregs == 1, "the stale registration is released at its last put");
     gdr_verbs_rcache_put(rc, fresh);
 
+    /* GPU memory is freed and allocated again at the same address without the host
+     * seeing it: the CUDA buffer id (the tag) tells the allocations apart */
+    char *d = mmap(NULL, 2 * ps, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    gdr_verbs_rcache_entry_t *g1 = gdr_verbs_rcache_get_tagged(rc, d, ps, 7);
+    gdr_verbs_rcache_put(rc, g1);
+    int regs = f.regs;
+    gdr_verbs_rcache_entry_t *g1b = gdr_verbs_rcache_get_tagged(rc, d, 100, 7);
+    GDR_CHECK(g1b == g1 && f.regs == regs, "device memory: the same buffer id hits the cache");
+    gdr_verbs_rcache_put(rc, g1b);
+    int deregs = f.deregs;
+    gdr_verbs_rcache_entry_t *g2 = gdr_verbs_rcache_get_tagged(rc, d, ps, 8);
+    GDR_CHECK(g2 != NULL && g2 != g1 && g2->tag == 8 && f.regs == regs + 1,
+              "device memory: another buffer id at the same address registers anew");
+    gdr_verbs_rcache_put(rc, g2);
+    GDR_CHECK(f.deregs == deregs + 1, "device memory: the old buffer's registration is released");
+    gdr_verbs_rcache_entry_t *h = gdr_verbs_rcache_get(rc, d, 100);
+    GDR_CHECK(h != g2 && h->tag == 0, "host memory never takes a device registration");
+    gdr_verbs_rcache_put(rc, h);
+    gdr_verbs_rcache_invalidate(rc, d, 2 * ps);
+    munmap(d, 2 * ps);
+
     /* the hooks: munmap, madvise(DONTNEED), free, realloc */
     GDR_CHECK(gdr_verbs_memhooks_attach(rc) == 0, "hooks attached");
     gdr_verbs_rcache_get_stats(rc, &st);
