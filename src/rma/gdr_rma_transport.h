@@ -1,11 +1,14 @@
-/* The RMA engine's two seams, as structs of function pointers:
+/* The RMA engine's three seams, as structs of function pointers:
  *  - the transport (src/netmod/verbs implements it): post RDMA writes, reads and
  *    8-byte atomics on a peer's registered memory, with gather/scatter lists; register
  *    memory for remote access; pin origin buffers.  Every posted operation completes
  *    once, through its done callback, inside the host's progress;
  *  - the host (src/netmod implements it over MPICH): drive progress, send the small
  *    control message that asks a target about a dynamic window's region, say whether
- *    message-path accumulates are still in flight, report a long wait.
+ *    message-path accumulates are still in flight, report a long wait;
+ *  - the device (src/gpu implements it over CUDA): pinned host memory, ordered work
+ *    queues of copies and accumulate kernels, and marks polled without waiting: what the
+ *    staged protocol for device memory needs of a GPU (maint/gpu-windows-plan.md).
  * Only types here: the engine, the transport and the tests include it. */
 #ifndef GDR_RMA_TRANSPORT_H
 #define GDR_RMA_TRANSPORT_H
@@ -13,6 +16,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <sys/uio.h>
+#include "gpu/gdr_gpu_acc.h"       /* types only: the accumulate kernel's arguments */
 
 /* Results of posts and of the engine's calls.  BUSY: no room (progress, then post
  * again).  NOREG: the origin buffer cannot be registered; nothing was posted, send the
@@ -99,5 +103,41 @@ typedef struct gdr_rma_host {
     /* called every 4096 polls of a wait (may be NULL) */
     void (*stalled)(void *ctx, gdr_rma_stall_t *st, const char *what, int peer);
 } gdr_rma_host_t;
+
+/* The device: every member returns at once, never waiting for queued work.  Work queued
+ * on one queue runs in order, asynchronously to the caller; queues are ordered with each
+ * other only through marks the caller polls.  Members return GDR_RMA_OK, or a negative
+ * GDR_RMA_ERROR or GDR_RMA_NOMEM with error(ctx) saying why (reached: see there).
+ * Queues and marks are opaque.  Not thread safe: the caller serialises, as for the engine. */
+typedef struct gdr_rma_device {
+    void *ctx;
+    /* n > 0 bytes at *p, 64-byte aligned, that the NIC can register and the device address */
+    int (*host_alloc)(void *ctx, size_t n, void **p);
+    /* frees host_alloc's p; the marks after the last work queued on p have been reached */
+    int (*host_free)(void *ctx, void *p);
+    /* a new, empty queue at *queue */
+    int (*queue_new)(void *ctx, void **queue);
+    /* frees queue at once; work already queued on it still completes */
+    int (*queue_free)(void *ctx, void *queue);
+    /* queues copying src's pieces into dst's, in order (equal totals; device or host memory;
+     * host pieces host_alloc'ed, else a real driver may copy before returning); the pieces
+     * stay untouched by the caller until a mark queued after this is reached */
+    int (*copyv)(void *ctx, void *queue, const struct iovec *dst, size_t n_dst,
+                 const struct iovec *src, size_t n_src);
+    /* queues the accumulate kernel over *args (copied; gdr_gpu_acc_valid's op and type,
+     * pointers the device can address: device or host_alloc'ed memory) */
+    int (*acc)(void *ctx, void *queue, const gdr_gpu_acc_args_t *args);
+    /* *mark: the point after everything queued on queue so far */
+    int (*mark)(void *ctx, void *queue, void **mark);
+    /* 1: all work before mark has completed; 0: some is pending; negative: it failed */
+    int (*reached)(void *ctx, void *mark);
+    /* gives mark back, reached or not */
+    void (*mark_free)(void *ctx, void *mark);
+    /* CUDA's id of the allocation holding ptr (never reused); 0 for other memory or when
+     * the query failed: compare it with the id seen earlier to detect a freed buffer */
+    uint64_t (*buffer_id)(void *ctx, const void *ptr);
+    /* the last failure, one sentence */
+    const char *(*error)(const void *ctx);
+} gdr_rma_device_t;
 
 #endif /* GDR_RMA_TRANSPORT_H */
