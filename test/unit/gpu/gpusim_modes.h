@@ -31,6 +31,7 @@ static inline void gpusim_run_modes(const char *lib, void (*body)(const char *li
         pid_t pid = fork();
         if (pid == 0) {
             close(fds[0]);
+            gdr_unit_passed = gdr_unit_failed = 0;     /* the parent counts its own */
             setenv("GDR_GPUSIM_MODE", mode, 1);
             printf("# simulated GPU (test/gpusim), %s mode\n", mode);
             body(lib, mode);
