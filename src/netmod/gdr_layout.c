@@ -31,7 +31,7 @@ void MPIDI_GDR_describe_buf(const void *buf, MPI_Aint count, MPI_Datatype type, 
     int contig;
     MPI_Aint lb, n = 0, got = 0;
     MPIDI_Datatype_check_contig_lb(type, contig, lb);
-    *out = (gdr_rma_buf_t) {.device = device_id != 0,.device_id = device_id };
+    *out = (gdr_rma_buf_t) {.device_id = device_id };
     if (contig && device_id != 0) {
         /* the engine moves device memory only as a pinned list: one piece */
         out->addr = (char *) buf + lb;

@@ -160,7 +160,6 @@ int MPIDI_GDR_rma_native(const MPIDI_GDR_rma_args_t * a, MPIR_Win * win, MPIR_Re
         MPI_Aint o_lb;
         MPIDI_Datatype_check_contig_lb(a->otype, o_contig, o_lb);
         acc.origin.addr = (char *) a->origin + (o_contig ? o_lb : 0);
-        acc.origin.device = o_dev != 0;
         acc.origin.device_id = o_dev;
     } else if (a->kind != GDR_RMA_GET) {
         MPIDI_GDR_describe_buf(a->origin, a->ocount, a->otype, t_size * a->tcount,

@@ -17,7 +17,8 @@ static int sge_usable(const gdr_rma_engine_t *eng, const gdr_rma_buf_t *b, uint6
 {
     uintptr_t lo = UINTPTR_MAX, hi = 0;
     *pin = NULL;
-    if (b->n < (b->device ? 1u : 2u) || b->n > GDR_RMA_SGE_MAX || !eng->net.sge_fits(eng->net.ctx, b->n, bytes))
+    if (b->n < (b->device_id != 0 ? 1u : 2u) || b->n > GDR_RMA_SGE_MAX
+        || !eng->net.sge_fits(eng->net.ctx, b->n, bytes))
         return 0;
     for (size_t i = 0; i < b->n; i++) {
         uintptr_t p = (uintptr_t) b->iov[i].iov_base;
@@ -26,7 +27,7 @@ static int sge_usable(const gdr_rma_engine_t *eng, const gdr_rma_buf_t *b, uint6
         lo = p < lo ? p : lo;
         hi = p + b->iov[i].iov_len > hi ? p + b->iov[i].iov_len : hi;
     }
-    if (eng->net.pin(eng->net.ctx, (const void *) lo, hi - lo, b->device ? b->device_id : 0, pin) != GDR_RMA_OK
+    if (eng->net.pin(eng->net.ctx, (const void *) lo, hi - lo, b->device_id, pin) != GDR_RMA_OK
         || *pin == NULL)
         return 0;
     return 1;
@@ -37,7 +38,7 @@ static int sge_usable(const gdr_rma_engine_t *eng, const gdr_rma_buf_t *b, uint6
 static int choose_move(const gdr_rma_engine_t *eng, const gdr_rma_buf_t *b, uint64_t bytes,
                        int sge_ok, gdr_rma_plan_t *plan, gdr_rma_move_t *move, void **bounce)
 {
-    if (b->device) {
+    if (b->device_id != 0) {
         if (!sge_ok || !b->scattered || !sge_usable(eng, b, bytes, &plan->pin))
             return GDR_RMA_NOREG;
         *move = GDR_RMA_MOVE_SGE;
@@ -82,7 +83,7 @@ int gdr_rma_plan(gdr_rma_win_t *w, const gdr_rma_access_t *a, gdr_rma_plan_t *pl
     plan->path = GDR_RMA_PATH_AM;
 
     int is_putget = a->kind == GDR_RMA_PUT || a->kind == GDR_RMA_GET;
-    if (!is_putget && (a->origin.device || a->result.device))
+    if (!is_putget && (a->origin.device_id != 0 || a->result.device_id != 0))
         return GDR_RMA_OK;      /* NIC atomics read operands on the host: by message */
     if (!is_putget) {
         int aligned = 1;

@@ -12,7 +12,7 @@
  * gather (scatter) list when it has at most GDR_RMA_SGE_MAX pieces and the transport
  * takes them in one work request; else it is packed.
  *
- * Device memory (a GPU buffer, buf.device) is never touched by the host: a put or get
+ * Device memory (a GPU buffer: buf.device_id set) is never touched by the host: a put or get
  * moves it zero-copy, as a pinned gather/scatter list of its pieces (a contiguous device
  * buffer is a list of one piece: never inlined nor bounced), to a target of one piece;
  * anything else with a device buffer goes by message. */
@@ -31,8 +31,8 @@
  * addresses) when the host listed them (n 0: not listed, so it packs or unpacks). */
 typedef struct gdr_rma_buf {
     int scattered;
-    int device;                 /* GPU memory: the host must not read or write it */
-    uint64_t device_id;         /* its CUDA buffer id (device only; never 0 then) */
+    uint64_t device_id;         /* 0: host memory; else GPU memory, by its CUDA buffer id:
+                                 * the host must not read or write it */
     void *addr;
     const struct iovec *iov;
     size_t n;

@@ -422,7 +422,7 @@ static void test_device_buffers(void)
 
     /* 8 bytes would be inlined from host memory: from a device buffer, one pinned list */
     gdr_rma_access_t put = {.kind = GDR_RMA_PUT,.target = 1,.tpieces = &tp,.ntpieces = 1,
-        .tbytes = 8,.origin = {.scattered = 1,.device = 1,.device_id = 41,.addr = dev,.iov = &whole,.n = 1 }
+        .tbytes = 8,.origin = {.scattered = 1,.device_id = 41,.addr = dev,.iov = &whole,.n = 1 }
     };
     int posts = fk.posts, pins = fk.pins;
     GDR_CHECK(run(&w, &put, NULL) == GDR_RMA_OK && fk.posts == posts + 1
@@ -438,7 +438,7 @@ static void test_device_buffers(void)
     memcpy(&target_mem[2][16], "gpu-side", 8);
     struct iovec t8 = one_piece(16, 8), into = {.iov_base = dev + 32,.iov_len = 8 };
     gdr_rma_access_t get = {.kind = GDR_RMA_GET,.target = 2,.tpieces = &t8,.ntpieces = 1,
-        .tbytes = 8,.result = {.scattered = 1,.device = 1,.device_id = 42,.addr = dev + 32,.iov = &into,.n = 1 }
+        .tbytes = 8,.result = {.scattered = 1,.device_id = 42,.addr = dev + 32,.iov = &into,.n = 1 }
     };
     GDR_CHECK(run(&w, &get, NULL) == GDR_RMA_OK && fk.q[fk.n - 1].kind == W_READV
               && gdr_rma_wait_target(&w.tracker, &eng, 2, 0) == GDR_RMA_OK
@@ -451,21 +451,21 @@ static void test_device_buffers(void)
         o17[i] = (struct iovec) {.iov_base = dev + 2 * i,.iov_len = 1 };
     struct iovec t17 = one_piece(100, 17);
     gdr_rma_access_t p17 = {.kind = GDR_RMA_PUT,.target = 1,.tpieces = &t17,.ntpieces = 1,
-        .tbytes = 17,.origin = {.scattered = 1,.device = 1,.device_id = 43,.iov = o17,.n = 17 }
+        .tbytes = 17,.origin = {.scattered = 1,.device_id = 43,.iov = o17,.n = 17 }
     };
     GDR_CHECK(gdr_rma_plan(&w, &p17, &plan, &na) == GDR_RMA_OK && !plan.by_rdma
               && plan.pin == NULL && plan.origin_bounce == NULL,
               "device origin of 17 pieces (would be packed on the host): message");
     struct iovec two[2] = { one_piece(0, 4), one_piece(8, 4) }, half = {.iov_base = dev,.iov_len = 8 };
     gdr_rma_access_t scat = {.kind = GDR_RMA_PUT,.target = 1,.tpieces = two,.ntpieces = 2,
-        .tbytes = 8,.origin = {.scattered = 1,.device = 1,.device_id = 44,.iov = &half,.n = 1 }
+        .tbytes = 8,.origin = {.scattered = 1,.device_id = 44,.iov = &half,.n = 1 }
     };
     GDR_CHECK(gdr_rma_plan(&w, &scat, &plan, &na) == GDR_RMA_OK && !plan.by_rdma,
               "device origin to a target of two pieces: message");
     uint64_t one = 1;
     gdr_rma_access_t acc = {.kind = GDR_RMA_ACC,.target = 1,.tpieces = &tp,.ntpieces = 1,
         .tbytes = 8,.op = GDR_RMA_ACC_SUM,.int64_elements = 1,
-        .origin = {.scattered = 1,.device = 1,.device_id = 45,.addr = &one,.iov = &whole,.n = 1 }
+        .origin = {.scattered = 1,.device_id = 45,.addr = &one,.iov = &whole,.n = 1 }
     };
     GDR_CHECK(gdr_rma_plan(&w, &acc, &plan, &na) == GDR_RMA_OK && !plan.by_rdma,
               "int64 SUM from a device origin (NIC atomics read operands on the host): message");
