@@ -97,6 +97,7 @@ typedef struct work {
 } work_t;
 
 typedef struct origin_op {
+    struct origin_op *prev, *next;      /* in call order: earlier operations stage first */
     gdr_rma_dev_win_t *dw;
     int target;
     gdr_rma_kind_t kind;
@@ -180,6 +181,7 @@ struct gdr_rma_dev {
     lent_t *lent;
     void *origin_queue;
     origin_op_t **ops;          /* by op_id's low 32 bits */
+    origin_op_t *first, *last;  /* in call order */
     uint32_t ops_cap, n_ops;
     uint32_t generation;
     gdr_rma_dev_win_t *wins;
@@ -444,6 +446,13 @@ static int slot_returned(gdr_rma_dev_t *d, gdr_rma_dev_win_t *dw, int rank, uint
     return GDR_RMA_OK;
 }
 
+static void read_done(void *arg, int status)
+{
+    work_t *wk = arg;
+    wk->status = status;
+    wk->state = W_READ;
+}
+
 /* Reads len bytes of rank's send slot (raddr, rkey, index) into `into`; the origin's own
  * slot is copied and given back at once.  done(arg) fires later for a real read. */
 static int read_slot(gdr_rma_dev_win_t *dw, int rank, uint64_t raddr, uint32_t rkey,
@@ -469,20 +478,13 @@ static int read_slot(gdr_rma_dev_win_t *dw, int rank, uint64_t raddr, uint32_t r
     wk->state = W_READING;
     wk->take_slot = 1;
     wk->src_slot = index;
-    extern void gdr_rma_dev_read_done(void *arg, int status);
     int rc = d->eng->net.get(d->eng->net.ctx, peer, into->addr, len, raddr, rkey,
-                             gdr_rma_dev_read_done, wk);
+                             read_done, wk);
     if (rc != GDR_RMA_OK)
         wk->state = W_FREE;
     return rc;
 }
 
-void gdr_rma_dev_read_done(void *arg, int status)
-{
-    work_t *wk = arg;
-    wk->status = status;
-    wk->state = W_READ;
-}
 
 /* ---- copies between a span list and a slot ------------------------------------------ */
 
@@ -714,6 +716,14 @@ static void origin_op_free(gdr_rma_dev_t *d, origin_op_t *o)
     if (idx < d->ops_cap && d->ops[idx] == o) {
         d->ops[idx] = NULL;
         d->n_ops--;
+        if (o->prev != NULL)
+            o->prev->next = o->next;
+        else
+            d->first = o->next;
+        if (o->next != NULL)
+            o->next->prev = o->prev;
+        else
+            d->last = o->prev;
     }
     while (o->ann_head != NULL) {
         announced_t *a = o->ann_head;
@@ -741,6 +751,12 @@ static int op_register(gdr_rma_dev_t *d, origin_op_t *o)
     }
     d->ops[idx] = o;
     d->n_ops++;
+    o->prev = d->last;
+    if (d->last != NULL)
+        d->last->next = o;
+    else
+        d->first = o;
+    d->last = o;
     o->op_id = (uint64_t) ++d->generation << 32 | idx;
     return GDR_RMA_OK;
 }
@@ -859,9 +875,6 @@ int gdr_rma_dev_start(gdr_rma_dev_win_t *dw, const gdr_rma_access_t *a, gdr_rma_
         h.taddr = (uint64_t) a->disp * w->targets[a->target].disp_unit;
     }
     h.npieces = (uint32_t) a->ntpieces;
-    for (size_t i = 0; i < a->ntpieces; i++)
-        d->pieces[i] = (gdr_rma_dev_piece_t) {
-            .off = (uint64_t) (uintptr_t) a->tpieces[i].iov_base,.len = a->tpieces[i].iov_len};
     uint8_t inl[GDR_RMA_DEV_INLINE_MAX];
     if (data_bytes > 0 && data_bytes <= d->cfg.inline_max) {
         gdr_rma_slot_t *slot = NULL;
@@ -884,7 +897,7 @@ int gdr_rma_dev_start(gdr_rma_dev_win_t *dw, const gdr_rma_access_t *a, gdr_rma_
         o->staged = o->sent = data_bytes;
     }
     h.seq = dw->seq_out[a->target];
-    /* the pieces were filled before any progress above could reuse d->pieces: refill */
+    /* d->pieces is filled only now: staging above may have progressed other messages */
     for (size_t i = 0; i < a->ntpieces; i++)
         d->pieces[i] = (gdr_rma_dev_piece_t) {
             .off = (uint64_t) (uintptr_t) a->tpieces[i].iov_base,.len = a->tpieces[i].iov_len};
@@ -1706,9 +1719,13 @@ int gdr_rma_dev_progress(gdr_rma_dev_t *d)
         }
         m = next;
     }
-    for (uint32_t i = 0; i < d->ops_cap && d->n_ops > 0; i++)
-        if (d->ops[i] != NULL && (rc = origin_step(d, d->ops[i])) != GDR_RMA_OK)
+    /* in call order, so that slots go to earlier operations first: a target runs an
+     * origin's operations in order and cannot read a later one's chunks before */
+    for (origin_op_t *o = d->first, *next; o != NULL; o = next) {
+        next = o->next;
+        if ((rc = origin_step(d, o)) != GDR_RMA_OK)
             return rc;
+    }
     for (gdr_rma_dev_win_t * dw = d->wins; dw != NULL; dw = dw->next) {
         if (dw->n_target_ops == 0)
             continue;
