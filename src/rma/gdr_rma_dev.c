@@ -1468,6 +1468,7 @@ static int target_step(gdr_rma_dev_win_t *dw, target_op_t *t, int *fed)
             }
             if (wk->status != 0 && t->status == 0)
                 t->status = GDR_RMA_DEV_E_DEVICE;
+            wk->mark = NULL;
             int st = t->status == 0 ? target_apply(dw, t, wk) : 0;
             if (st != 0)
                 t->status = st;
