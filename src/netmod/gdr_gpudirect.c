@@ -164,3 +164,15 @@ uint64_t MPIDI_GDR_gpu_buffer_id(const void *p)
         return 0;
     return info.buffer_id != 0 ? info.buffer_id : UINT64_MAX;
 }
+
+unsigned MPIDI_GDR_gpu_expose_flags(const void *base)
+{
+    unsigned expose = 0;
+    if (MPIDI_GDR_gpu_buffer_id(base) != 0)
+        expose |= GDR_RMA_EXPOSE_IS_DEVICE;
+    if (MPIDI_GDR_global.gpudirect == MPIDI_GDR_GPUDIRECT_PEERMEM)
+        expose |= GDR_RMA_EXPOSE_DEVICE_OK;     /* (dmabuf: later) */
+    if (MPIDI_GDR_global.gpu.on)
+        expose |= GDR_RMA_EXPOSE_GPU;
+    return expose;
+}

@@ -28,7 +28,8 @@ static unsigned declared_ops(MPIR_Win * win)
 }
 
 /* Collective over the window's communicator: every rank learns every target's card
- * (size, displacement unit and, when RDMA can reach it, registered base and key), and
+ * (size, displacement unit, whether its memory is device memory and its GPU layer on
+ * and, when RDMA can reach it, registered base and key), and
  * the ranks agree on the accumulate rule (gdr_rma_path.h). */
 static int win_table_init(MPIR_Win * win, int rdma)
 {
@@ -60,7 +61,8 @@ static int win_table_init(MPIR_Win * win, int rdma)
 
     char why[256];
     if (gdr_rma_win_expose(w, win->base, (uint64_t) win->size, (uint64_t) win->disp_unit,
-                           &cards[me], why, sizeof(why)) != 0 && MPIR_CVAR_CH4_GDR_VERBOSE > 0)
+                           MPIDI_GDR_gpu_expose_flags(win->base), &cards[me], why,
+                           sizeof(why)) != 0 && MPIR_CVAR_CH4_GDR_VERBOSE > 0)
         /* still correct: every operation on this window then goes as a message */
         fprintf(stderr, "gdr[%d]: window without RDMA: %s\n", MPIR_Process.rank, why);
     mpi_errno = MPIR_Allgather(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, cards, sizeof(*cards),

@@ -74,7 +74,8 @@ int MPIDI_GDR_dynamic_attach(MPIR_Win * win, void *base, MPI_Aint size)
     if (!w->rdma || size <= 0)
         return MPI_SUCCESS;     /* no RDMA on this window, or nothing to reach */
     int rc = gdr_rma_regions_attach(&w->regions, w->eng, base, (uint64_t) size,
-                                    gdr_rma_win_access(w), why, sizeof(why));
+                                    gdr_rma_win_access(w), MPIDI_GDR_gpu_expose_flags(base),
+                                    why, sizeof(why));
     MPIR_ERR_CHKANDJUMP1(rc == GDR_RMA_NOMEM, mpi_errno, MPI_ERR_NO_MEM, "**nomem",
                          "**nomem %s", "gdr attached region");
     if (rc != 0 && MPIR_CVAR_CH4_GDR_VERBOSE > 0)

@@ -30,6 +30,15 @@ void gdr_rma_op_hold_local(gdr_rma_op_t *op)
     op->tracker->total_local++;
 }
 
+void gdr_rma_op_local_done(gdr_rma_op_t *op)
+{
+    if (!op->local_held)
+        return;
+    op->local_held = 0;
+    op->tracker->local[op->target]--;
+    op->tracker->total_local--;
+}
+
 gdr_rma_op_t *gdr_rma_op_new(const gdr_rma_engine_t *eng, gdr_rma_tracker_t *t, int target,
                              int holds_local)
 {

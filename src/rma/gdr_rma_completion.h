@@ -46,6 +46,9 @@ gdr_rma_op_t *gdr_rma_op_new(const gdr_rma_engine_t *eng, gdr_rma_tracker_t *t, 
                              int holds_local);
 /* The op's origin or result buffer is in the transport's hands until completion. */
 void gdr_rma_op_hold_local(gdr_rma_op_t *op);
+/* The op's origin buffer is free again before the op completes (the staged protocol
+ * copied it out): flush_local stops waiting for it. */
+void gdr_rma_op_local_done(gdr_rma_op_t *op);
 /* One more transport operation; its done callback is gdr_rma_op_part_done(op, status). */
 void gdr_rma_op_add_part(gdr_rma_op_t *op);
 void gdr_rma_op_part_done(void *op, int status);

@@ -1,7 +1,18 @@
 #include "gdr_rma_regions.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+
+int gdr_rma_expose_may_register(unsigned expose, char *why, size_t why_len)
+{
+    if (!(expose & GDR_RMA_EXPOSE_IS_DEVICE) || (expose & GDR_RMA_EXPOSE_DEVICE_OK))
+        return 1;
+    if (why_len > 0)
+        snprintf(why, why_len, "device memory is not registered with the NIC in this GPUDirect "
+                 "mode (peermem only)");
+    return 0;
+}
 
 static const gdr_rma_attached_t *attached_at(const gdr_rma_regions_t *r, uint64_t addr)
 {
@@ -20,12 +31,14 @@ gdr_rma_region_reply_t gdr_rma_regions_describe(const gdr_rma_regions_t *r, uint
         out.base = a->base;
         out.size = a->size;
         out.rkey = a->mr.handle != NULL ? a->mr.rkey : 0;
+        out.device = a->device;
     }
     return out;
 }
 
 int gdr_rma_regions_attach(gdr_rma_regions_t *r, const gdr_rma_engine_t *eng, void *base,
-                           uint64_t size, unsigned access, char *why, size_t why_len)
+                           uint64_t size, unsigned access, unsigned expose, char *why,
+                           size_t why_len)
 {
     int rc = 0;
     gdr_rma_attached_t *a = calloc(1, sizeof(*a));
@@ -33,7 +46,11 @@ int gdr_rma_regions_attach(gdr_rma_regions_t *r, const gdr_rma_engine_t *eng, vo
         return GDR_RMA_NOMEM;
     a->base = (uint64_t) (uintptr_t) base;
     a->size = size;
-    if (eng->net.reg(eng->net.ctx, base, (size_t) size, access, &a->mr, why, why_len) != 0) {
+    a->device = (expose & GDR_RMA_EXPOSE_IS_DEVICE) != 0;
+    if (!gdr_rma_expose_may_register(expose, why, why_len)) {
+        rc = 1;         /* a->mr stays empty: rkey 0, accesses go as messages */
+    } else if (eng->net.reg(eng->net.ctx, base, (size_t) size, access, &a->mr, why,
+                            why_len) != 0) {
         memset(&a->mr, 0, sizeof(a->mr));
         rc = 1;
     }

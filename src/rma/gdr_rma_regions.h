@@ -10,10 +10,25 @@
 
 #include "gdr_rma_engine.h"
 
+/* What the host says of memory it exposes (gdr_rma_win_expose, gdr_rma_regions_attach),
+ * a mask.  Device memory is registered with the NIC only under EXPOSE_DEVICE_OK
+ * (GPUDirect peermem): otherwise remote accesses to it go as messages, so the NIC never
+ * touches GPU memory in staged mode. */
+enum {
+    GDR_RMA_EXPOSE_IS_DEVICE = 1,       /* the memory is device (GPU) memory */
+    GDR_RMA_EXPOSE_DEVICE_OK = 2,       /* device memory may be registered with the NIC */
+    GDR_RMA_EXPOSE_GPU = 4              /* this rank's GPU layer is on (windows' cards only) */
+};
+
+/* Whether memory described by expose may be registered: 1, or 0 with why set (device
+ * memory without DEVICE_OK). */
+int gdr_rma_expose_may_register(unsigned expose, char *why, size_t why_len);
+
 /* A region this rank attached (registered unless mr.handle is NULL). */
 typedef struct gdr_rma_attached {
     struct gdr_rma_attached *next;
     uint64_t base, size;
+    int device;                 /* device memory (registered only under EXPOSE_DEVICE_OK) */
     gdr_rma_mr_t mr;
 } gdr_rma_attached_t;
 
@@ -33,14 +48,17 @@ typedef struct gdr_rma_regions {
     unsigned long queries;      /* questions sent to targets (tests, diagnostics) */
 } gdr_rma_regions_t;
 
-/* Target side.  attach: registers [base, base+size) with access; a registration that
- * fails leaves the region reachable by messages only (*why says why; returns 1).
- * 0 registered, GDR_RMA_NOMEM. */
+/* Target side.  attach: registers [base, base+size) with access; expose is the
+ * GDR_RMA_EXPOSE_ mask (IS_DEVICE, DEVICE_OK; GPU is ignored).  A registration that fails,
+ * or device memory without DEVICE_OK (nothing registered), leaves the region reachable by
+ * messages only (*why says why; returns 1).  0 registered, GDR_RMA_NOMEM. */
 int gdr_rma_regions_attach(gdr_rma_regions_t *r, const gdr_rma_engine_t *eng, void *base,
-                           uint64_t size, unsigned access, char *why, size_t why_len);
+                           uint64_t size, unsigned access, unsigned expose, char *why,
+                           size_t why_len);
 void gdr_rma_regions_detach(gdr_rma_regions_t *r, const gdr_rma_engine_t *eng, uint64_t base);
 void gdr_rma_regions_free(gdr_rma_regions_t *r, const gdr_rma_engine_t *eng);
-/* The attached region holding addr, described as a query's answer. */
+/* The attached region holding addr, described as a query's answer (rkey 0 when it is
+ * not registered; device says whether it is device memory). */
 gdr_rma_region_reply_t gdr_rma_regions_describe(const gdr_rma_regions_t *r, uint64_t addr);
 
 /* Origin side.  The key for [addr, addr+len) at target: *rkey 0 when the access must

@@ -65,11 +65,17 @@ unsigned gdr_rma_win_access(const gdr_rma_win_t *w)
 }
 
 int gdr_rma_win_expose(gdr_rma_win_t *w, void *base, uint64_t size, uint64_t disp_unit,
-                       gdr_rma_card_t *card, char *why, size_t why_len)
+                       unsigned expose, gdr_rma_card_t *card, char *why, size_t why_len)
 {
     *card = (gdr_rma_card_t) {.size = size,.disp_unit = disp_unit };
+    if ((expose & GDR_RMA_EXPOSE_IS_DEVICE) && !w->dynamic)
+        card->flags |= GDR_RMA_CARD_DEVICE;
+    if (expose & GDR_RMA_EXPOSE_GPU)
+        card->flags |= GDR_RMA_CARD_GPU;
     if (!w->rdma || size == 0 || w->dynamic)
         return 0;
+    if (!gdr_rma_expose_may_register(expose, why, why_len))
+        return 1;
     if (w->eng->net.reg(w->eng->net.ctx, base, (size_t) size, gdr_rma_win_access(w), &w->mr,
                         why, why_len) != 0) {
         memset(&w->mr, 0, sizeof(w->mr));
@@ -87,6 +93,8 @@ void gdr_rma_win_set_card(gdr_rma_win_t *w, int target, const gdr_rma_card_t *ca
     gdr_rma_target_t *t = &w->targets[target];
     t->size = card->size;
     t->disp_unit = card->disp_unit;
+    t->device = (card->flags & GDR_RMA_CARD_DEVICE) != 0;
+    t->gpu = (card->flags & GDR_RMA_CARD_GPU) != 0;
     if (w->rdma) {
         t->base = card->base;
         t->rkey = (uint32_t) card->rkey;

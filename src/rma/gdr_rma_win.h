@@ -14,13 +14,21 @@
 /* What one rank tells the others about its window (fixed size, for the exchange). */
 typedef struct gdr_rma_card {
     uint64_t size, disp_unit, base, rkey;
+    uint64_t flags;             /* GDR_RMA_CARD_ */
 } gdr_rma_card_t;
+
+enum {
+    GDR_RMA_CARD_DEVICE = 1,    /* the rank's window memory is device (GPU) memory */
+    GDR_RMA_CARD_GPU = 2        /* the rank's GPU layer is on */
+};
 
 typedef struct gdr_rma_target {
     uint64_t size, disp_unit;
     uint64_t base;              /* registered address of the window at the target */
     uint32_t rkey;              /* 0: not registered there (messages) */
     int peer;                   /* transport peer, -1: not reachable by RDMA */
+    int device;                 /* the window memory there is device memory (card) */
+    int gpu;                    /* the target's GPU layer is on (card) */
 } gdr_rma_target_t;
 
 typedef struct gdr_rma_win {
@@ -52,11 +60,15 @@ void gdr_rma_win_set_policy(gdr_rma_win_t *w, int all_reach_nic, unsigned declar
 /* Remote access the window's registrations grant (atomics only when the rule allows). */
 unsigned gdr_rma_win_access(const gdr_rma_win_t *w);
 /* Registers this rank's window memory (not for dynamic windows) and fills its card.
- * A registration that fails leaves the window reachable by messages: returns 1 with
- * why set; 0 otherwise. */
+ * expose is the GDR_RMA_EXPOSE_ mask (gdr_rma_regions.h): IS_DEVICE and GPU become the
+ * card's flags DEVICE (not on dynamic windows, whose regions say it) and GPU; device
+ * memory is registered only with DEVICE_OK.  A registration that fails, or device memory
+ * without DEVICE_OK (nothing registered), leaves the window reachable by messages: the
+ * card says rkey 0 and this returns 1 with why set; 0 otherwise. */
 int gdr_rma_win_expose(gdr_rma_win_t *w, void *base, uint64_t size, uint64_t disp_unit,
-                       gdr_rma_card_t *card, char *why, size_t why_len);
-/* Takes target's card from the exchange. */
+                       unsigned expose, gdr_rma_card_t *card, char *why, size_t why_len);
+/* Takes target's card from the exchange (size, unit and flags always; base and key on
+ * RDMA windows). */
 void gdr_rma_win_set_card(gdr_rma_win_t *w, int target, const gdr_rma_card_t *card);
 /* Checks a target access [disp*unit + lb, + span) against target's window; for a
  * dynamic window only this rank's own attachments are known here (others are checked

@@ -330,7 +330,7 @@ static void test_registry(void)
     gdr_rma_card_t mine;
     char why[64];
     int regs = fk.regs;
-    GDR_CHECK(gdr_rma_win_expose(&w, target_mem[0], 4096, 8, &mine, why, sizeof(why)) == 0
+    GDR_CHECK(gdr_rma_win_expose(&w, target_mem[0], 4096, 8, 0, &mine, why, sizeof(why)) == 0
               && fk.regs == regs + 1 && mine.rkey == 0x1234
               && mine.base == (uint64_t) (uintptr_t) target_mem[0] && mine.size == 4096
               && fk.last_access & GDR_RMA_REMOTE_ATOMIC,
@@ -690,6 +690,130 @@ static void test_dynamic(void)
     gdr_rma_win_free(&w);
 }
 
+/* A non-dynamic window (rank 0 of 4) exposing target_mem[0] with the host's expose mask:
+ * returns expose's result and the card, counts the registrations, frees the window. */
+static int expose_once(unsigned expose, gdr_rma_card_t *card, int *regs, char *why,
+                       size_t why_len)
+{
+    gdr_rma_win_t w;
+    make_win(&w, 0, GDR_RMA_DECLARES_SUM, 1);
+    int before = fk.regs;
+    why[0] = '\0';
+    int rc = gdr_rma_win_expose(&w, target_mem[0], 4096, 8, expose, card, why, why_len);
+    *regs = fk.regs - before;
+    gdr_rma_win_free(&w);
+    return rc;
+}
+
+static void test_device_windows(void)
+{
+    gdr_rma_card_t c;
+    char why[128];
+    int regs;
+
+    /* the card carries the flags; set_card keeps them per target */
+    gdr_rma_win_t w;
+    make_win(&w, 0, GDR_RMA_DECLARES_SUM, 1);
+    gdr_rma_card_t dev = {.size = 4096,.disp_unit = 8,.flags = GDR_RMA_CARD_DEVICE
+            | GDR_RMA_CARD_GPU }, gpu_only = {.size = 4096,.disp_unit = 8,.flags =
+            GDR_RMA_CARD_GPU };
+    gdr_rma_win_set_card(&w, 1, &dev);
+    gdr_rma_win_set_card(&w, 2, &gpu_only);
+    GDR_CHECK(w.targets[1].device && w.targets[1].gpu && !w.targets[2].device
+              && w.targets[2].gpu && !w.targets[3].device && !w.targets[3].gpu,
+              "device windows: set_card keeps each target's DEVICE and GPU flags");
+    GDR_CHECK(!gdr_rma_win_reaches(&w, 1),
+              "device windows: a target whose card has no key is not reached by RDMA");
+    struct iovec p = one_piece(0, 8);
+    uint64_t v = 5;
+    gdr_rma_access_t put = {.kind = GDR_RMA_PUT,.target = 1,.tpieces = &p,.ntpieces = 1,
+        .tbytes = 8,.t_span = 8,.origin = {.addr = &v }
+    };
+    gdr_rma_plan_t plan;
+    int na;
+    GDR_CHECK(gdr_rma_plan(&w, &put, &plan, &na) == GDR_RMA_OK && !plan.by_rdma,
+              "device windows: a put to an unregistered device window goes as a message");
+    gdr_rma_win_free(&w);
+
+    /* staged mode: device memory is never registered */
+    int rc = expose_once(GDR_RMA_EXPOSE_IS_DEVICE | GDR_RMA_EXPOSE_GPU, &c, &regs, why,
+                         sizeof(why));
+    GDR_CHECK(rc == 1 && regs == 0 && c.rkey == 0 && c.base == 0 && why[0] != '\0'
+              && c.flags == (GDR_RMA_CARD_DEVICE | GDR_RMA_CARD_GPU) && c.size == 4096,
+              "device windows: without DEVICE_OK a device window registers nothing, its card "
+              "says rkey 0, DEVICE and GPU, and why says so (rc %d, regs %d, why '%s')", rc, regs,
+              why);
+    make_win(&w, 0, GDR_RMA_DECLARES_SUM, 1);
+    gdr_rma_win_set_card(&w, 1, &c);
+    GDR_CHECK(!gdr_rma_win_reaches(&w, 1) && w.targets[1].device,
+              "device windows: origins do not reach that window by RDMA");
+    gdr_rma_win_free(&w);
+
+    /* peermem: device memory is registered */
+    rc = expose_once(GDR_RMA_EXPOSE_IS_DEVICE | GDR_RMA_EXPOSE_DEVICE_OK | GDR_RMA_EXPOSE_GPU,
+                     &c, &regs, why, sizeof(why));
+    GDR_CHECK(rc == 0 && regs == 1 && c.rkey == 0x1234 && c.flags == (GDR_RMA_CARD_DEVICE
+                                                                       | GDR_RMA_CARD_GPU),
+              "device windows: with DEVICE_OK a device window is registered (rc %d, regs %d)",
+              rc, regs);
+    make_win(&w, 0, GDR_RMA_DECLARES_SUM, 1);
+    gdr_rma_win_set_card(&w, 1, &c);
+    GDR_CHECK(gdr_rma_win_reaches(&w, 1) && w.targets[1].device,
+              "device windows: origins reach a registered device window by RDMA");
+    gdr_rma_win_free(&w);
+
+    /* host memory: registered either way */
+    rc = expose_once(GDR_RMA_EXPOSE_GPU, &c, &regs, why, sizeof(why));
+    GDR_CHECK(rc == 0 && regs == 1 && c.rkey == 0x1234 && c.flags == GDR_RMA_CARD_GPU,
+              "device windows: host memory is registered without DEVICE_OK");
+    rc = expose_once(GDR_RMA_EXPOSE_DEVICE_OK, &c, &regs, why, sizeof(why));
+    GDR_CHECK(rc == 0 && regs == 1 && c.rkey == 0x1234 && c.flags == 0,
+              "device windows: host memory is registered with DEVICE_OK, flags 0 without GPU");
+
+    /* dynamic windows: per region */
+    static uint64_t r_dev[16], r_peer[16], r_host[16];
+    make_win(&w, 1, GDR_RMA_DECLARES_SUM, 0);
+    GDR_CHECK(gdr_rma_win_expose(&w, NULL, 0, 1, GDR_RMA_EXPOSE_IS_DEVICE | GDR_RMA_EXPOSE_GPU,
+                                 &c, why, sizeof(why)) == 0 && c.flags == GDR_RMA_CARD_GPU,
+              "device windows: a dynamic window's card never says DEVICE (its regions do)");
+    regs = fk.regs;
+    rc = gdr_rma_regions_attach(&w.regions, &eng, r_dev, sizeof(r_dev), gdr_rma_win_access(&w),
+                                GDR_RMA_EXPOSE_IS_DEVICE | GDR_RMA_EXPOSE_GPU, why, sizeof(why));
+    gdr_rma_region_reply_t d = gdr_rma_regions_describe(&w.regions, (uint64_t) (uintptr_t)
+                                                        & r_dev[2]);
+    GDR_CHECK(rc == 1 && fk.regs == regs && d.found && d.rkey == 0 && d.device
+              && d.base == (uint64_t) (uintptr_t) r_dev,
+              "device windows: a device region without DEVICE_OK registers nothing and is "
+              "described with rkey 0 and device (rc %d)", rc);
+    rc = gdr_rma_regions_attach(&w.regions, &eng, r_peer, sizeof(r_peer),
+                                gdr_rma_win_access(&w), GDR_RMA_EXPOSE_IS_DEVICE
+                                | GDR_RMA_EXPOSE_DEVICE_OK, why, sizeof(why));
+    d = gdr_rma_regions_describe(&w.regions, (uint64_t) (uintptr_t) & r_peer[0]);
+    GDR_CHECK(rc == 0 && fk.regs == regs + 1 && d.found && d.rkey == 0x1234 && d.device,
+              "device windows: a device region with DEVICE_OK is registered, described as device");
+    rc = gdr_rma_regions_attach(&w.regions, &eng, r_host, sizeof(r_host),
+                                gdr_rma_win_access(&w), 0, why, sizeof(why));
+    d = gdr_rma_regions_describe(&w.regions, (uint64_t) (uintptr_t) & r_host[15]);
+    GDR_CHECK(rc == 0 && fk.regs == regs + 2 && d.found && d.rkey == 0x1234 && !d.device,
+              "device windows: a host region is registered and described as host memory");
+    int deregs = fk.deregs;
+    gdr_rma_regions_detach(&w.regions, &eng, (uint64_t) (uintptr_t) r_dev);
+    GDR_CHECK(fk.deregs == deregs && !gdr_rma_regions_describe(&w.regions, (uint64_t)
+                                                               (uintptr_t) r_dev).found,
+              "device windows: detaching the unregistered device region deregisters nothing");
+    /* the origin side: the target's reply says rkey 0, so the access goes as a message
+     * (dynamic cards carry unit 1: displacements are addresses) */
+    gdr_rma_card_t dyn = {.disp_unit = 1,.flags = GDR_RMA_CARD_GPU };
+    gdr_rma_win_set_card(&w, 1, &dyn);
+    fk.region = (gdr_rma_region_reply_t) {.found = 1,.base = (uint64_t) (uintptr_t) r_dev,
+        .size = sizeof(r_dev),.rkey = 0,.device = 1 };
+    put.disp = (int64_t) (uintptr_t) & r_dev[1];
+    GDR_CHECK(gdr_rma_plan(&w, &put, &plan, &na) == GDR_RMA_OK && !plan.by_rdma,
+              "device windows: a put into a target's unregistered device region goes as a "
+              "message");
+    gdr_rma_win_free(&w);
+}
+
 static void test_switch_paths(void)
 {
     gdr_rma_win_t w;
@@ -722,6 +846,7 @@ int main(void)
     test_device_buffers();
     test_completion();
     test_dynamic();
+    test_device_windows();
     test_switch_paths();
     return gdr_unit_finish();
 }
