@@ -39,7 +39,7 @@
 #define WIN_MAX 32
 #define QUEUE_MAX 32
 #define BUF_BYTES 16384         /* each rank's host and device test buffers */
-#define WAIT_TICKS 20000        /* a wait that runs longer has deadlocked */
+#define WAIT_TICKS 5000         /* a wait that runs longer has deadlocked */
 
 /* ---- memory: what each rank owns, and of which kind --------------------------------- */
 
@@ -519,6 +519,11 @@ static long dev_run(int rank, int all, long max)
 {
     fdev_t *dv = &W.r[rank].dev;
     long ran = 0;
+    int due = 0;
+    for (int qi = 0; qi < dv->nq && !due; qi++)
+        due = dv->queues[qi]->head != NULL && (all || dv->queues[qi]->head->due <= W.tick);
+    if (!due)
+        return 0;
     unlock();
     for (int qi = 0; qi < dv->nq; qi++) {
         fqueue_t *q = dv->queues[qi];
@@ -1022,7 +1027,8 @@ static twin_t *win_new(size_t size, uint64_t unit, unsigned dev_mask)
         for (int i = 0; i < W.n; i++)
             gdr_rma_win_set_peer(&tw->at[r].w, i, PEER0 + i);
         gdr_rma_win_set_policy(&tw->at[r].w, 1, 0, 1);
-        gdr_rma_win_expose(&tw->at[r].w, tw->at[r].base, size, unit, &cards[r], why,
+        gdr_rma_win_expose(&tw->at[r].w, tw->at[r].base, size, unit, GDR_RMA_EXPOSE_GPU
+                           | (tw->at[r].device ? GDR_RMA_EXPOSE_IS_DEVICE : 0), &cards[r], why,
                            sizeof(why));
     }
     for (int r = 0; r < W.n; r++)
@@ -1046,7 +1052,7 @@ static twin_t *win_new(size_t size, uint64_t unit, unsigned dev_mask)
 static twin_t *win_new_dynamic(void)
 {
     twin_t *tw = calloc(1, sizeof(*tw));
-    gdr_rma_card_t card = {.size = 0,.disp_unit = 1 };
+    gdr_rma_card_t card = {.size = 0,.disp_unit = 1,.flags = GDR_RMA_CARD_GPU };
     tw->id = ++next_win_id;
     tw->dynamic = 1;
     tw->unit = 1;
@@ -1075,8 +1081,10 @@ static void win_free(twin_t *tw)
 {
     settle();
     for (int r = 0; r < W.n; r++) {
+        W.budget = WAIT_TICKS;  /* it waits for its lent slots: bounded */
         if (tw->at[r].dw != NULL)
             gdr_rma_dev_win_free(tw->at[r].dw);
+        W.budget = -1;
         tw->at[r].dw = NULL;
         gdr_rma_win_free(&tw->at[r].w);
         if (tw->at[r].base != NULL)
@@ -1197,6 +1205,16 @@ static int wait_for(twin_t *tw, int o, int t, int local_only, long max_ticks)
     W.budget = max_ticks;
     int rc = t < 0 ? gdr_rma_wait_all(&w->tracker, &W.r[o].eng, local_only)
         : gdr_rma_wait_target(&w->tracker, &W.r[o].eng, t, local_only);
+    W.budget = -1;
+    return rc;
+}
+
+/* gdr_rma_dev_start, whose own waits (a slot, inline device data) are bounded too. */
+static int dstart(gdr_rma_dev_win_t *dw, const gdr_rma_access_t *a, gdr_rma_complete_fn fn,
+                  void *arg)
+{
+    W.budget = WAIT_TICKS;
+    int rc = gdr_rma_dev_start(dw, a, fn, arg);
     W.budget = -1;
     return rc;
 }
@@ -1333,7 +1351,7 @@ static void xfer_case(verdict_t *v, verdict_t *vc, gdr_rma_kind_t kind, twin_t *
         a.origin = b;
     else
         a.result = b;
-    int rc = gdr_rma_dev_start(tw->at[o].dw, &a, on_done, &dn);
+    int rc = dstart(tw->at[o].dw, &a, on_done, &dn);
     if (rc != GDR_RMA_OK) {
         fail(v, "%s: start returned %d (%s)", desc, rc, gdr_rma_dev_error(ro->d));
         goto out;
@@ -1379,9 +1397,10 @@ static void xfer_case(verdict_t *v, verdict_t *vc, gdr_rma_kind_t kind, twin_t *
                                 || ct2.chunks_read - ct.chunks_read != ch))
         fail(vc, "Put %s: %llu chunks staged, %llu read (%llu each expected)", desc,
              co2.chunks_staged - co.chunks_staged, ct2.chunks_read - ct.chunks_read, ch);
-    if (kind == GDR_RMA_GET && co2.results_read - co.results_read != ch)
-        fail(vc, "Get %s: %llu results read (%llu expected)", desc,
-             co2.results_read - co.results_read, ch);
+    unsigned long long rch = (n + W.cfg.chunk_bytes - 1) / W.cfg.chunk_bytes;
+    if (kind == GDR_RMA_GET && co2.results_read - co.results_read != rch)
+        fail(vc, "Get %s: %llu result chunks landed (%llu expected)", desc,
+             co2.results_read - co.results_read, rch);
   out:
     free(stream);
     free(got);
@@ -1395,6 +1414,9 @@ static void xfer_matrix(const char *mode, twin_t *devw, twin_t *hostw, int o, in
     size_t im = W.cfg.inline_max, ch = W.cfg.chunk_bytes;
     size_t sizes[6] = { 1, im, im + 1, ch, ch + 1, 7 * ch + 13 };
     verdict_t vc = { 0 };
+    unsigned long long refused = 0;
+    for (int r = 0; r < W.n; r++)
+        refused += counts(r).refused;
     for (int k = 0; k < 2; k++) {
         gdr_rma_kind_t kind = k == 0 ? GDR_RMA_PUT : GDR_RMA_GET;
         for (int wi = 0; wi < 2; wi++) {
@@ -1416,9 +1438,13 @@ static void xfer_matrix(const char *mode, twin_t *devw, twin_t *hostw, int o, in
             }
         }
     }
+    for (int r = 0; r < W.n; r++)
+        refused -= counts(r).refused;
+    GDR_CHECK(refused == 0, "%s: no message refused anywhere in that traffic (%llu)", mode,
+              -refused);
     GDR_CHECK(vc.fails == 0, "%s: counts: each operation started once and served once; chunks "
-              "staged, read and results read = ceil(bytes / chunk) above inline_max, else 0 "
-              "(%d wrong%s%s)", mode, vc.fails, vc.fails ? "; first: " : "", vc.first);
+              "staged and read = ceil(bytes / chunk) above inline_max, else 0; result chunks "
+              "landed (inline or read) = ceil(bytes / chunk) (%d wrong%s%s)", mode, vc.fails, vc.fails ? "; first: " : "", vc.first);
 }
 
 /* ---- accumulates --------------------------------------------------------------------------- */
@@ -1537,7 +1563,7 @@ static void acc_case(verdict_t *v, const acc_spec_t *c, twin_t *tw, int o, int t
     acc_build(&x, c, tw, o, t, odev, 4096);
     memset(res, 0, sizeof(res));
     v->cases++;
-    int rc = gdr_rma_dev_start(tw->at[o].dw, &x.a, on_done, &dn);
+    int rc = dstart(tw->at[o].dw, &x.a, on_done, &dn);
     if (rc != GDR_RMA_OK) {
         fail(v, "%s buffers, %s window: start returned %d (%s)", odev ? "device" : "host",
              tw->at[t].device ? "device" : "host", rc, gdr_rma_dev_error(W.r[o].d));
@@ -1655,7 +1681,7 @@ static void test_indexed(void)
         .ntpieces = 3,.tbytes = 81,.origin = {.device_id = dev_id(W.r[0].dbuf),
                                                .addr = W.r[0].dbuf}
     };
-    int rc = gdr_rma_dev_start(tw->at[0].dw, &put, NULL, NULL);
+    int rc = dstart(tw->at[0].dw, &put, NULL, NULL);
     rc = rc ? rc : flush(tw, 0, 1);
     memcpy(tw->at[1].model + 400, src, 70);
     memcpy(tw->at[1].model + 107, src + 70, 10);
@@ -1666,7 +1692,7 @@ static void test_indexed(void)
     get.kind = GDR_RMA_GET;
     get.origin = (gdr_rma_buf_t) { 0 };
     get.result = (gdr_rma_buf_t) {.device_id = dev_id(W.r[0].dbuf),.addr = W.r[0].dbuf + 512 };
-    rc = gdr_rma_dev_start(tw->at[0].dw, &get, NULL, NULL);
+    rc = dstart(tw->at[0].dw, &get, NULL, NULL);
     rc = rc ? rc : flush(tw, 0, 1);
     peek(got, W.r[0].dbuf + 512, 81);
     GDR_CHECK(rc == GDR_RMA_OK && memcmp(got, src, 81) == 0, "indexed get: the pieces come back "
@@ -1692,7 +1718,7 @@ static void test_trivial(void)
             a.result = (gdr_rma_buf_t) {.device_id = dev_id(W.r[0].dbuf),.addr = W.r[0].dbuf };
         else
             a.origin = (gdr_rma_buf_t) {.device_id = dev_id(W.r[0].dbuf),.addr = W.r[0].dbuf };
-        int rc = gdr_rma_dev_start(tw->at[0].dw, &a, on_done, &dn);
+        int rc = dstart(tw->at[0].dw, &a, on_done, &dn);
         GDR_CHECK(rc == GDR_RMA_OK && dn.calls == 1 && dn.status == 0
                   && w->tracker.remote[1] == 0 && w->tracker.local[1] == 0 && W.sent == sent,
                   "%s of 0 bytes: complete when start returns, nothing counted, no message "
@@ -1706,7 +1732,7 @@ static void test_trivial(void)
         .tbytes = 8,.op = GDR_RMA_ACC_OTHER,.gpu_op = GDR_GPU_OP_BAND,
         .gpu_type = GDR_GPU_T_DOUBLE,.origin = {.addr = &d8 }
     };
-    int rc = gdr_rma_dev_start(tw->at[0].dw, &band, on_done, &dn);
+    int rc = dstart(tw->at[0].dw, &band, on_done, &dn);
     int frc = flush(tw, 0, 1);
     GDR_CHECK((rc == GDR_RMA_ERROR && w->tracker.remote[1] == 0 && dn.calls == 0)
               || (rc == GDR_RMA_OK && frc == GDR_RMA_ERROR),
@@ -1716,7 +1742,7 @@ static void test_trivial(void)
     w->tracker.failed = 0;
     gdr_rma_access_t far = band;
     far.target = 5;
-    rc = gdr_rma_dev_start(tw->at[0].dw, &far, NULL, NULL);
+    rc = dstart(tw->at[0].dw, &far, NULL, NULL);
     GDR_CHECK(rc == GDR_RMA_ERROR, "a target rank outside the window is refused at the call "
               "(%d)", rc);
     world_end();
@@ -1749,8 +1775,8 @@ static void test_both_ways(void)
                 .tpieces = &tp,.ntpieces = 1,.tbytes = n,
                 .result = {.device_id = dev_id(W.r[r].dbuf),.addr = W.r[r].dbuf + 4096 + k * 1024 }
             };
-            GDR_CHECK(gdr_rma_dev_start(tw->at[r].dw, &put, on_done, &dn[r][2 * k]) == GDR_RMA_OK
-                      && gdr_rma_dev_start(tw->at[r].dw, &get, on_done, &dn[r][2 * k + 1])
+            GDR_CHECK(dstart(tw->at[r].dw, &put, on_done, &dn[r][2 * k]) == GDR_RMA_OK
+                      && dstart(tw->at[r].dw, &get, on_done, &dn[r][2 * k + 1])
                       == GDR_RMA_OK, "both ways: rank %d starts put and get %d of 2", r, k + 1);
         }
     }
@@ -1771,6 +1797,41 @@ static void test_both_ways(void)
         }
     GDR_CHECK(ok && win_diff(tw, 0) < 0 && win_diff(tw, 1) < 0, "both ways: puts landed, gets "
               "read the untouched regions");
+    world_end();
+}
+
+/* Each rank gets from the other, then puts k chunked operations to it: a target runs an
+ * origin's operations in order, so the puts' chunks wait behind the get, whose results
+ * need a send slot at the other rank. */
+static void get_then_puts(unsigned slots, int puts)
+{
+    char name[120];
+    snprintf(name, sizeof(name), "Get then %d Puts, both ways, %u slot%s per pool", puts, slots,
+             slots > 1 ? "s" : "");
+    section(name);
+    if (!world_init(2, 32, 64, slots, 1, 0))
+        return;
+    twin_t *tw = win_new(8192, 1, 0x3);
+    size_t n = 2 * 64;
+    int ok = 1;
+    for (int r = 0; r < 2; r++) {
+        struct iovec tp = {.iov_base = 0,.iov_len = n };
+        gdr_rma_access_t get = {.kind = GDR_RMA_GET,.target = 1 - r,.disp = 4096,
+            .tpieces = &tp,.ntpieces = 1,.tbytes = n,
+            .result = {.device_id = dev_id(W.r[r].dbuf),.addr = W.r[r].dbuf + 8192 }
+        };
+        ok &= dstart(tw->at[r].dw, &get, NULL, NULL) == GDR_RMA_OK;
+        for (int k = 0; k < puts; k++) {
+            gdr_rma_access_t put = {.kind = GDR_RMA_PUT,.target = 1 - r,.disp = k * 256,
+                .tpieces = &tp,.ntpieces = 1,.tbytes = n,
+                .origin = {.device_id = dev_id(W.r[r].dbuf),.addr = W.r[r].dbuf + k * 256 }
+            };
+            ok &= dstart(tw->at[r].dw, &put, NULL, NULL) == GDR_RMA_OK;
+        }
+    }
+    int rc0 = flush(tw, 0, -1), rc1 = flush(tw, 1, -1);
+    GDR_CHECK(ok && rc0 == GDR_RMA_OK && rc1 == GDR_RMA_OK, "%s: every operation completes "
+              "(flush %d, %d; -2: deadlock)", name, rc0, rc1);
     world_end();
 }
 
@@ -1798,7 +1859,7 @@ static void test_local_completion(void)
         };
         const char *o = odev ? "device" : "host";
         device_hold(1, 1);
-        int rc = gdr_rma_dev_start(tw->at[0].dw, &put, on_done, &dn);
+        int rc = dstart(tw->at[0].dw, &put, on_done, &dn);
         int lrc = rc ? rc : wait_for(tw, 0, 1, 1, 2000);
         GDR_CHECK(rc == GDR_RMA_OK && lrc == GDR_RMA_OK && w->tracker.local[1] == 0
                   && w->tracker.remote[1] == 1, "3-chunk put from a %s buffer, target's device "
@@ -1823,7 +1884,7 @@ static void test_local_completion(void)
         put.tbytes = tp.iov_len = 16;
         poke(ob, src, 16);
         device_hold(1, 1);
-        rc = gdr_rma_dev_start(tw->at[0].dw, &put, on_done, &di);
+        rc = dstart(tw->at[0].dw, &put, on_done, &di);
         GDR_CHECK(rc == GDR_RMA_OK && w->tracker.local[1] == 0 && w->tracker.remote[1] == 1,
                   "16-byte put from a %s buffer: locally complete when start returns (local "
                   "%lu, remote %lu)", o, w->tracker.local[1], w->tracker.remote[1]);
@@ -1856,7 +1917,7 @@ static void test_local_completion(void)
         gdr_rma_dev_counts_t ct = counts(1);
         unsigned long chunks = W.delivered[GDR_RMA_DEV_CHUNK];
         device_hold(0, 1);
-        int rc = gdr_rma_dev_start(tw->at[0].dw, &put, on_done, &dn);
+        int rc = dstart(tw->at[0].dw, &put, on_done, &dn);
         int lrc = wait_for(tw, 0, 1, 1, 300);
         GDR_CHECK(rc == GDR_RMA_OK && lrc == GDR_RMA_HOST_ERROR && w->tracker.local[1] == 1
                   && W.delivered[GDR_RMA_DEV_CHUNK] == chunks
@@ -1885,7 +1946,7 @@ static void test_local_completion(void)
         };
         const char *who = held ? "the origin's" : "the target's";
         device_hold(held ? 0 : 1, 1);
-        int rc = gdr_rma_dev_start(tw->at[0].dw, &get, on_done, &dn);
+        int rc = dstart(tw->at[0].dw, &get, on_done, &dn);
         int lrc = wait_for(tw, 0, 1, 1, 400);
         peek(got, rb, sizeof(got));
         GDR_CHECK(rc == GDR_RMA_OK && lrc == GDR_RMA_HOST_ERROR && dn.calls == 0
@@ -1966,8 +2027,8 @@ static void test_own_order(void)
         unsigned char res[512], got[512];
         acc_build(&xa, &acc, tw, 0, 1, 1, 0);
         acc_build(&xf, &fetch, tw, 0, 1, 1, 4096);
-        int rc = gdr_rma_dev_start(tw->at[0].dw, &xa.a, NULL, NULL);
-        int rc2 = gdr_rma_dev_start(tw->at[0].dw, &xf.a, NULL, NULL);
+        int rc = dstart(tw->at[0].dw, &xa.a, NULL, NULL);
+        int rc2 = dstart(tw->at[0].dw, &xf.a, NULL, NULL);
         int frc = flush(tw, 0, 1);
         acc_model(&xa, &acc, tw, 1, res);
         acc_model(&xf, &fetch, tw, 1, res);
@@ -1982,8 +2043,8 @@ static void test_own_order(void)
         unsigned char r1[64], r2[64], e1[64], e2[64];
         acc_build(&g1, &gsum, tw, 0, 1, 0, 0);
         acc_build(&g2, &gsum, tw, 0, 1, 1, 4096);
-        rc = gdr_rma_dev_start(tw->at[0].dw, &g1.a, NULL, NULL);
-        rc2 = gdr_rma_dev_start(tw->at[0].dw, &g2.a, NULL, NULL);
+        rc = dstart(tw->at[0].dw, &g1.a, NULL, NULL);
+        rc2 = dstart(tw->at[0].dw, &g2.a, NULL, NULL);
         frc = flush(tw, 0, 1);
         acc_model(&g1, &gsum, tw, 1, e1);
         acc_model(&g2, &gsum, tw, 1, e2);
@@ -2008,8 +2069,8 @@ static void test_own_order(void)
         get.kind = GDR_RMA_GET;
         get.origin = (gdr_rma_buf_t) { 0 };
         get.result = (gdr_rma_buf_t) {.addr = W.r[0].hbuf + 8192 };
-        rc = gdr_rma_dev_start(tw->at[0].dw, &put, NULL, NULL);
-        rc2 = gdr_rma_dev_start(tw->at[0].dw, &get, NULL, NULL);
+        rc = dstart(tw->at[0].dw, &put, NULL, NULL);
+        rc2 = dstart(tw->at[0].dw, &get, NULL, NULL);
         frc = flush(tw, 0, 1);
         memcpy(tw->at[1].model + 1600, src, n);
         peek(back, W.r[0].hbuf + 8192, n);
@@ -2054,14 +2115,14 @@ static void test_two_origins(void)
                     .gpu_op = GDR_GPU_OP_SUM,.gpu_type = GDR_GPU_T_INT64,
                     .origin = {.device_id = dev_id(b),.addr = b }
                 };
-                ok &= gdr_rma_dev_start(tw->at[o].dw, &a, NULL, NULL) == GDR_RMA_OK;
+                ok &= dstart(tw->at[o].dw, &a, NULL, NULL) == GDR_RMA_OK;
                 if (round % 5 == 0) {
                     gdr_rma_access_t m = {.kind = GDR_RMA_ACC,.target = 1,.disp = 40,
                         .tpieces = t40,.ntpieces = n40,.tbytes = 160,.op = GDR_RMA_ACC_SUM,
                         .gpu_op = GDR_GPU_OP_SUM,.gpu_type = GDR_GPU_T_INT32,
                         .origin = {.device_id = dev_id(b),.addr = b + 1024 }
                     };
-                    ok &= gdr_rma_dev_start(tw->at[o].dw, &m, NULL, NULL) == GDR_RMA_OK;
+                    ok &= dstart(tw->at[o].dw, &m, NULL, NULL) == GDR_RMA_OK;
                 }
             }
         int rc0 = flush(tw, 0, 1), rc2 = flush(tw, 2, 1);
@@ -2099,7 +2160,7 @@ static void test_two_origins(void)
                 .result = {.device_id = dev_id(b),.addr = b + 2064 },
                 .compare = b + 2056,.compare_device_id = dev_id(b)
             };
-            cas_ok &= gdr_rma_dev_start(tw->at[o].dw, &c, NULL, NULL) == GDR_RMA_OK;
+            cas_ok &= dstart(tw->at[o].dw, &c, NULL, NULL) == GDR_RMA_OK;
         }
         rc0 = flush(tw, 0, 1);
         rc2 = flush(tw, 2, 1);
@@ -2139,7 +2200,7 @@ static void test_abort(void)
         .ntpieces = 1,.tbytes = n,.origin = {.device_id = dev_id(ob),.addr = ob }
     };
     gdr_rma_dev_counts_t co = counts(0);
-    int rc = gdr_rma_dev_start(tw->at[0].dw, &put, on_done, &dn);
+    int rc = dstart(tw->at[0].dw, &put, on_done, &dn);
     for (int i = 0; i < 100 && counts(0).chunks_staged == co.chunks_staged; i++)
         world_tick();
     unsigned long long staged = counts(0).chunks_staged - co.chunks_staged;
@@ -2171,7 +2232,7 @@ static void test_abort(void)
     poke(ob2, src, n);
     put.origin = (gdr_rma_buf_t) {.device_id = dev_id(ob2),.addr = ob2 };
     done_t d2 = { 0 };
-    rc = gdr_rma_dev_start(tw->at[0].dw, &put, on_done, &d2);
+    rc = dstart(tw->at[0].dw, &put, on_done, &d2);
     frc = rc ? rc : flush(tw, 0, 1);
     memcpy(tw->at[1].model + 128, src, n);
     GDR_CHECK(frc == GDR_RMA_OK && d2.calls == 1 && d2.status == 0 && win_diff(tw, 1) < 0,
@@ -2183,7 +2244,7 @@ static void test_abort(void)
     get.target = 0;
     get.origin = (gdr_rma_buf_t) { 0 };
     get.result = (gdr_rma_buf_t) {.addr = W.r[1].hbuf };
-    rc = gdr_rma_dev_start(tw->at[1].dw, &get, NULL, NULL);
+    rc = dstart(tw->at[1].dw, &get, NULL, NULL);
     frc = rc ? rc : flush(tw, 1, 0);
     GDR_CHECK(frc == GDR_RMA_OK && memcmp(W.r[1].hbuf, tw->at[0].model + 128, n) == 0,
               "abort: the target rank still originates operations (%d)", frc);
@@ -2194,7 +2255,7 @@ static void test_abort(void)
     memcpy(W.r[0].hbuf, src, n);
     put.origin = (gdr_rma_buf_t) {.addr = W.r[0].hbuf };
     co = counts(0);
-    rc = gdr_rma_dev_start(tw->at[0].dw, &put, NULL, NULL);
+    rc = dstart(tw->at[0].dw, &put, NULL, NULL);
     frc = rc ? rc : flush(tw, 0, 1);
     GDR_CHECK(frc == GDR_RMA_OK && counts(0).aborted == co.aborted, "a host origin never "
               "aborts (%d)", frc);
@@ -2251,7 +2312,7 @@ static void test_validation(void)
             gdr_rma_access_t a = {.kind = GDR_RMA_PUT,.target = o + 1,.tpieces = &tp,
                 .ntpieces = 1,.tbytes = 200,.origin = {.addr = W.r[o].hbuf }
             };
-            gdr_rma_dev_start(tw->at[o].dw, &a, NULL, NULL);
+            dstart(tw->at[o].dw, &a, NULL, NULL);
             flush(tw, o, o + 1);
         }
         win_free(tw);
@@ -2385,7 +2446,7 @@ static void test_validation(void)
         };
         unsigned char expect[100];
         memcpy(expect, W.r[0].hbuf, 100);
-        rc = gdr_rma_dev_start(tw->at[0].dw, &a, NULL, NULL);
+        rc = dstart(tw->at[0].dw, &a, NULL, NULL);
         int frc = rc ? rc : flush(tw, 0, 1);
         memcpy(tw->at[1].model + 24, expect, 100);
         GDR_CHECK(frc == GDR_RMA_OK && win_diff(tw, 1) < 0, "validation: after all that, rank "
@@ -2403,7 +2464,7 @@ static void test_validation(void)
         gdr_rma_access_t a = {.kind = GDR_RMA_PUT,.target = 1,.disp = 127,.tpieces = &tp,
             .ntpieces = 1,.tbytes = 64,.origin = {.addr = W.r[0].hbuf }
         };
-        int rc = gdr_rma_dev_start(tw->at[0].dw, &a, on_done, &dn);
+        int rc = dstart(tw->at[0].dw, &a, on_done, &dn);
         int frc = rc ? rc : flush(tw, 0, 1);
         GDR_CHECK(frc == GDR_RMA_ERROR && win_diff(tw, 1) < 0, "a Put running past the target's "
                   "window: refused (start %d, flush %d), nothing written", rc, frc);
@@ -2427,7 +2488,8 @@ static void test_dynamic(void)
     poke(region, init, 1024);
     poke(other, init, 256);
     gdr_rma_regions_attach(&tw->at[1].w.regions, &W.r[1].eng, region, 1024,
-                           gdr_rma_win_access(&tw->at[1].w), why, sizeof(why));
+                           gdr_rma_win_access(&tw->at[1].w), GDR_RMA_EXPOSE_IS_DEVICE, why,
+                           sizeof(why));
     for (int i = 0; i < 300; i++)
         src[i] = (unsigned char) (255 - i);
     poke(W.r[0].dbuf, src, 300);
@@ -2436,7 +2498,7 @@ static void test_dynamic(void)
         .disp = (int64_t) (uintptr_t) (region + 100),.tpieces = &tp,.ntpieces = 1,.tbytes = 300,
         .t_span = 300,.origin = {.device_id = dev_id(W.r[0].dbuf),.addr = W.r[0].dbuf }
     };
-    int rc = gdr_rma_dev_start(tw->at[0].dw, &put, NULL, NULL);
+    int rc = dstart(tw->at[0].dw, &put, NULL, NULL);
     int frc = rc ? rc : flush(tw, 0, 1);
     peek(got, region + 100, 300);
     GDR_CHECK(frc == GDR_RMA_OK && memcmp(got, src, 300) == 0, "dynamic: a 5-chunk put into an "
@@ -2447,14 +2509,14 @@ static void test_dynamic(void)
     get.origin = (gdr_rma_buf_t) { 0 };
     get.result = (gdr_rma_buf_t) {.addr = W.r[0].hbuf };
     get.disp = (int64_t) (uintptr_t) region;
-    rc = gdr_rma_dev_start(tw->at[0].dw, &get, NULL, NULL);
+    rc = dstart(tw->at[0].dw, &get, NULL, NULL);
     frc = rc ? rc : flush(tw, 0, 1);
     GDR_CHECK(frc == GDR_RMA_OK && memcmp(W.r[0].hbuf, init, 100) == 0
               && memcmp(W.r[0].hbuf + 100, src, 200) == 0, "dynamic: a get of the region "
               "(%d)", frc);
     put.disp = (int64_t) (uintptr_t) other;
     put.tbytes = tp.iov_len = 64;
-    rc = gdr_rma_dev_start(tw->at[0].dw, &put, NULL, NULL);
+    rc = dstart(tw->at[0].dw, &put, NULL, NULL);
     frc = rc ? rc : flush(tw, 0, 1);
     peek(got, other, 64);
     GDR_CHECK(frc == GDR_RMA_ERROR && memcmp(got, init, 64) == 0, "dynamic: a put to memory "
@@ -2462,7 +2524,7 @@ static void test_dynamic(void)
               frc);
     tw->at[0].w.tracker.failed = 0;
     put.disp = (int64_t) (uintptr_t) (region + 1000);
-    rc = gdr_rma_dev_start(tw->at[0].dw, &put, NULL, NULL);
+    rc = dstart(tw->at[0].dw, &put, NULL, NULL);
     frc = rc ? rc : flush(tw, 0, 1);
     peek(got, region + 1000, 24);
     GDR_CHECK(frc == GDR_RMA_ERROR && memcmp(got, init + 1000, 24) == 0, "dynamic: a put "
@@ -2493,6 +2555,9 @@ int main(void)
     test_indexed();
     test_trivial();
     test_both_ways();
+    get_then_puts(1, 1);
+    get_then_puts(2, 1);
+    get_then_puts(8, 4);
     test_local_completion();
     test_accumulate();
     test_own_order();
