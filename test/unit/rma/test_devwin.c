@@ -1326,6 +1326,7 @@ static void xfer_case(verdict_t *v, verdict_t *vc, gdr_rma_kind_t kind, twin_t *
     char desc[160];
     done_t dn = { 0 };
 
+    w->tracker.failed = 0;      /* each case on its own: an earlier failure is reported */
     snprintf(desc, sizeof(desc), "%zu bytes, %s origin, %s target", n,
              oscat ? "scattered" : "contiguous", tscat ? "scattered" : "contiguous");
     v->cases++;
@@ -1562,6 +1563,7 @@ static void acc_case(verdict_t *v, const acc_spec_t *c, twin_t *tw, int o, int t
     done_t dn = { 0 };
     acc_build(&x, c, tw, o, t, odev, 4096);
     memset(res, 0, sizeof(res));
+    tw->at[o].w.tracker.failed = 0;     /* each case on its own */
     v->cases++;
     int rc = dstart(tw->at[o].dw, &x.a, on_done, &dn);
     if (rc != GDR_RMA_OK) {
@@ -2006,6 +2008,66 @@ static void test_accumulate(void)
                   "= the target before (%d of %d combinations failed, %llu served%s%s)",
                   acc_specs[i].name, v.fails, v.cases, served, v.fails ? "; first: " : "",
                   v.first);
+    }
+    world_end();
+}
+
+/* Accumulates whose data does not travel inline: inline_max 0 (never), and 8 (a CAS of
+ * int64 carries 16 bytes: origin and compare). */
+static void test_acc_not_inline(void)
+{
+    static const size_t inl[2] = { 0, 8 };
+    for (int k = 0; k < 2; k++) {
+        char name[80];
+        snprintf(name, sizeof(name), "accumulates with inline_max %zu", inl[k]);
+        section(name);
+        if (!world_init(2, inl[k], 64, 1, 1, 0))
+            continue;
+        twin_t *devw = win_new(4096, 8, 0x3), *hostw = win_new(4096, 8, 0);
+        for (size_t i = 0; i < sizeof(acc_specs) / sizeof(acc_specs[0]); i++) {
+            verdict_t v = { 0 };
+            for (int wi = 0; wi < 2; wi++)
+                for (int odev = 1; odev >= 0; odev--)
+                    acc_case(&v, &acc_specs[i], wi ? hostw : devw, 0, 1, odev);
+            GDR_CHECK(v.fails == 0, "inline_max %zu: %s (%d of %d combinations failed%s%s)",
+                      inl[k], acc_specs[i].name, v.fails, v.cases, v.fails ? "; first: " : "",
+                      v.first);
+        }
+        world_end();
+    }
+}
+
+/* A device result buffer freed and reallocated before the results land: the operation
+ * fails and the reallocated buffer is not written. */
+static void test_result_reallocated(void)
+{
+    section("a device result buffer reallocated before the results land");
+    if (!world_init(2, 32, 64, 2, 0, 0))
+        return;
+    twin_t *tw = win_new(2048, 8, 0x3);
+    for (int n = 16; n <= 200; n += 184) {
+        char *rb = dev_alloc(0, 512);
+        unsigned char fill[256], got[256];
+        done_t dn = { 0 };
+        memset(fill, 0xee, sizeof(fill));
+        poke(rb, fill, sizeof(fill));
+        struct iovec tp = {.iov_base = 0,.iov_len = (size_t) n };
+        gdr_rma_access_t get = {.kind = GDR_RMA_GET,.target = 1,.disp = 8,.tpieces = &tp,
+            .ntpieces = 1,.tbytes = (uint64_t) n,.result = {.device_id = dev_id(rb),.addr = rb }
+        };
+        device_hold(1, 1);
+        int rc = dstart(tw->at[0].dw, &get, on_done, &dn);
+        wait_for(tw, 0, 1, 0, 50);
+        dev_reallocate(rb);
+        device_hold(1, 0);
+        int frc = rc ? rc : flush(tw, 0, 1);
+        peek(got, rb, sizeof(got));
+        GDR_CHECK(rc == GDR_RMA_OK && frc == GDR_RMA_ERROR && dn.calls == 1 && dn.status != 0
+                  && memcmp(got, fill, sizeof(got)) == 0, "Get of %d bytes into a device "
+                  "buffer reallocated meanwhile: the flush fails and the new buffer is not "
+                  "written (flush %d: %s)", n, frc, gdr_rma_dev_error(W.r[0].d));
+        tw->at[0].w.tracker.failed = 0;
+        buf_free(rb);
     }
     world_end();
 }
@@ -2560,6 +2622,8 @@ int main(void)
     get_then_puts(8, 4);
     test_local_completion();
     test_accumulate();
+    test_acc_not_inline();
+    test_result_reallocated();
     test_own_order();
     test_two_origins();
     test_abort();
