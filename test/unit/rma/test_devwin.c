@@ -1445,7 +1445,8 @@ static void xfer_matrix(const char *mode, twin_t *devw, twin_t *hostw, int o, in
               -refused);
     GDR_CHECK(vc.fails == 0, "%s: counts: each operation started once and served once; chunks "
               "staged and read = ceil(bytes / chunk) above inline_max, else 0; result chunks "
-              "landed (inline or read) = ceil(bytes / chunk) (%d wrong%s%s)", mode, vc.fails, vc.fails ? "; first: " : "", vc.first);
+              "landed (inline or read) = ceil(bytes / chunk) (%d wrong%s%s)", mode, vc.fails,
+              vc.fails ? "; first: " : "", vc.first);
 }
 
 /* ---- accumulates --------------------------------------------------------------------------- */
