@@ -781,7 +781,7 @@ static int check_access(gdr_rma_dev_t *d, const gdr_rma_dev_win_t *dw, const gdr
                   (int) a->kind, a->target);
         return GDR_RMA_ERROR;
     }
-    if (a->ntpieces == 0 || a->ntpieces > GDR_RMA_DEV_PIECES_MAX) {
+    if ((a->ntpieces == 0 && a->tbytes != 0) || a->ntpieces > GDR_RMA_DEV_PIECES_MAX) {
         set_error(d, "staged protocol: %zu target pieces (1 to %d per operation; the caller "
                   "splits larger ones)", a->ntpieces, GDR_RMA_DEV_PIECES_MAX);
         return GDR_RMA_ERROR;
@@ -876,7 +876,13 @@ int gdr_rma_dev_start(gdr_rma_dev_win_t *dw, const gdr_rma_access_t *a, gdr_rma_
     }
     h.npieces = (uint32_t) a->ntpieces;
     uint8_t inl[GDR_RMA_DEV_INLINE_MAX];
-    if (data_bytes > 0 && data_bytes <= d->cfg.inline_max) {
+    /* CAS always inline (origin and compare, 32 bytes at most: a slot holds them): the
+     * target applies it from one REQ and takes no CHUNK for it */
+    if (data_bytes > 0 && (data_bytes <= d->cfg.inline_max || a->kind == GDR_RMA_CAS)) {
+        /* the progress below runs origin_step on this operation, whose REQ is not sent:
+         * it must find nothing to stage (else it stages into a second send slot that it
+         * never announces: o->sent has moved past it, the slot leaks) */
+        o->staged = o->sent = data_bytes;
         gdr_rma_slot_t *slot = NULL;
         void *mark = NULL;
         rc = take_waiting(d, GDR_RMA_STAGE_SEND, &slot);
