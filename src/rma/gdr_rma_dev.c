@@ -438,7 +438,7 @@ static void lend(gdr_rma_dev_t *d, const gdr_rma_slot_t *s, gdr_rma_dev_win_t *d
 static int slot_returned(gdr_rma_dev_t *d, gdr_rma_dev_win_t *dw, int rank, uint32_t index)
 {
     gdr_rma_slot_t *s = gdr_rma_stage_slot(&d->stage, index);
-    if (s == NULL || s->pool != GDR_RMA_STAGE_SEND || !s->taken || d->lent[index].dw != dw
+    if (s == NULL || s->pool == GDR_RMA_STAGE_RECV || !s->taken || d->lent[index].dw != dw
         || d->lent[index].rank != rank)
         return GDR_RMA_ERROR;
     d->lent[index].dw = NULL;
@@ -461,7 +461,7 @@ static int read_slot(gdr_rma_dev_win_t *dw, int rank, uint64_t raddr, uint32_t r
     gdr_rma_dev_t *d = dw->d;
     if (rank == dw->w->self) {
         gdr_rma_slot_t *s = gdr_rma_stage_slot(&d->stage, index);
-        if (s == NULL || s->pool != GDR_RMA_STAGE_SEND || len > d->stage.slot_bytes
+        if (s == NULL || s->pool == GDR_RMA_STAGE_RECV || len > d->stage.slot_bytes
             || d->lent[index].dw != dw || d->lent[index].rank != rank)
             return GDR_RMA_ERROR;
         memcpy(into->addr, s->addr, len);
@@ -1491,7 +1491,7 @@ static int target_step(gdr_rma_dev_win_t *dw, target_op_t *t, int *fed)
             chunk_note_t *c = t->ch_head;
             if (needs_in && t->inl == NULL && c == NULL)
                 break;          /* the next chunk is not announced yet */
-            if (needs_out && gdr_rma_stage_take(&d->stage, GDR_RMA_STAGE_SEND, &wk->out)
+            if (needs_out && gdr_rma_stage_take(&d->stage, GDR_RMA_STAGE_RESULT, &wk->out)
                 != GDR_RMA_OK)
                 break;
             if (needs_in && gdr_rma_stage_take(&d->stage, GDR_RMA_STAGE_RECV, &wk->in)
