@@ -47,7 +47,11 @@ noinst_HEADERS += src/mpid/ch4/netmod/gdr/gdr_pre.h \
                   src/mpid/ch4/netmod/gdr/rma/gdr_rma_completion.h \
                   src/mpid/ch4/netmod/gdr/rma/gdr_rma_win.h \
                   src/mpid/ch4/netmod/gdr/rma/gdr_rma_plan.h \
-                  src/mpid/ch4/netmod/gdr/rma/gdr_rma_issue.h
+                  src/mpid/ch4/netmod/gdr/rma/gdr_rma_issue.h \
+                  src/mpid/ch4/netmod/gdr/rma/gdr_rma_stage.h \
+                  src/mpid/ch4/netmod/gdr/rma/gdr_rma_dev_wire.h \
+                  src/mpid/ch4/netmod/gdr/rma/gdr_rma_dev.h \
+                  src/mpid/ch4/netmod/gdr/gpu/gdr_gpu_rma_device.h
 
 mpi_core_sources += src/mpid/ch4/netmod/gdr/func_table.c \
                     src/mpid/ch4/netmod/gdr/gdr_init.c \
@@ -88,7 +92,12 @@ mpi_core_sources += src/mpid/ch4/netmod/gdr/func_table.c \
                     src/mpid/ch4/netmod/gdr/rma/gdr_rma_completion.c \
                     src/mpid/ch4/netmod/gdr/rma/gdr_rma_win.c \
                     src/mpid/ch4/netmod/gdr/rma/gdr_rma_plan.c \
-                    src/mpid/ch4/netmod/gdr/rma/gdr_rma_issue.c
+                    src/mpid/ch4/netmod/gdr/rma/gdr_rma_issue.c \
+                    src/mpid/ch4/netmod/gdr/rma/gdr_rma_stage.c \
+                    src/mpid/ch4/netmod/gdr/rma/gdr_rma_dev_wire.c \
+                    src/mpid/ch4/netmod/gdr/rma/gdr_rma_dev.c \
+                    src/mpid/ch4/netmod/gdr/gpu/gdr_gpu_rma_device.c \
+                    src/mpid/ch4/netmod/gdr/gdr_rma_staged.c
 
 errnames_txt_files += src/mpid/ch4/netmod/gdr/errnames.txt
 

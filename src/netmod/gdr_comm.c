@@ -14,6 +14,7 @@ int MPIDI_GDR_mpi_comm_commit_pre_hook(MPIR_Comm * comm)
     mpi_errno = MPIDI_GDR_am_start();
     MPIR_ERR_CHECK(mpi_errno);
     MPIDI_GDR_rma_engine_start();
+    MPIDI_GDR_staged_start();
   fn_exit:
     return mpi_errno;
   fn_fail:

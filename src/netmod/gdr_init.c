@@ -102,6 +102,9 @@ int MPIDI_GDR_init_local(int *tag_bits)
     MPIDI_GDR_rma_register_pvars();
     mpi_errno = MPIDI_GDR_dynamic_register_handlers();
     MPIR_ERR_CHECK(mpi_errno);
+    MPIDI_GDR_staged_register_pvars();
+    mpi_errno = MPIDI_GDR_staged_register_handler();
+    MPIR_ERR_CHECK(mpi_errno);
 
     mpi_errno = MPIDI_GDR_gpu_start();
     MPIR_ERR_CHECK(mpi_errno);
@@ -131,6 +134,7 @@ int MPIDI_GDR_init_local(int *tag_bits)
 
 int MPIDI_GDR_mpi_finalize_hook(void)
 {
+    MPIDI_GDR_staged_stop();
     MPIDI_GDR_rma_engine_stop();
     int mpi_errno = MPIDI_GDR_am_stop();
     if (MPIDI_GDR_global.have_device)

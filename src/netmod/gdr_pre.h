@@ -9,6 +9,10 @@
 #include "verbs/gdr_verbs_rma.h"
 #include "rma/gdr_rma_win.h"
 #include "gpu/gdr_gpu.h"
+#include "gpu/gdr_gpu_rma_device.h"
+
+struct gdr_rma_dev;             /* the staged protocol (rma/gdr_rma_dev.h) */
+struct gdr_rma_dev_win;
 
 /* gdr connects every rank of the job once, when MPI_COMM_WORLD is committed (its
  * BOOTSTRAP commit): communicators made from sessions' process groups are then built
@@ -40,6 +44,12 @@ typedef struct {
     unsigned empty_polls;       /* consecutive progress calls that found nothing */
     int region_query_handler;   /* dynamic windows' region lookup (gdr_win_dynamic.c) */
     int region_reply_handler;
+    /* the staged protocol for device memory (gdr_rma_staged.c); NULL: off */
+    struct gdr_rma_dev *staged;
+    int staged_handler;
+    gdr_gpu_rma_device_t gpu_device;    /* its device seam over gpu */
+    gdr_rma_device_t device_seam;
+    unsigned long long staged_count[GDR_RMA_KINDS];     /* MPI_T */
 } MPIDI_GDR_Global_t;
 
 typedef struct {
@@ -67,6 +77,7 @@ typedef struct {
  * operations in flight; dynamic windows' regions). */
 typedef struct {
     gdr_rma_win_t rma;
+    struct gdr_rma_dev_win *staged;     /* the staged protocol's part, or NULL */
 } MPIDI_GDR_win_t;
 
 /* Called by CH4 (maint/patches 0004) before every RMA operation is dispatched to

@@ -27,6 +27,10 @@ typedef struct {
  * 0: the caller sends it through MPIDIG (after MPIDI_GDR_rma_prepare_am). */
 int MPIDI_GDR_rma_native(const MPIDI_GDR_rma_args_t * a, MPIR_Win * win, MPIR_Request ** req,
                          int *handled);
+/* *handled = 1: device memory the NIC cannot take went through the staged protocol
+ * (gdr_rma_staged.c); 0: host memory only, or the protocol is off. */
+int MPIDI_GDR_rma_staged(const MPIDI_GDR_rma_args_t * a, MPIR_Win * win, MPIR_Request ** req,
+                         int *handled);
 /* Counts the AM path and keeps accumulate ordering across paths. */
 int MPIDI_GDR_rma_prepare_am(MPIR_Win * win, gdr_rma_kind_t kind, int target);
 /* Waits for this rank's RDMA operations on win: all targets or one; remote or local
@@ -38,6 +42,9 @@ int MPIDI_GDR_rma_wait_target(MPIR_Win * win, int rank, int local_only);
     do {                                                                         \
         int handled_ = 0;                                                        \
         int err_ = MPIDI_GDR_rma_native(&(args_), (win_), (req_), &handled_);    \
+        if (err_ != MPI_SUCCESS || handled_)                                     \
+            return err_;                                                         \
+        err_ = MPIDI_GDR_rma_staged(&(args_), (win_), (req_), &handled_);        \
         if (err_ != MPI_SUCCESS || handled_)                                     \
             return err_;                                                         \
         err_ = MPIDI_GDR_rma_prepare_am((win_), (args_).kind, (args_).target);   \

@@ -152,14 +152,23 @@ int MPIDI_GDR_mpi_win_get_info(MPIR_Win * win, MPIR_Info ** info_p_p)
     return MPIDIG_mpi_win_get_info(win, info_p_p);
 }
 
+/* The registry, then the staged protocol's part (it needs the cards). */
+static int win_staged_init(MPIR_Win * win)
+{
+    int mpi_errno = win_table_init(win, 1);
+    if (mpi_errno == MPI_SUCCESS)
+        MPIDI_GDR_staged_win_new(win);
+    return mpi_errno;
+}
+
 int MPIDI_GDR_mpi_win_create_hook(MPIR_Win * win)
 {
-    return win_table_init(win, 1);
+    return win_staged_init(win);
 }
 
 int MPIDI_GDR_mpi_win_allocate_hook(MPIR_Win * win)
 {
-    return win_table_init(win, 1);
+    return win_staged_init(win);
 }
 
 int MPIDI_GDR_mpi_win_allocate_shared_hook(MPIR_Win * win)
@@ -170,7 +179,7 @@ int MPIDI_GDR_mpi_win_allocate_shared_hook(MPIR_Win * win)
 int MPIDI_GDR_mpi_win_create_dynamic_hook(MPIR_Win * win)
 {
     /* no memory yet: this agrees on the accumulate rule and who has a queue pair */
-    return win_table_init(win, 1);
+    return win_staged_init(win);
 }
 
 int MPIDI_GDR_mpi_win_attach_hook(MPIR_Win * win, void *base, MPI_Aint size)
@@ -187,6 +196,7 @@ int MPIDI_GDR_mpi_win_free_hook(MPIR_Win * win)
 {
     /* epochs are closed, so nothing should be in flight; never free under the NIC */
     int mpi_errno = MPIDI_GDR_rma_wait_all(win, 0);
+    MPIDI_GDR_staged_win_free(win);
     gdr_rma_win_free(&GDR_WIN(win).rma);        /* the key dies here */
     return mpi_errno;
 }

@@ -438,7 +438,7 @@ static void lend(gdr_rma_dev_t *d, const gdr_rma_slot_t *s, gdr_rma_dev_win_t *d
 static int slot_returned(gdr_rma_dev_t *d, gdr_rma_dev_win_t *dw, int rank, uint32_t index)
 {
     gdr_rma_slot_t *s = gdr_rma_stage_slot(&d->stage, index);
-    if (s == NULL || s->pool != GDR_RMA_STAGE_SEND || !s->taken || d->lent[index].dw != dw
+    if (s == NULL || s->pool == GDR_RMA_STAGE_RECV || !s->taken || d->lent[index].dw != dw
         || d->lent[index].rank != rank)
         return GDR_RMA_ERROR;
     d->lent[index].dw = NULL;
@@ -461,7 +461,7 @@ static int read_slot(gdr_rma_dev_win_t *dw, int rank, uint64_t raddr, uint32_t r
     gdr_rma_dev_t *d = dw->d;
     if (rank == dw->w->self) {
         gdr_rma_slot_t *s = gdr_rma_stage_slot(&d->stage, index);
-        if (s == NULL || s->pool != GDR_RMA_STAGE_SEND || len > d->stage.slot_bytes
+        if (s == NULL || s->pool == GDR_RMA_STAGE_RECV || len > d->stage.slot_bytes
             || d->lent[index].dw != dw || d->lent[index].rank != rank)
             return GDR_RMA_ERROR;
         memcpy(into->addr, s->addr, len);
@@ -781,7 +781,7 @@ static int check_access(gdr_rma_dev_t *d, const gdr_rma_dev_win_t *dw, const gdr
                   (int) a->kind, a->target);
         return GDR_RMA_ERROR;
     }
-    if (a->ntpieces == 0 || a->ntpieces > GDR_RMA_DEV_PIECES_MAX) {
+    if ((a->ntpieces == 0 && a->tbytes != 0) || a->ntpieces > GDR_RMA_DEV_PIECES_MAX) {
         set_error(d, "staged protocol: %zu target pieces (1 to %d per operation; the caller "
                   "splits larger ones)", a->ntpieces, GDR_RMA_DEV_PIECES_MAX);
         return GDR_RMA_ERROR;
@@ -876,7 +876,13 @@ int gdr_rma_dev_start(gdr_rma_dev_win_t *dw, const gdr_rma_access_t *a, gdr_rma_
     }
     h.npieces = (uint32_t) a->ntpieces;
     uint8_t inl[GDR_RMA_DEV_INLINE_MAX];
-    if (data_bytes > 0 && data_bytes <= d->cfg.inline_max) {
+    /* CAS always inline (origin and compare, 32 bytes at most: a slot holds them): the
+     * target applies it from one REQ and takes no CHUNK for it */
+    if (data_bytes > 0 && (data_bytes <= d->cfg.inline_max || a->kind == GDR_RMA_CAS)) {
+        /* the progress below runs origin_step on this operation, whose REQ is not sent:
+         * it must find nothing to stage (else it stages into a second send slot that it
+         * never announces: o->sent has moved past it, the slot leaks) */
+        o->staged = o->sent = data_bytes;
         gdr_rma_slot_t *slot = NULL;
         void *mark = NULL;
         rc = take_waiting(d, GDR_RMA_STAGE_SEND, &slot);
@@ -1468,6 +1474,7 @@ static int target_step(gdr_rma_dev_win_t *dw, target_op_t *t, int *fed)
             }
             if (wk->status != 0 && t->status == 0)
                 t->status = GDR_RMA_DEV_E_DEVICE;
+            wk->mark = NULL;
             int st = t->status == 0 ? target_apply(dw, t, wk) : 0;
             if (st != 0)
                 t->status = st;
@@ -1484,7 +1491,7 @@ static int target_step(gdr_rma_dev_win_t *dw, target_op_t *t, int *fed)
             chunk_note_t *c = t->ch_head;
             if (needs_in && t->inl == NULL && c == NULL)
                 break;          /* the next chunk is not announced yet */
-            if (needs_out && gdr_rma_stage_take(&d->stage, GDR_RMA_STAGE_SEND, &wk->out)
+            if (needs_out && gdr_rma_stage_take(&d->stage, GDR_RMA_STAGE_RESULT, &wk->out)
                 != GDR_RMA_OK)
                 break;
             if (needs_in && gdr_rma_stage_take(&d->stage, GDR_RMA_STAGE_RECV, &wk->in)

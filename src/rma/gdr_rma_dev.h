@@ -35,7 +35,7 @@ typedef struct gdr_rma_dev_config {
     size_t inline_max;          /* data up to this size travels inside REQ or RESULT (at
                                    most GDR_RMA_DEV_INLINE_MAX and chunk_bytes; 0: never) */
     size_t chunk_bytes;         /* a slot: a power of two, at least 64 */
-    unsigned slots_per_pool;    /* at least 1 */
+    unsigned slots_per_pool;    /* at least 1, in each of the three pools */
 } gdr_rma_dev_config_t;
 
 /* What fits in one message beside the largest piece list. */

@@ -69,12 +69,13 @@ int gdr_rma_stage_init(gdr_rma_stage_t *st, const gdr_rma_transport_t *net,
         s->rkey = st->mr.rkey;
         s->pin = st->pin;
         s->index = (unsigned) i;
-        s->pool = i < slots_per_pool ? GDR_RMA_STAGE_SEND : GDR_RMA_STAGE_RECV;
+        s->pool = (gdr_rma_stage_pool_t) (i / slots_per_pool);
         /* each pool's stack of free indices pops its lowest index first */
         size_t base = (size_t) s->pool * slots_per_pool;
         st->free_ids[i] = (unsigned) (base + slots_per_pool - 1 - (i - base));
     }
-    st->n_free[GDR_RMA_STAGE_SEND] = st->n_free[GDR_RMA_STAGE_RECV] = slots_per_pool;
+    for (int p = 0; p < GDR_RMA_STAGE_POOLS; p++)
+        st->n_free[p] = slots_per_pool;
     return GDR_RMA_OK;
 }
 

@@ -1,10 +1,16 @@
 /* Staging slots: pinned host memory through which the staged protocol moves device data
- * between nodes (maint/gpu-windows-plan.md section 2).  Two pools of equal slots, carved
+ * between nodes (maint/gpu-windows-plan.md section 2).  Three pools of equal slots, carved
  * from one block the device seam allocates and the transport registers once:
- *   - send: data leaving this process, which a peer reads (RDMA read) before it says TAKEN;
- *   - recv: data arriving, read from a peer's send slot, then copied by local work only.
+ *   - send: an origin's data leaving this process, which the target reads (RDMA read)
+ *     before it says TAKEN;
+ *   - recv: data arriving, read from a peer's send or result slot, then copied by local
+ *     work only;
+ *   - result: a target's results, which the origin reads before it says TAKEN.
  * A recv slot never waits on a peer, so two ranks moving data at each other cannot
- * deadlock on slots, as they could with one pool shared by both directions.
+ * deadlock on slots.  Results have their own pool because a target serves an origin's
+ * operations in order: were its results to wait for send slots held by its own staged
+ * data, which the peer reads only after serving its own earlier Get, two ranks doing
+ * Get-then-Put at each other would wait on each other for ever.
  * Accounting only: no protocol.  Not thread safe: the caller serialises (as the engine). */
 #ifndef GDR_RMA_STAGE_H
 #define GDR_RMA_STAGE_H
@@ -12,7 +18,7 @@
 #include "gdr_rma_transport.h"
 
 typedef enum gdr_rma_stage_pool {
-    GDR_RMA_STAGE_SEND, GDR_RMA_STAGE_RECV, GDR_RMA_STAGE_POOLS
+    GDR_RMA_STAGE_SEND, GDR_RMA_STAGE_RECV, GDR_RMA_STAGE_RESULT, GDR_RMA_STAGE_POOLS
 } gdr_rma_stage_pool_t;
 
 typedef struct gdr_rma_slot {
@@ -21,7 +27,7 @@ typedef struct gdr_rma_slot {
     uint32_t rkey;              /* the block's remote key (remote read and write) */
     const void *pin;            /* the block's local registration for readv/writev (may be
                                    NULL: the transport needs none) */
-    unsigned index;             /* 0 .. 2 * slots_per_pool - 1, the send pool's first */
+    unsigned index;             /* 0 .. POOLS * slots_per_pool - 1, pool by pool */
     gdr_rma_stage_pool_t pool;
     int taken;
 } gdr_rma_slot_t;
@@ -42,14 +48,14 @@ typedef struct gdr_rma_stage {
     void *block;                /* the device's host_alloc: every slot, send pool first */
     gdr_rma_mr_t mr;            /* the block's registration */
     void *pin;                  /* the block's pin (NULL when the transport needs none) */
-    gdr_rma_slot_t *slots;      /* 2 * slots_per_pool */
+    gdr_rma_slot_t *slots;      /* GDR_RMA_STAGE_POOLS * slots_per_pool */
     unsigned *free_ids;         /* pool p's free slot indices at p * slots_per_pool */
     unsigned n_free[GDR_RMA_STAGE_POOLS];
     gdr_rma_stage_counts_t counts[GDR_RMA_STAGE_POOLS];
     char error[256];            /* why init failed, one sentence */
 } gdr_rma_stage_t;
 
-/* Allocates 2 * slots_per_pool slots of slot_bytes (> 0, rounded up to a multiple of 64)
+/* Allocates GDR_RMA_STAGE_POOLS * slots_per_pool slots of slot_bytes (> 0, rounded up to a multiple of 64)
  * through dev, registers them once through net for remote read and write, and pins them
  * for local use.  net and dev outlive the stage.  GDR_RMA_OK; else GDR_RMA_NOMEM or
  * GDR_RMA_ERROR with st->error saying why, nothing held (gdr_rma_stage_free is still

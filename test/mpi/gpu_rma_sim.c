@@ -12,7 +12,11 @@
  * and allocated again at the same address between epochs (the new data must land, not a
  * stale registration's).  With GDR_TEST_EXPECT_NATIVE=1 (maint/check-rxe: one rank per
  * node, GPUDirect peermem) the MPI_T counters must show that the contiguous device
- * Put/Get went over RDMA.  Without a GPU or driver: prints why and fails. */
+ * Put/Get went over RDMA.  With GDR_TEST_EXPECT_STAGED=1 (the staged protocol on,
+ * MPIR_CVAR_CH4_GDR_STAGED) nothing on a device window may reach MPICH's active messages
+ * (the gdr_rma_*_am counters stay put) and the gdr_rma_*_staged counters move: run in
+ * the simulator's strict mode, a host access to device memory would crash the job.
+ * Without a GPU or driver: prints why and fails. */
 #include <dlfcn.h>
 
 #include "gdr_mpi_test.h"
@@ -255,6 +259,19 @@ static void run_cell(gwin_t *g, int rank, int size, op_t op, sync_t s, int dev_o
     free(expect);
 }
 
+/* MPI_T: the operations of every kind that took one path (suffix "am", "staged") */
+static unsigned long long path_count(const char *suffix)
+{
+    static const char *const kinds[] = { "put", "get", "acc", "get_acc", "fop", "cas" };
+    char name[64];
+    unsigned long long n = 0;
+    for (size_t k = 0; k < sizeof(kinds) / sizeof(kinds[0]); k++) {
+        snprintf(name, sizeof(name), "gdr_rma_%s_%s", kinds[k], suffix);
+        n += pvar(name);
+    }
+    return n;
+}
+
 /* MPI_T: Puts and Gets carried out as RDMA in the contiguous device-origin cells */
 static unsigned long long dev_native;
 
@@ -373,6 +390,7 @@ int main(int argc, char **argv)
     MPI_Group_incl(world, 1, &r, &right);
 
     unsigned long long put0 = pvar("gdr_rma_put_native"), get0 = pvar("gdr_rma_get_native");
+    unsigned long long am0 = path_count("am"), staged0 = path_count("staged");
     matrix(rank, size, left, right);
     if (getenv("GDR_TEST_EXPECT_NATIVE") != NULL) {
         gdr_test_set_context("MPI_T counters");
@@ -383,6 +401,13 @@ int main(int argc, char **argv)
     }
     accumulates(rank, size);
     reallocated_origin(rank, size);
+    if (getenv("GDR_TEST_EXPECT_STAGED") != NULL) {
+        gdr_test_set_context("MPI_T counters, staged protocol");
+        gdr_check_long("operations on device windows sent as MPICH active messages", 0, 0,
+                       (long long) (path_count("am") - am0));
+        gdr_check_long("operations through the staged protocol", 0, 1,
+                       path_count("staged") > staged0);
+    }
 
     MPI_Group_free(&left);
     MPI_Group_free(&right);

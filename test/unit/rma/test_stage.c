@@ -100,7 +100,7 @@ static int by_addr(const void *a, const void *b)
 static void test_layout(void)
 {
     gdr_rma_stage_t st;
-    gdr_rma_slot_t *s[6];
+    gdr_rma_slot_t *s[9];
     memset(&fk, 0, sizeof(fk));
     GDR_CHECK(gdr_rma_stage_init(&st, &net, &dev, 1000, 3) == GDR_RMA_OK, "init: 3 slots of"
               " 1000 bytes per pool (%s)", st.error);
@@ -110,18 +110,18 @@ static void test_layout(void)
               " and pinned once");
     GDR_CHECK(fk.access == (GDR_RMA_REMOTE_READ | GDR_RMA_REMOTE_WRITE),
               "registered for remote read and write (access %#x)", fk.access);
-    GDR_CHECK(fk.reg_addr == (uintptr_t) fk.block && fk.reg_len == 6 * 1024,
+    GDR_CHECK(fk.reg_addr == (uintptr_t) fk.block && fk.reg_len == 9 * 1024,
               "the registration covers the whole block");
-    for (int i = 0; i < 6; i++)
-        GDR_CHECK(gdr_rma_stage_take(&st, i < 3 ? GDR_RMA_STAGE_SEND : GDR_RMA_STAGE_RECV,
+    for (int i = 0; i < 9; i++)
+        GDR_CHECK(gdr_rma_stage_take(&st, (gdr_rma_stage_pool_t) (i / 3),
                                      &s[i]) == GDR_RMA_OK, "take slot %d", i);
     int inside = 1, aligned = 1, keys = 1, pools = 1, ids = 0;
-    for (int i = 0; i < 6; i++) {
+    for (int i = 0; i < 9; i++) {
         uintptr_t a = (uintptr_t) s[i]->addr;
         inside &= a >= fk.reg_addr && a + st.slot_bytes <= fk.reg_addr + fk.reg_len;
         aligned &= a % 64 == 0;
         keys &= s[i]->rkey == 0x77 && s[i]->raddr == a && s[i]->pin == &fk.pins;
-        pools &= s[i]->pool == (i < 3 ? GDR_RMA_STAGE_SEND : GDR_RMA_STAGE_RECV);
+        pools &= s[i]->pool == ((gdr_rma_stage_pool_t) (i / 3));
         ids |= 1 << s[i]->index;
         pools &= gdr_rma_stage_slot(&st, s[i]->index) == s[i];
     }
@@ -129,14 +129,14 @@ static void test_layout(void)
     GDR_CHECK(aligned, "every slot is aligned to 64 bytes");
     GDR_CHECK(keys, "every slot carries the block's rkey, its own address and the pin");
     GDR_CHECK(pools, "slots name their pool, and their index finds them again");
-    GDR_CHECK(ids == 0x3f, "indices 0..5, each once (%#x)", ids);
-    qsort(s, 6, sizeof(s[0]), by_addr);
+    GDR_CHECK(ids == 0x1ff, "indices 0..8, each once (%#x)", ids);
+    qsort(s, 9, sizeof(s[0]), by_addr);
     int disjoint = 1;
-    for (int i = 0; i + 1 < 6; i++)
+    for (int i = 0; i + 1 < 9; i++)
         disjoint &= (char *) s[i]->addr + st.slot_bytes <= (char *) s[i + 1]->addr;
     GDR_CHECK(disjoint, "slots do not overlap");
-    GDR_CHECK(gdr_rma_stage_slot(&st, 6) == NULL, "index 6 is no slot");
-    for (int i = 0; i < 6; i++)
+    GDR_CHECK(gdr_rma_stage_slot(&st, 9) == NULL, "index 9 is no slot");
+    for (int i = 0; i < 9; i++)
         gdr_rma_stage_give(&st, s[i]);
     gdr_rma_stage_free(&st);
     GDR_CHECK(fk.deregs == 1 && fk.unpins == 1 && fk.frees == 1,

@@ -1,0 +1,436 @@
+/* Device memory the NIC cannot reach goes through gdr's staged protocol (src/rma/
+ * gdr_rma_dev.h), never through MPICH's active-message RMA, which would read and write
+ * device memory on the host.  This file is the protocol's MPICH side: its CVARs, the
+ * context at start-up over src/gpu's device seam, its one active-message handler, each
+ * window's part, and the translation of an MPI call (datatypes as piece lists, MPI_Op
+ * and basic types as the kernel's enums, requests, error classes). */
+#include "gdr_impl.h"
+#include "gdr_noinline.h"
+#include "gdr_am.h"
+#include "gdr_rma.h"
+#include "rma/gdr_rma_dev.h"
+#include "gpu/gdr_gpu_module.h"
+#include "gpu/gdr_gpu_kernels_image.h"
+
+/*
+=== BEGIN_MPI_T_CVAR_INFO_BLOCK ===
+
+cvars:
+    - name        : MPIR_CVAR_CH4_GDR_STAGED
+      category    : CH4_GDR
+      type        : boolean
+      default     : false
+      class       : none
+      verbosity   : MPI_T_VERBOSITY_USER_BASIC
+      scope       : MPI_T_SCOPE_LOCAL
+      description : >-
+        Whether one-sided operations on device memory that the NIC cannot
+        reach go through gdr's staged protocol (pinned staging slots, device
+        copies and the accumulate kernel on the GPU) instead of MPICH's
+        active messages. Off by default while its MPI tests are being
+        brought up (issue 19); needs gdr's GPU support on.
+
+    - name        : MPIR_CVAR_CH4_GDR_STAGE_CHUNK
+      category    : CH4_GDR
+      type        : int
+      default     : 524288
+      class       : none
+      verbosity   : MPI_T_VERBOSITY_USER_BASIC
+      scope       : MPI_T_SCOPE_LOCAL
+      description : >-
+        Bytes of one staging slot: device data moves in chunks of this size
+        (a power of two, 64 or more).
+
+    - name        : MPIR_CVAR_CH4_GDR_STAGE_SLOTS
+      category    : CH4_GDR
+      type        : int
+      default     : 8
+      class       : none
+      verbosity   : MPI_T_VERBOSITY_USER_BASIC
+      scope       : MPI_T_SCOPE_LOCAL
+      description : >-
+        Staging slots per direction (send and receive pools), each
+        MPIR_CVAR_CH4_GDR_STAGE_CHUNK bytes of pinned host memory.
+
+    - name        : MPIR_CVAR_CH4_GDR_STAGE_INLINE
+      category    : CH4_GDR
+      type        : int
+      default     : 8192
+      class       : none
+      verbosity   : MPI_T_VERBOSITY_USER_BASIC
+      scope       : MPI_T_SCOPE_LOCAL
+      description : >-
+        Device data up to this many bytes travels inside the staged
+        protocol's request or result message (at most 8192).
+
+=== END_MPI_T_CVAR_INFO_BLOCK ===
+*/
+
+/* The protocol's messages go header-only behind this prefix: MPICH's handlers are not
+ * told a header's size. */
+typedef struct {
+    uint32_t len;
+    uint32_t unused;
+} staged_prefix_t;
+
+static int staged_msg_cb(void *am_hdr, void *data, MPI_Aint data_sz, uint32_t attr,
+                         MPIR_Request ** req)
+{
+    staged_prefix_t p;
+    const uint8_t *msg = (const uint8_t *) am_hdr + sizeof(p);
+    uint64_t win_id;
+    uint32_t origin;
+
+    if (attr & MPIDIG_AM_ATTR__IS_ASYNC)
+        *req = NULL;
+    memcpy(&p, am_hdr, sizeof(p));
+    if (p.len > GDR_RMA_DEV_MSG_MAX || gdr_rma_dev_peek(msg, p.len, &win_id, &origin) != 0)
+        return MPI_SUCCESS;
+    MPIR_Win *win = MPIDIU_map_lookup(MPIDI_global.win_map, win_id);
+    if (win == MPIDIU_MAP_NOT_FOUND || GDR_WIN(win).staged == NULL)
+        return MPI_SUCCESS;
+    if (gdr_rma_dev_deliver(GDR_WIN(win).staged, msg, p.len) != GDR_RMA_OK)
+        return MPIDI_GDR_rma_error(GDR_RMA_HOST_ERROR);
+    return MPI_SUCCESS;
+}
+
+int MPIDI_GDR_staged_send(void *host_win, int target, const void *msg, size_t len)
+{
+    MPIR_Win *win = host_win;
+    uint8_t buf[sizeof(staged_prefix_t) + GDR_RMA_DEV_MSG_MAX];
+    staged_prefix_t p = {.len = (uint32_t) len };
+    if (len > GDR_RMA_DEV_MSG_MAX)
+        return MPI_ERR_INTERN;
+    memcpy(buf, &p, sizeof(p));
+    memcpy(buf + sizeof(p), msg, len);
+    return MPIDI_NM_am_send_hdr(target, win->comm_ptr, MPIDI_GDR_global.staged_handler, buf,
+                                (MPI_Aint) (sizeof(p) + len), 0, 0);
+}
+
+int MPIDI_GDR_staged_register_handler(void)
+{
+    int mpi_errno = MPI_SUCCESS;
+    MPIDI_GDR_global.staged_handler = MPIDIG_am_reg_cb_dynamic(NULL, staged_msg_cb);
+    MPIR_ERR_CHKANDJUMP1(MPIDI_GDR_global.staged_handler < 0, mpi_errno, MPI_ERR_INTERN,
+                         "**gdr_transport", "**gdr_transport %s",
+                         "no free MPICH active-message handler id for the staged protocol");
+  fn_fail:
+    return mpi_errno;
+}
+
+/* After the engine: the protocol runs only with the engine (RDMA reads between slots)
+ * and gdr's GPU on, and only when asked for.  Never fails MPI_Init: without it, device
+ * data goes as MPICH's messages, as before. */
+void MPIDI_GDR_staged_start(void)
+{
+    gdr_gpu_t *g = &MPIDI_GDR_global.gpu;
+    char why[256] = "";
+    if (!MPIR_CVAR_CH4_GDR_STAGED || !MPIDI_GDR_global.have_engine || !g->on)
+        return;
+    if (gdr_gpu_module_load(g, gdr_gpu_kernels_image, gdr_gpu_kernels_image_size) != 0)
+        snprintf(why, sizeof(why), "loading gdr's kernels failed: %.200s", g->error);
+    if (why[0] == '\0') {
+        gdr_gpu_rma_device_init(&MPIDI_GDR_global.gpu_device, g, &MPIDI_GDR_global.device_seam);
+        gdr_rma_dev_config_t cfg = {
+            .inline_max = (size_t) MPL_MAX(0, MPIR_CVAR_CH4_GDR_STAGE_INLINE),
+            .chunk_bytes = (size_t) MPL_MAX(0, MPIR_CVAR_CH4_GDR_STAGE_CHUNK),
+            .slots_per_pool = (unsigned) MPL_MAX(0, MPIR_CVAR_CH4_GDR_STAGE_SLOTS)
+        };
+        MPIDI_GDR_global.staged = gdr_rma_dev_new(&MPIDI_GDR_global.engine,
+                                                  &MPIDI_GDR_global.device_seam, &cfg, why,
+                                                  sizeof(why));
+        if (MPIDI_GDR_global.staged == NULL)
+            gdr_gpu_rma_device_fini(&MPIDI_GDR_global.gpu_device);
+    }
+    if (MPIDI_GDR_global.staged == NULL)
+        fprintf(stderr, "gdr[%d]: staged protocol off (MPIR_CVAR_CH4_GDR_STAGED): %s\n",
+                MPIR_Process.rank, why);
+}
+
+void MPIDI_GDR_staged_stop(void)
+{
+    if (MPIDI_GDR_global.staged == NULL)
+        return;
+    gdr_rma_dev_free(MPIDI_GDR_global.staged);
+    gdr_gpu_rma_device_fini(&MPIDI_GDR_global.gpu_device);
+    MPIDI_GDR_global.staged = NULL;
+}
+
+int MPIDI_GDR_staged_progress(void)
+{
+    if (MPIDI_GDR_global.staged == NULL)
+        return MPI_SUCCESS;
+    int rc = gdr_rma_dev_progress(MPIDI_GDR_global.staged);
+    if (rc == GDR_RMA_OK)
+        return MPI_SUCCESS;
+    int mpi_errno = MPI_SUCCESS;
+    MPIR_ERR_SET1(mpi_errno, MPI_ERR_OTHER, "**gdr_transport", "**gdr_transport %s",
+                  gdr_rma_dev_error(MPIDI_GDR_global.staged));
+    return mpi_errno;
+}
+
+void MPIDI_GDR_staged_win_new(MPIR_Win * win)
+{
+    gdr_rma_win_t *w = &GDR_WIN(win).rma;
+    if (MPIDI_GDR_global.staged == NULL || !w->rdma)
+        return;
+    /* NULL when out of memory: device data on this window then goes as MPICH's messages */
+    GDR_WIN(win).staged =
+        gdr_rma_dev_win_new(MPIDI_GDR_global.staged, w, MPIDIG_WIN(win, win_id),
+                            w->dynamic ? NULL : win->base, w->dynamic ? 0 : (uint64_t) win->size,
+                            !w->dynamic && MPIDI_GDR_gpu_buffer_id(win->base) != 0);
+}
+
+void MPIDI_GDR_staged_win_free(MPIR_Win * win)
+{
+    gdr_rma_dev_win_free(GDR_WIN(win).staged);
+    GDR_WIN(win).staged = NULL;
+}
+
+/* ---- one operation ---------------------------------------------------------------- */
+
+static int gpu_type_of(MPI_Datatype t)
+{
+    if (t == MPI_INT8_T || t == MPI_SIGNED_CHAR || t == MPI_CHAR)
+        return GDR_GPU_T_INT8;
+    if (t == MPI_UINT8_T || t == MPI_UNSIGNED_CHAR || t == MPI_BYTE)
+        return GDR_GPU_T_UINT8;
+    if (t == MPI_INT16_T || t == MPI_SHORT)
+        return GDR_GPU_T_INT16;
+    if (t == MPI_UINT16_T || t == MPI_UNSIGNED_SHORT)
+        return GDR_GPU_T_UINT16;
+    if (t == MPI_INT32_T || t == MPI_INT)
+        return GDR_GPU_T_INT32;
+    if (t == MPI_UINT32_T || t == MPI_UNSIGNED)
+        return GDR_GPU_T_UINT32;
+    if (t == MPI_INT64_T || t == MPI_LONG_LONG || t == MPI_LONG_LONG_INT
+        || (t == MPI_LONG && sizeof(long) == 8) || t == MPI_AINT || t == MPI_OFFSET
+        || t == MPI_COUNT)
+        return GDR_GPU_T_INT64;
+    if (t == MPI_UINT64_T || t == MPI_UNSIGNED_LONG_LONG
+        || (t == MPI_UNSIGNED_LONG && sizeof(long) == 8))
+        return GDR_GPU_T_UINT64;
+    if (t == MPI_FLOAT)
+        return GDR_GPU_T_FLOAT;
+    if (t == MPI_DOUBLE)
+        return GDR_GPU_T_DOUBLE;
+    if (t == MPI_C_BOOL)
+        return GDR_GPU_T_BOOL;
+    if (t == MPI_C_FLOAT_COMPLEX)
+        return GDR_GPU_T_FLOAT_COMPLEX;
+    if (t == MPI_C_DOUBLE_COMPLEX)
+        return GDR_GPU_T_DOUBLE_COMPLEX;
+    if (t == MPI_FLOAT_INT)
+        return GDR_GPU_T_FLOAT_INT;
+    if (t == MPI_DOUBLE_INT)
+        return GDR_GPU_T_DOUBLE_INT;
+    if (t == MPI_LONG_INT && sizeof(long) == 8)
+        return GDR_GPU_T_LONG_INT;
+    if (t == MPI_2INT)
+        return GDR_GPU_T_2INT;
+    if (t == MPI_SHORT_INT)
+        return GDR_GPU_T_SHORT_INT;
+    return -1;
+}
+
+static int gpu_op_of(MPI_Op op, gdr_rma_kind_t kind)
+{
+    static const struct {
+        MPI_Op op;
+        int gpu;
+    } ops[] = {
+        {MPI_SUM, GDR_GPU_OP_SUM}, {MPI_PROD, GDR_GPU_OP_PROD}, {MPI_MAX, GDR_GPU_OP_MAX},
+        {MPI_MIN, GDR_GPU_OP_MIN}, {MPI_LAND, GDR_GPU_OP_LAND}, {MPI_LOR, GDR_GPU_OP_LOR},
+        {MPI_LXOR, GDR_GPU_OP_LXOR}, {MPI_BAND, GDR_GPU_OP_BAND}, {MPI_BOR, GDR_GPU_OP_BOR},
+        {MPI_BXOR, GDR_GPU_OP_BXOR}, {MPI_MAXLOC, GDR_GPU_OP_MAXLOC},
+        {MPI_MINLOC, GDR_GPU_OP_MINLOC}, {MPI_REPLACE, GDR_GPU_OP_REPLACE},
+        {MPI_NO_OP, GDR_GPU_OP_NO_OP},
+    };
+    if (kind == GDR_RMA_CAS)
+        return GDR_GPU_OP_CSWAP;
+    for (size_t i = 0; i < sizeof(ops) / sizeof(ops[0]); i++)
+        if (ops[i].op == op)
+            return ops[i].gpu;
+    return -1;
+}
+
+/* count x type at buf as absolute pieces (allocated). */
+static int list_buf(const void *buf, MPI_Aint count, MPI_Datatype type, MPI_Aint bytes,
+                    uint64_t device_id, gdr_rma_buf_t * out)
+{
+    int mpi_errno = MPI_SUCCESS;
+    MPI_Aint niov = 0, iov_bytes = 0, got = 0;
+    *out = (gdr_rma_buf_t) {.device_id = device_id,.scattered = 1 };
+    mpi_errno = MPIR_Typerep_iov_len(count, type, bytes, &niov, &iov_bytes);
+    MPIR_ERR_CHECK(mpi_errno);
+    struct iovec *iov = MPL_malloc(MPL_MAX(niov, 1) * sizeof(*iov), MPL_MEM_RMA);
+    MPIR_ERR_CHKANDJUMP1(iov == NULL, mpi_errno, MPI_ERR_NO_MEM, "**nomem", "**nomem %s",
+                         "gdr staged piece list");
+    mpi_errno = MPIR_Typerep_to_iov_offset(buf, count, type, 0, iov, niov, &got);
+    if (mpi_errno != MPI_SUCCESS) {
+        MPL_free(iov);
+        goto fn_fail;
+    }
+    out->iov = iov;
+    out->n = (size_t) got;
+  fn_fail:
+    return mpi_errno;
+}
+
+typedef struct {
+    MPIR_Request *req;
+} staged_done_t;
+
+static void staged_done(void *arg, int status, const void *landed, size_t len)
+{
+    staged_done_t *d = arg;
+    (void) landed;
+    (void) len;
+    if (status != GDR_RMA_OK)
+        MPIR_ERR_SET1(d->req->status.MPI_ERROR, MPI_ERR_OTHER, "**gdr_transport",
+                      "**gdr_transport %s", gdr_rma_dev_error(MPIDI_GDR_global.staged));
+    MPID_Request_complete(d->req);
+    MPL_free(d);
+}
+
+int MPIDI_GDR_rma_staged(const MPIDI_GDR_rma_args_t * a, MPIR_Win * win, MPIR_Request ** req,
+                         int *handled)
+{
+    int mpi_errno = MPI_SUCCESS;
+    gdr_rma_dev_win_t *dw = GDR_WIN(win).staged;
+    gdr_rma_win_t *w = &GDR_WIN(win).rma;
+    int t = a->target;
+    gdr_rma_access_t acc = { 0 };
+    struct iovec one, *pieces = &one;
+    staged_done_t *d = NULL;
+
+    *handled = 0;
+    if (dw == NULL || t < 0 || t >= w->n)
+        return MPI_SUCCESS;
+    int is_get = a->kind == GDR_RMA_GET;
+    uint64_t o_dev = is_get ? 0 : MPIDI_GDR_gpu_buffer_id(a->origin);
+    uint64_t r_dev = MPIDI_GDR_gpu_buffer_id(is_get ? a->origin : a->result);
+    uint64_t c_dev = MPIDI_GDR_gpu_buffer_id(a->compare);
+    /* a dynamic window's card cannot say where its regions are: any of its targets with
+     * gdr's GPU on may have attached device memory, so the protocol takes them all */
+    int t_dev = w->targets[t].device || (w->dynamic && w->targets[t].gpu);
+    if (!t_dev && !o_dev && !r_dev && !c_dev)
+        return MPI_SUCCESS;     /* host memory only: MPICH's messages */
+
+    MPI_Aint t_size;
+    MPIR_Datatype_get_size_macro(a->ttype, t_size);
+    acc.kind = a->kind;
+    acc.target = t;
+    acc.disp = a->tdisp;
+    acc.tbytes = (uint64_t) (t_size * a->tcount);
+    if (a->kind != GDR_RMA_PUT && a->kind != GDR_RMA_GET) {
+        MPI_Datatype basic = MPI_DATATYPE_NULL;
+        MPIR_Datatype_get_basic_type(a->ttype, basic);
+        if (a->kind == GDR_RMA_FOP || a->kind == GDR_RMA_CAS)
+            basic = a->ttype;
+        acc.gpu_type = gpu_type_of(basic);
+        acc.gpu_op = gpu_op_of(a->op, a->kind);
+        MPIR_ERR_CHKANDJUMP1(acc.gpu_op < 0, mpi_errno, MPI_ERR_OP, "**gdr_transport",
+                             "**gdr_transport %s", "this operation is not applied to device "
+                             "memory by gdr (user-defined ops are not supported there)");
+        MPIR_ERR_CHKANDJUMP1(acc.gpu_type < 0 || !gdr_gpu_acc_valid(acc.gpu_op, acc.gpu_type),
+                             mpi_errno, MPI_ERR_TYPE, "**gdr_transport", "**gdr_transport %s",
+                             "this element type is not accumulated on device memory by gdr "
+                             "(e.g. long double), or the op is not defined on it");
+    }
+    /* target pieces as offsets from the displacement: at most one message's worth */
+    MPI_Aint niov = 0, iov_bytes = 0, got = 0;
+    int contig;
+    MPI_Aint lb;
+    MPIDI_Datatype_check_contig_lb(a->ttype, contig, lb);
+    one = (struct iovec) {.iov_base = (void *) (uintptr_t) lb,.iov_len = (size_t) acc.tbytes };
+    acc.ntpieces = 1;
+    if (!contig) {
+        mpi_errno = MPIR_Typerep_iov_len(a->tcount, a->ttype, t_size * a->tcount, &niov,
+                                         &iov_bytes);
+        MPIR_ERR_CHECK(mpi_errno);
+        MPIR_ERR_CHKANDJUMP1(niov > GDR_RMA_DEV_PIECES_MAX, mpi_errno,
+                             MPI_ERR_UNSUPPORTED_OPERATION, "**gdr_transport",
+                             "**gdr_transport %s", "a target datatype of more than 512 pieces "
+                             "on device memory is not supported yet (issue 19)");
+        pieces = MPL_malloc(MPL_MAX(niov, 1) * sizeof(*pieces), MPL_MEM_RMA);
+        MPIR_ERR_CHKANDJUMP1(pieces == NULL, mpi_errno, MPI_ERR_NO_MEM, "**nomem",
+                             "**nomem %s", "gdr staged target pieces");
+        mpi_errno = MPIR_Typerep_to_iov_offset(NULL, a->tcount, a->ttype, 0, pieces, niov, &got);
+        MPIR_ERR_CHECK(mpi_errno);
+        acc.ntpieces = (size_t) got;
+    }
+    acc.tpieces = pieces;
+    /* origin, result, compare */
+    if (is_get) {
+        mpi_errno = list_buf(a->origin, a->ocount, a->otype, t_size * a->tcount, r_dev,
+                             &acc.result);
+    } else if (a->kind == GDR_RMA_FOP || a->kind == GDR_RMA_CAS) {
+        acc.origin = (gdr_rma_buf_t) {.addr = (void *) a->origin,.device_id = o_dev };
+        acc.result = (gdr_rma_buf_t) {.addr = a->result,.device_id = r_dev };
+        acc.compare = a->compare;
+        acc.compare_device_id = c_dev;
+    } else {
+        if (!(a->kind == GDR_RMA_GET_ACC && a->op == MPI_NO_OP))
+            mpi_errno = list_buf(a->origin, a->ocount, a->otype, t_size * a->tcount, o_dev,
+                                 &acc.origin);
+        if (mpi_errno == MPI_SUCCESS && a->kind == GDR_RMA_GET_ACC)
+            mpi_errno = list_buf(a->result, a->rcount, a->rtype, t_size * a->tcount, r_dev,
+                                 &acc.result);
+    }
+    MPIR_ERR_CHECK(mpi_errno);
+
+    MPIDIG_RMA_OP_CHECK_SYNC(t, win);
+    if (req != NULL) {
+        d = MPL_calloc(1, sizeof(*d), MPL_MEM_RMA);
+        MPIR_ERR_CHKANDJUMP1(d == NULL, mpi_errno, MPI_ERR_NO_MEM, "**nomem", "**nomem %s",
+                             "gdr staged completion");
+        d->req = MPIR_Request_create_from_pool(MPIR_REQUEST_KIND__RMA, 0, 2);
+        MPIR_ERR_CHKANDJUMP(d->req == NULL, mpi_errno, MPIX_ERR_NOREQ, "**nomemreq");
+    }
+    int rc = gdr_rma_dev_start(dw, &acc, d != NULL ? staged_done : NULL, d);
+    if (rc == GDR_RMA_ERROR)
+        MPIR_ERR_SETANDJUMP1(mpi_errno, MPI_ERR_OTHER, "**gdr_transport", "**gdr_transport %s",
+                             gdr_rma_dev_error(MPIDI_GDR_global.staged));
+    mpi_errno = MPIDI_GDR_rma_error(rc);
+    MPIR_ERR_CHECK(mpi_errno);
+    if (req != NULL)
+        *req = d->req;
+    d = NULL;
+    *handled = 1;
+    MPIDI_GDR_global.staged_count[a->kind]++;
+
+  fn_exit:
+    if (pieces != &one)
+        MPL_free(pieces);
+    if (acc.origin.scattered)
+        MPL_free((void *) acc.origin.iov);
+    if (acc.result.scattered)
+        MPL_free((void *) acc.result.iov);
+    return mpi_errno;
+  fn_fail:
+    if (d != NULL) {
+        if (d->req != NULL)
+            MPIR_Request_free(d->req);
+        MPL_free(d);
+    }
+    goto fn_exit;
+}
+
+void MPIDI_GDR_staged_register_pvars(void)
+{
+    static const char *const names[GDR_RMA_KINDS][2] = {
+        {"gdr_rma_put_staged", "MPI_Put/Rput on device memory through the staged protocol"},
+        {"gdr_rma_get_staged", "MPI_Get/Rget on device memory through the staged protocol"},
+        {"gdr_rma_acc_staged", "MPI_Accumulate on device memory, applied by gdr's kernel"},
+        {"gdr_rma_get_acc_staged", "MPI_Get_accumulate on device memory, gdr's kernel"},
+        {"gdr_rma_fop_staged", "MPI_Fetch_and_op on device memory, gdr's kernel"},
+        {"gdr_rma_cas_staged", "MPI_Compare_and_swap on device memory, gdr's kernel"},
+    };
+    for (int k = 0; k < GDR_RMA_KINDS; k++)
+        MPIR_T_PVAR_REGISTER_impl(MPI_T_PVAR_CLASS_COUNTER, MPI_UNSIGNED_LONG_LONG, names[k][0],
+                                  &MPIDI_GDR_global.staged_count[k], 1, NULL,
+                                  MPI_T_VERBOSITY_USER_BASIC, MPI_T_BIND_NO_OBJECT,
+                                  MPIR_T_PVAR_FLAG_READONLY | MPIR_T_PVAR_FLAG_CONTINUOUS,
+                                  NULL, NULL, "CH4_GDR", names[k][1]);
+}
