@@ -135,7 +135,7 @@ typedef struct target_op {
     uint64_t ch_end;            /* data announced so far */
     uint64_t next_off;          /* next byte taken into work */
     uint64_t queued_off;        /* work queued up to here, in order */
-    uint64_t finished;          /* work completed up to here (in any order, summed) */
+    uint64_t finished;          /* work retired up to here (retired in order) */
     work_t wk[DEPTH];
     int status;                 /* 0, or GDR_RMA_DEV_E_*: feed no more */
 } target_op_t;
@@ -1446,10 +1446,12 @@ static int target_step(gdr_rma_dev_win_t *dw, target_op_t *t, int *fed)
 
     for (int again = 1; again;) {
         again = 0;
-        /* retire, in any order */
+        /* retire in order: the origin takes RESULTs in offset order only, and the work
+         * slots are not (a freed slot takes the next chunk); one queue reaches its marks
+         * in order, so waiting for the earlier one delays nothing */
         for (int i = 0; i < DEPTH; i++) {
             work_t *wk = &t->wk[i];
-            if (wk->state != W_QUEUED)
+            if (wk->state != W_QUEUED || wk->off != t->finished)
                 continue;
             int r = mark_reached(d, &wk->mark);
             if (r == 0)
