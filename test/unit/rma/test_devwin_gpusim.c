@@ -12,9 +12,19 @@
  * was posted.  One tick delivers the messages queued before it, in order, completes the
  * reads posted before it, then runs each rank's protocol progress.  The test fills and
  * reads device memory only with gdr_gpu_copy, and checks every window byte against a
- * host model after each case. */
+ * host model after each case, and that every staging slot and device mark came back.
+ * The seam's acc and copyv are wrapped to count kernels and to check that every host
+ * piece of a device copy is a staging slot (pinned), as the seam requires.
+ *
+ * Cases: Put and Get at 1 B, inline_max, inline_max + 1 and 3.5 chunks (chunks of 4 KiB,
+ * 2 slots per pool), device and host buffers, scattered target and origin pieces, to
+ * self; Accumulate (SUM int32/double, MAX, REPLACE), Get_accumulate, Fetch_and_op,
+ * Compare_and_swap (hit, miss); two origins on one element; both ranks at each other at
+ * once; device origins and results freed before completion (the operation fails,
+ * nothing crashes, the next one works). */
 #include "gpu/gpusim_modes.h"
 #include <sched.h>
+#include <stddef.h>
 #include <stdint.h>
 #include <time.h>
 #include "gpu/gdr_gpu_mem.h"
@@ -54,6 +64,13 @@ typedef struct rank {
     void *base;                 /* the window: device memory */
     gdr_rma_mr_t reg;           /* the one registration (the staging block) */
     int regs, pins, unpins;
+    /* the seam's own acc and copyv, under counting wrappers */
+    int (*acc)(void *ctx, void *queue, const gdr_gpu_acc_args_t *args);
+    int (*copyv)(void *ctx, void *queue, const struct iovec *dst, size_t n_dst,
+                 const struct iovec *src, size_t n_src);
+    unsigned long accs;         /* accumulate kernels queued through the seam */
+    unsigned long copyvs;       /* copy lists queued */
+    unsigned long unpinned;     /* copy pieces neither device memory nor staging slots */
 } rank_t;
 
 typedef struct read_req {
@@ -161,8 +178,6 @@ static int tick(void)
     }
     sched_yield();              /* the simulator's stream workers need the CPU */
     if (past_deadline()) {
-        if (!W.timed_out)
-            printf("# timed out at tick %lu: deadline %ld now-ish\n", W.ticks, (long) W.deadline.tv_sec);
         W.timed_out = 1;
         return 1;
     }
@@ -262,6 +277,43 @@ static const char *f_error(const void *ctx)
 
 /* ---- ranks -------------------------------------------------------------------------- */
 
+static rank_t *rank_of(void *seam_ctx)
+{
+    return (rank_t *) ((char *) seam_ctx - offsetof(rank_t, gd));
+}
+
+/* The seam's acc, counted: accumulates on a device window take the kernel. */
+static int counted_acc(void *ctx, void *queue, const gdr_gpu_acc_args_t *args)
+{
+    rank_t *r = rank_of(ctx);
+    r->accs++;
+    return r->acc(ctx, queue, args);
+}
+
+/* Host pieces of a device copy must be the staging slots (pinned), as the seam asks. */
+static void check_pieces(rank_t *r, const struct iovec *v, size_t n)
+{
+    for (size_t i = 0; i < n; i++) {
+        gdr_gpu_mem_info_t info;
+        uint64_t a = (uint64_t) (uintptr_t) v[i].iov_base;
+        int in_slots = r->reg.handle != NULL && a >= r->reg.addr
+            && v[i].iov_len <= r->reg.len && a - r->reg.addr <= r->reg.len - v[i].iov_len;
+        if (!in_slots && (gdr_gpu_mem_query(&r->g, v[i].iov_base, &info) != 0
+                          || !info.is_device))
+            r->unpinned++;
+    }
+}
+
+static int counted_copyv(void *ctx, void *queue, const struct iovec *dst, size_t n_dst,
+                         const struct iovec *src, size_t n_src)
+{
+    rank_t *r = rank_of(ctx);
+    r->copyvs++;
+    check_pieces(r, dst, n_dst);
+    check_pieces(r, src, n_src);
+    return r->copyv(ctx, queue, dst, n_dst, src, n_src);
+}
+
 static const gdr_rma_dev_config_t cfg = {.inline_max = INLINE,.chunk_bytes = CHUNK,
     .slots_per_pool = SLOTS
 };
@@ -281,6 +333,10 @@ static int rank_open(rank_t *r, int id, const char *lib)
         GDR_CHECK(0, "rank %d: kernel image and device seam: %s", id, r->g.error);
         return -1;
     }
+    r->acc = r->dev.acc;
+    r->dev.acc = counted_acc;
+    r->copyv = r->dev.copyv;
+    r->dev.copyv = counted_copyv;
     r->eng = (gdr_rma_engine_t) {
         .net = {.ctx = r,.get = f_get,.pin = f_pin,.unpin = f_unpin,.reg = f_reg,
                 .dereg = f_dereg,.error = f_error},
@@ -429,7 +485,7 @@ static gdr_rma_access_t access_of(gdr_rma_kind_t kind, int t, int64_t disp,
 static int finish(rank_t *o, int t)
 {
     int rc = gdr_rma_wait_target(&o->w.tracker, &o->eng, t, 0);
-    if (rc != GDR_RMA_OK)
+    if (rc != GDR_RMA_OK && (W.timed_out || W.progress_rc != 0))
         printf("# wait %d: progress %d%s; rank 0: %s; rank 1: %s\n", rc, W.progress_rc,
                W.timed_out ? ", timed out" : "", gdr_rma_dev_error(W.r[0].d),
                gdr_rma_dev_error(W.r[1].d));
@@ -466,11 +522,11 @@ static int all_back(void)
 
 /* ---- Put and Get -------------------------------------------------------------------- */
 
-/* A put of n bytes from rank 0 (device or host origin) to rank 1 at disp, as one piece or
- * scattered over three; checks every byte of the window. */
-static void put_case(size_t n, int device, int scattered)
+/* A put of n bytes from rank `from` (device or host origin) to rank 1 at disp, as one
+ * piece or scattered over three; checks every byte of the window. */
+static void put_case(int from, size_t n, int device, int scattered)
 {
-    rank_t *o = &W.r[0];
+    rank_t *o = &W.r[from];
     const int64_t disp = 16;
     uint8_t *src = malloc(n);
     pattern(src, n, (unsigned) n + 99);
@@ -498,8 +554,8 @@ static void put_case(size_t n, int device, int scattered)
     int wrc = rc == GDR_RMA_OK ? finish(o, 1) : rc;
     size_t bad;
     GDR_CHECK(rc == GDR_RMA_OK && wrc == GDR_RMA_OK && cb.calls == 1 && cb.status == 0,
-              "put %zu B (%s origin, %s target): started, remote completion (start %d, wait "
-              "%d, callback %d/%d%s%s)", n, device ? "device" : "host",
+              "put %zu B from rank %d (%s origin, %s target): remote completion (start %d, "
+              "wait %d, callback %d/%d%s%s)", n, from, device ? "device" : "host",
               scattered ? "3 pieces" : "1 piece", rc, wrc, cb.calls, cb.status,
               W.timed_out ? ", timed out: " : "", W.timed_out ? gdr_rma_dev_error(o->d) : "");
     GDR_CHECK(win_matches(1, &bad), "put %zu B: the window holds the data at its pieces and "
@@ -516,10 +572,10 @@ static void put_case(size_t n, int device, int scattered)
     free(src);
 }
 
-/* A get of n bytes of rank 1's window at disp into a device or host result at rank 0. */
-static void get_case(size_t n, int device, int scattered)
+/* A get of n bytes of rank 1's window at disp into a device or host result at `from`. */
+static void get_case(int from, size_t n, int device, int scattered)
 {
-    rank_t *o = &W.r[0];
+    rank_t *o = &W.r[from];
     const int64_t disp = 40;
     uint8_t *expect = malloc(n), *back = malloc(n + 64);
     arm(30);
@@ -547,8 +603,8 @@ static void get_case(size_t n, int device, int scattered)
     int rc = gdr_rma_dev_start(o->dw, &a, on_done, &cb);
     int wrc = rc == GDR_RMA_OK ? finish(o, 1) : rc;
     GDR_CHECK(rc == GDR_RMA_OK && wrc == GDR_RMA_OK && cb.calls == 1 && cb.status == 0,
-              "get %zu B (%s result, %s target): remote completion (start %d, wait %d, "
-              "callback %d/%d: %s)", n, device ? "device" : "host",
+              "get %zu B to rank %d (%s result, %s target): remote completion (start %d, "
+              "wait %d, callback %d/%d: %s)", n, from, device ? "device" : "host",
               scattered ? "3 pieces" : "1 piece", rc, wrc, cb.calls, cb.status,
               gdr_rma_dev_error(o->d));
     int ok = device ? dev_read(o, back, dres, n + 64) == 0 : (memcpy(back, host_res, n + 64),
@@ -575,7 +631,7 @@ static void scattered_origin_case(void)
 {
     rank_t *o = &W.r[0];
     const size_t n = BIG;
-    uint8_t *src = malloc(n), *back = malloc(n), *zero = calloc(1, n);
+    uint8_t *src = malloc(n), *back = malloc(n), *zero = calloc(1, 16384);
     pattern(src, n, 4242);
     arm(30);
     GDR_CHECK(win_reset(1, 77) == 0, "scattered origin: window reset");
@@ -631,10 +687,10 @@ static void scattered_origin_case(void)
 /* Accumulate (or Get_accumulate with a device result) of count elements of type from a
  * device origin on rank 0 into rank 1's window at byte offset 8*disp; the model applies
  * the same op on the host (gdr_gpu_acc_apply on host copies). */
-static void acc_case(const char *what, gdr_rma_kind_t kind, int op, int type, size_t count,
-                     const void *origin_vals, int result_device)
+static void acc_case(int from, const char *what, gdr_rma_kind_t kind, int op, int type,
+                     size_t count, const void *origin_vals, int result_device)
 {
-    rank_t *o = &W.r[0];
+    rank_t *o = &W.r[from];
     const int64_t disp = 64;
     size_t es = gdr_gpu_type_size(type), n = count * es;
     arm(30);
@@ -663,6 +719,7 @@ static void acc_case(const char *what, gdr_rma_kind_t kind, int op, int type, si
         }
     }
     gdr_rma_dev_counts_t before = *gdr_rma_dev_counts(W.r[1].d);
+    unsigned long accs = W.r[1].accs;
     done_t cb = { 0 };
     int rc = gdr_rma_dev_start(o->dw, &a, on_done, &cb);
     int wrc = rc == GDR_RMA_OK ? finish(o, 1) : rc;
@@ -678,6 +735,8 @@ static void acc_case(const char *what, gdr_rma_kind_t kind, int op, int type, si
                                                          / CHUNK),
               "%s: the target served it from %llu chunks read", what,
               c->chunks_read - before.chunks_read);
+    GDR_CHECK(W.r[1].accs - accs == (n + CHUNK - 1) / CHUNK, "%s: the target launched the "
+              "accumulate kernel once per chunk on its device (%lu)", what, W.r[1].accs - accs);
     if (kind == GDR_RMA_GET_ACC) {
         int ok = result_device ? dev_read(o, back, dres, n) == 0 : (memcpy(back, hres, n), 1);
         GDR_CHECK(ok && memcmp(back, old, n) == 0, "%s: the %s result holds the old values",
@@ -701,22 +760,26 @@ static void acc_cases(void)
         i32[i] = (i % 7 == 0 ? -1 : 1) * (i * 37 % 1001);
     for (int i = 0; i < ND; i++)
         dbl[i] = (i % 5) * 0.5 - 1.25 + i;
-    acc_case("accumulate SUM int32, 3.5 chunks", GDR_RMA_ACC, GDR_GPU_OP_SUM, GDR_GPU_T_INT32,
-             N32, i32, 0);
-    acc_case("accumulate SUM double, 3.5 chunks", GDR_RMA_ACC, GDR_GPU_OP_SUM,
-             GDR_GPU_T_DOUBLE, ND, dbl, 0);
-    acc_case("accumulate MAX int32, 3.5 chunks", GDR_RMA_ACC, GDR_GPU_OP_MAX, GDR_GPU_T_INT32,
-             N32, i32, 0);
-    acc_case("accumulate REPLACE int32, 3.5 chunks", GDR_RMA_ACC, GDR_GPU_OP_REPLACE,
+    acc_case(0, "accumulate SUM int32, 3.5 chunks", GDR_RMA_ACC, GDR_GPU_OP_SUM,
              GDR_GPU_T_INT32, N32, i32, 0);
-    acc_case("accumulate SUM int32, 10 elements (inline)", GDR_RMA_ACC, GDR_GPU_OP_SUM,
+    acc_case(0, "accumulate SUM double, 3.5 chunks", GDR_RMA_ACC, GDR_GPU_OP_SUM,
+             GDR_GPU_T_DOUBLE, ND, dbl, 0);
+    acc_case(0, "accumulate MAX int32, 3.5 chunks", GDR_RMA_ACC, GDR_GPU_OP_MAX,
+             GDR_GPU_T_INT32, N32, i32, 0);
+    acc_case(0, "accumulate REPLACE int32, 3.5 chunks", GDR_RMA_ACC, GDR_GPU_OP_REPLACE,
+             GDR_GPU_T_INT32, N32, i32, 0);
+    acc_case(0, "accumulate SUM int32, 10 elements (inline)", GDR_RMA_ACC, GDR_GPU_OP_SUM,
              GDR_GPU_T_INT32, 10, i32, 0);
-    acc_case("get_accumulate SUM int32, 3.5 chunks, device result", GDR_RMA_GET_ACC,
+    acc_case(0, "get_accumulate SUM int32, 3.5 chunks, device result", GDR_RMA_GET_ACC,
              GDR_GPU_OP_SUM, GDR_GPU_T_INT32, N32, i32, 1);
-    acc_case("get_accumulate SUM double, 200 B, device result", GDR_RMA_GET_ACC,
+    acc_case(0, "get_accumulate SUM double, 200 B, device result", GDR_RMA_GET_ACC,
              GDR_GPU_OP_SUM, GDR_GPU_T_DOUBLE, 25, dbl, 1);
-    acc_case("get_accumulate SUM int32, 3.5 chunks, host result", GDR_RMA_GET_ACC,
+    acc_case(0, "get_accumulate SUM int32, 3.5 chunks, host result", GDR_RMA_GET_ACC,
              GDR_GPU_OP_SUM, GDR_GPU_T_INT32, N32, i32, 0);
+    acc_case(1, "self: get_accumulate SUM double, 3.5 chunks, device result",
+             GDR_RMA_GET_ACC, GDR_GPU_OP_SUM, GDR_GPU_T_DOUBLE, ND, dbl, 1);
+    acc_case(1, "self: accumulate MAX int32, 3.5 chunks", GDR_RMA_ACC, GDR_GPU_OP_MAX,
+             GDR_GPU_T_INT32, N32, i32, 0);
 }
 
 /* Fetch_and_op SUM int64 and compare-and-swap int64 (hit and miss) on one element. */
@@ -884,6 +947,59 @@ static void freed_origin_case(void)
     GDR_CHECK(win_matches(1, &bad), "freed origin: the window is untouched");
     GDR_CHECK(all_back(), "freed origin: every staging slot and device mark is back");
 
+    /* a get whose device result is freed after the call: its results are dropped, never
+     * copied to the freed address (that would be a sticky device fault) */
+    arm(30);
+    void *dres = dev_alloc(o, n, NULL);
+    gdr_rma_access_t g = access_of(GDR_RMA_GET, 1, 0, (struct iovec[]) { piece(0, n) }, 1);
+    g.result = buf_of(o, dres, 1);
+    cb = (done_t) { 0 };
+    rc = gdr_rma_dev_start(o->dw, &g, on_done, &cb);
+    GDR_CHECK(rc == GDR_RMA_OK && gdr_gpu_mem_free(&o->g, dres) == 0,
+              "freed result: a get of %zu B started, then its device result freed", n);
+    wrc = finish(o, 1);
+    GDR_CHECK(wrc == GDR_RMA_ERROR && cb.calls == 1 && cb.status == GDR_RMA_ERROR,
+              "freed result: the operation fails (wait %d, callback %d/%d): %s", wrc, cb.calls,
+              cb.status, gdr_rma_dev_error(o->d));
+    GDR_CHECK(win_matches(1, &bad) && all_back(), "freed result: the window is untouched, "
+              "every slot and mark is back");
+
+    /* a put of 6 chunks whose origin is freed once some chunks have gone: the chunks
+     * applied form a prefix, the rest never comes */
+    enum { N6 = 6 * CHUNK };
+    uint8_t *src6 = malloc(N6);
+    pattern(src6, N6, 6);
+    arm(30);
+    GDR_CHECK(win_reset(1, 910) == 0, "freed mid-way: window reset");
+    void *d6 = dev_alloc(o, N6, src6);
+    gdr_rma_access_t a6 = access_of(GDR_RMA_PUT, 1, 0, (struct iovec[]) { piece(0, N6) }, 1);
+    a6.origin = buf_of(o, d6, 1);
+    before = *gdr_rma_dev_counts(o->d);
+    cb = (done_t) { 0 };
+    rc = gdr_rma_dev_start(o->dw, &a6, on_done, &cb);
+    while (rc == GDR_RMA_OK && gdr_rma_dev_counts(o->d)->chunks_staged < before.chunks_staged + 2
+           && !tick()) ;
+    unsigned long long staged = gdr_rma_dev_counts(o->d)->chunks_staged - before.chunks_staged;
+    GDR_CHECK(rc == GDR_RMA_OK && staged >= 2 && staged < 6 && gdr_gpu_mem_free(&o->g, d6) == 0,
+              "freed mid-way: a put of 6 chunks, its origin freed after %llu were staged",
+              staged);
+    wrc = finish(o, 1);
+    GDR_CHECK(wrc == GDR_RMA_ERROR && cb.calls == 1 && cb.status == GDR_RMA_ERROR
+              && gdr_rma_dev_counts(o->d)->aborted == before.aborted + 1,
+              "freed mid-way: aborted, the operation fails (callback %d/%d): %s", cb.calls,
+              cb.status, gdr_rma_dev_error(o->d));
+    static uint8_t back6[N6];
+    int prefix = gdr_gpu_copy(&W.r[1].g, back6, W.r[1].base, N6) == 0, k = 0;
+    while (k < 6 && memcmp(back6 + k * CHUNK, src6 + k * CHUNK, CHUNK) == 0)
+        k++;
+    for (int j = k; j < 6; j++)
+        prefix &= memcmp(back6 + j * CHUNK, model[1] + j * CHUNK, CHUNK) == 0;
+    memcpy(model[1], src6, (size_t) k * CHUNK);
+    GDR_CHECK(prefix && k <= (int) staged && win_matches(1, &bad), "freed mid-way: the window "
+              "holds the first %d chunks, the rest as before, nothing else changed", k);
+    GDR_CHECK(all_back(), "freed mid-way: every staging slot and device mark is back");
+    free(src6);
+
     /* the next put on the same window, from a new buffer */
     arm(30);
     void *again = dev_alloc(o, n, src);
@@ -899,6 +1015,74 @@ static void freed_origin_case(void)
     GDR_CHECK(all_back(), "freed origin: every slot and mark is back after the later put");
     gdr_gpu_mem_free(&o->g, again);
     free(src);
+}
+
+/* Both ranks at each other at once, each with a Get_accumulate (device result) and then a
+ * Put of 3.5 chunks: no deadlock on slots, both windows right. */
+static void both_ways_case(void)
+{
+    enum { N = BIG / 4 };
+    const int64_t disp = 100;
+    static int32_t vals[RANKS][N];
+    void *orig[RANKS], *res[RANKS], *put_src[RANKS];
+    static uint8_t old[RANKS][BIG], data[RANKS][BIG], back[BIG];
+    done_t cb[RANKS][2];
+    int started = 1;
+    arm(60);
+    memset(cb, 0, sizeof(cb));
+    GDR_CHECK(win_reset(0, 1234) == 0 && win_reset(1, 1235) == 0, "both ways: windows reset");
+    for (int i = 0; i < RANKS; i++) {
+        int peer = 1 - i;
+        for (int k = 0; k < N; k++)
+            vals[i][k] = (i + 2) * k - 999;
+        pattern(data[i], BIG, 50 + (unsigned) i);
+        orig[i] = dev_alloc(&W.r[i], BIG, vals[i]);
+        res[i] = dev_alloc(&W.r[i], BIG, NULL);
+        put_src[i] = dev_alloc(&W.r[i], BIG, data[i]);
+        /* the model at the peer: SUM at disp, then the put right after it */
+        uint8_t *t = model[peer] + disp * UNIT;
+        memcpy(old[i], t, BIG);
+        gdr_gpu_acc_args_t host = {.target = t,.origin = vals[i],.count = N,
+            .op = GDR_GPU_OP_SUM,.type = GDR_GPU_T_INT32 };
+        gdr_gpu_acc_apply(&host);
+        memcpy(t + BIG, data[i], BIG);
+    }
+    for (int i = 0; i < RANKS; i++) {
+        rank_t *o = &W.r[i];
+        gdr_rma_access_t a = access_of(GDR_RMA_GET_ACC, 1 - i, disp,
+                                       (struct iovec[]) { piece(0, BIG) }, 1);
+        a.gpu_op = GDR_GPU_OP_SUM;
+        a.gpu_type = GDR_GPU_T_INT32;
+        a.origin = buf_of(o, orig[i], 1);
+        a.result = buf_of(o, res[i], 1);
+        started &= gdr_rma_dev_start(o->dw, &a, on_done, &cb[i][0]) == GDR_RMA_OK;
+    }
+    for (int i = 0; i < RANKS; i++) {
+        rank_t *o = &W.r[i];
+        gdr_rma_access_t a = access_of(GDR_RMA_PUT, 1 - i, disp,
+                                       (struct iovec[]) { piece(BIG, BIG) }, 1);
+        a.origin = buf_of(o, put_src[i], 1);
+        started &= gdr_rma_dev_start(o->dw, &a, on_done, &cb[i][1]) == GDR_RMA_OK;
+    }
+    int w0 = finish(&W.r[0], 1), w1 = finish(&W.r[1], 0), ok = 1;
+    for (int i = 0; i < RANKS; i++)
+        ok &= cb[i][0].calls == 1 && cb[i][0].status == 0 && cb[i][1].calls == 1
+            && cb[i][1].status == 0;
+    GDR_CHECK(started && w0 == GDR_RMA_OK && w1 == GDR_RMA_OK && ok, "both ways: each rank's "
+              "get_accumulate and put of %d B to the other complete (%s / %s)", BIG,
+              gdr_rma_dev_error(W.r[0].d), gdr_rma_dev_error(W.r[1].d));
+    for (int i = 0; i < RANKS; i++) {
+        size_t bad;
+        GDR_CHECK(win_matches(1 - i, &bad), "both ways: rank %d's window holds the sums and "
+                  "the put, nothing else changed (first difference at %zd)", 1 - i,
+                  (ssize_t) bad);
+        GDR_CHECK(dev_read(&W.r[i], back, res[i], BIG) == 0 && memcmp(back, old[i], BIG) == 0,
+                  "both ways: rank %d's device result holds the old values", i);
+        gdr_gpu_mem_free(&W.r[i].g, orig[i]);
+        gdr_gpu_mem_free(&W.r[i].g, res[i]);
+        gdr_gpu_mem_free(&W.r[i].g, put_src[i]);
+    }
+    GDR_CHECK(all_back(), "both ways: every staging slot and device mark is back");
 }
 
 /* ---- the strict premise ------------------------------------------------------------- */
@@ -934,17 +1118,21 @@ static void body(const char *lib, const char *mode)
     static const size_t sizes[] = { 1, INLINE, INLINE + 1, BIG };
     for (size_t i = 0; i < sizeof(sizes) / sizeof(sizes[0]); i++)
         for (int device = 1; device >= 0; device--) {
-            put_case(sizes[i], device, 0);
-            get_case(sizes[i], device, 0);
+            put_case(0, sizes[i], device, 0);
+            get_case(0, sizes[i], device, 0);
         }
-    put_case(BIG, 1, 1);
-    get_case(BIG, 1, 1);
-    put_case(1000, 0, 1);
-    get_case(1000, 0, 1);
+    put_case(0, BIG, 1, 1);
+    get_case(0, BIG, 1, 1);
+    put_case(0, 1000, 0, 1);
+    get_case(0, 1000, 0, 1);
+    put_case(1, BIG, 1, 0);     /* rank 1 to its own window: the self inbox */
+    get_case(1, BIG, 1, 1);
+    put_case(1, 1, 1, 0);
     scattered_origin_case();
     acc_cases();
     fop_cas_cases();
     two_origins_case();
+    both_ways_case();
     freed_origin_case();
 
     GDR_CHECK(W.bad_reads == 0 && W.bad_peeks == 0, "every read lay inside a peer's staging "
@@ -953,6 +1141,8 @@ static void body(const char *lib, const char *mode)
     for (int i = 0; i < RANKS; i++) {
         const gdr_rma_dev_counts_t *c = gdr_rma_dev_counts(W.r[i].d);
         GDR_CHECK(c->refused == 0, "rank %d refused nothing", i);
+        GDR_CHECK(W.r[i].copyvs > 0 && W.r[i].unpinned == 0, "rank %d: every piece of its %lu "
+                  "device copies was device memory or a staging slot", i, W.r[i].copyvs);
     }
     for (int i = RANKS - 1; i >= 0; i--)
         rank_close(&W.r[i]);
