@@ -60,14 +60,13 @@ int MPIDI_GDR_target_pieces(MPI_Aint count, MPI_Datatype type, MPI_Aint bytes,
                             size_t *n);
 
 /* gdr_rma_staged.c: the staged protocol for device memory (MPIR_CVAR_CH4_GDR_STAGED):
- * its handler (at init), its context once the engine is up, its progress, each window's
- * part, and the host seam's send_msg. */
+ * its handler (at init), its context once the engine is up (it sets the host seam's
+ * send_msg), each window's part.  Its progress: gdr_progress.h. */
 int MPIDI_GDR_staged_register_handler(void);
 void MPIDI_GDR_staged_register_pvars(void);
 void MPIDI_GDR_staged_start(void);
 void MPIDI_GDR_staged_stop(void);
 void MPIDI_GDR_staged_win_new(MPIR_Win * win);
 void MPIDI_GDR_staged_win_free(MPIR_Win * win);
-int MPIDI_GDR_staged_send(void *host_win, int target, const void *msg, size_t len);
 
 #endif /* GDR_IMPL_H_INCLUDED */

@@ -64,22 +64,12 @@ static void host_stalled(void *ctx, gdr_rma_stall_t * st, const char *what, int 
             gdr_verbs_am_busy(MPIDI_GDR_global.am) ? "busy" : "idle");
 }
 
-static int host_send_msg(void *ctx, void *host_win, int target, const void *msg, size_t len)
-{
-    (void) ctx;
-    int mpi_errno = MPIDI_GDR_staged_send(host_win, target, msg, len);
-    if (mpi_errno != MPI_SUCCESS && MPIDI_GDR_global.engine_errno == MPI_SUCCESS)
-        MPIDI_GDR_global.engine_errno = mpi_errno;
-    return mpi_errno != MPI_SUCCESS;
-}
-
 void MPIDI_GDR_rma_engine_start(void)
 {
     gdr_rma_engine_t *eng = &MPIDI_GDR_global.engine;
     eng->host = (gdr_rma_host_t) {
     .progress = host_progress,.query_region = host_query_region,
-            .am_accumulates_pending = host_am_accumulates_pending,.stalled = host_stalled,
-            .send_msg = host_send_msg};
+            .am_accumulates_pending = host_am_accumulates_pending,.stalled = host_stalled};
     if (MPIDI_GDR_global.rma != NULL) {
         gdr_verbs_rma_transport(MPIDI_GDR_global.rma, &eng->net);
         MPIDI_GDR_global.have_engine = 1;

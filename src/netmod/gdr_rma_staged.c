@@ -94,17 +94,22 @@ static int staged_msg_cb(void *am_hdr, void *data, MPI_Aint data_sz, uint32_t at
     return MPI_SUCCESS;
 }
 
-int MPIDI_GDR_staged_send(void *host_win, int target, const void *msg, size_t len)
+/* The engine's host seam: send_msg. */
+static int staged_send(void *ctx, void *host_win, int target, const void *msg, size_t len)
 {
+    (void) ctx;
     MPIR_Win *win = host_win;
     uint8_t buf[sizeof(staged_prefix_t) + GDR_RMA_DEV_MSG_MAX];
     staged_prefix_t p = {.len = (uint32_t) len };
     if (len > GDR_RMA_DEV_MSG_MAX)
-        return MPI_ERR_INTERN;
+        return 1;
     memcpy(buf, &p, sizeof(p));
     memcpy(buf + sizeof(p), msg, len);
-    return MPIDI_NM_am_send_hdr(target, win->comm_ptr, MPIDI_GDR_global.staged_handler, buf,
-                                (MPI_Aint) (sizeof(p) + len), 0, 0);
+    int mpi_errno = MPIDI_NM_am_send_hdr(target, win->comm_ptr, MPIDI_GDR_global.staged_handler,
+                                         buf, (MPI_Aint) (sizeof(p) + len), 0, 0);
+    if (mpi_errno != MPI_SUCCESS && MPIDI_GDR_global.engine_errno == MPI_SUCCESS)
+        MPIDI_GDR_global.engine_errno = mpi_errno;
+    return mpi_errno != MPI_SUCCESS;
 }
 
 int MPIDI_GDR_staged_register_handler(void)
@@ -130,6 +135,7 @@ void MPIDI_GDR_staged_start(void)
     if (gdr_gpu_module_load(g, gdr_gpu_kernels_image, gdr_gpu_kernels_image_size) != 0)
         snprintf(why, sizeof(why), "loading gdr's kernels failed: %.200s", g->error);
     if (why[0] == '\0') {
+        MPIDI_GDR_global.engine.host.send_msg = staged_send;
         gdr_gpu_rma_device_init(&MPIDI_GDR_global.gpu_device, g, &MPIDI_GDR_global.device_seam);
         gdr_rma_dev_config_t cfg = {
             .inline_max = (size_t) MPL_MAX(0, MPIR_CVAR_CH4_GDR_STAGE_INLINE),
@@ -139,8 +145,10 @@ void MPIDI_GDR_staged_start(void)
         MPIDI_GDR_global.staged = gdr_rma_dev_new(&MPIDI_GDR_global.engine,
                                                   &MPIDI_GDR_global.device_seam, &cfg, why,
                                                   sizeof(why));
-        if (MPIDI_GDR_global.staged == NULL)
+        if (MPIDI_GDR_global.staged == NULL) {
             gdr_gpu_rma_device_fini(&MPIDI_GDR_global.gpu_device);
+            MPIDI_GDR_global.engine.host.send_msg = NULL;
+        }
     }
     if (MPIDI_GDR_global.staged == NULL)
         fprintf(stderr, "gdr[%d]: staged protocol off (MPIR_CVAR_CH4_GDR_STAGED): %s\n",

@@ -125,7 +125,10 @@ static int wait_counter(gdr_rma_tracker_t *t, const gdr_rma_engine_t *eng,
     int rc = gdr_rma_wait_zero(eng, count, "for one-sided completions", peer);
     if (rc != 0)
         return rc;
-    return t->failed ? GDR_RMA_ERROR : 0;
+    if (!t->failed)
+        return 0;
+    t->failed = 0;              /* reported once: later epochs start clean */
+    return GDR_RMA_ERROR;
 }
 
 int gdr_rma_wait_all(gdr_rma_tracker_t *t, const gdr_rma_engine_t *eng, int local_only)

@@ -3,7 +3,8 @@
  * is free again).  One MPI operation is one gdr_rma_op_t, made of one or more
  * transport operations; it completes when the last of them has.  A transport
  * operation that fails still counts down, and the failure stays with the window's
- * tracker: every later wait on it returns GDR_RMA_ERROR. */
+ * tracker until a wait reports it (GDR_RMA_ERROR, once): a freed origin buffer fails the
+ * flush that covers it, not every later one. */
 #ifndef GDR_RMA_COMPLETION_H
 #define GDR_RMA_COMPLETION_H
 
