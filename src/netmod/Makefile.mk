@@ -51,6 +51,7 @@ noinst_HEADERS += src/mpid/ch4/netmod/gdr/gdr_pre.h \
                   src/mpid/ch4/netmod/gdr/rma/gdr_rma_stage.h \
                   src/mpid/ch4/netmod/gdr/rma/gdr_rma_dev_wire.h \
                   src/mpid/ch4/netmod/gdr/rma/gdr_rma_dev.h \
+                  src/mpid/ch4/netmod/gdr/rma/gdr_rma_dev_internal.h \
                   src/mpid/ch4/netmod/gdr/gpu/gdr_gpu_rma_device.h
 
 mpi_core_sources += src/mpid/ch4/netmod/gdr/func_table.c \
@@ -95,6 +96,9 @@ mpi_core_sources += src/mpid/ch4/netmod/gdr/func_table.c \
                     src/mpid/ch4/netmod/gdr/rma/gdr_rma_issue.c \
                     src/mpid/ch4/netmod/gdr/rma/gdr_rma_stage.c \
                     src/mpid/ch4/netmod/gdr/rma/gdr_rma_dev_wire.c \
+                    src/mpid/ch4/netmod/gdr/rma/gdr_rma_dev_core.c \
+                    src/mpid/ch4/netmod/gdr/rma/gdr_rma_dev_origin.c \
+                    src/mpid/ch4/netmod/gdr/rma/gdr_rma_dev_target.c \
                     src/mpid/ch4/netmod/gdr/rma/gdr_rma_dev.c \
                     src/mpid/ch4/netmod/gdr/gpu/gdr_gpu_rma_device.c \
                     src/mpid/ch4/netmod/gdr/gdr_rma_staged.c
