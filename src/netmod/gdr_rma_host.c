@@ -5,6 +5,7 @@
 #include "gdr_impl.h"
 #include "gdr_noinline.h"
 #include "verbs/gdr_verbs_rma_transport.h"
+#include "rma/gdr_rma_dev.h"
 
 static int host_progress(void *ctx)
 {
@@ -100,7 +101,13 @@ int MPIDI_GDR_rma_error(int rc)
                           "gdr one-sided operation");
             break;
         default:
-            mpi_errno = MPIDI_GDR_transport_error();
+            /* a staged operation's failure says why itself (a freed buffer, a refusal) */
+            if (MPIDI_GDR_global.staged != NULL
+                && gdr_rma_dev_error(MPIDI_GDR_global.staged)[0] != '\0')
+                MPIR_ERR_SET1(mpi_errno, MPI_ERR_OTHER, "**gdr_transport", "**gdr_transport %s",
+                              gdr_rma_dev_error(MPIDI_GDR_global.staged));
+            else
+                mpi_errno = MPIDI_GDR_transport_error();
             break;
     }
     return mpi_errno;
