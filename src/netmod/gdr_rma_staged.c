@@ -197,37 +197,13 @@ void MPIDI_GDR_staged_win_free(MPIR_Win * win)
 
 /* ---- one operation ---------------------------------------------------------------- */
 
+/* MPICH hands the netmod internal handles for builtin types (MPI_DOUBLE arrives as
+ * MPIR_FLOAT64 plus an index): classify by the raw internal kind, as
+ * MPIDI_GDR_is_int64 does; pair types and C bool by their handles. */
 static int gpu_type_of(MPI_Datatype t)
 {
-    if (t == MPI_INT8_T || t == MPI_SIGNED_CHAR || t == MPI_CHAR)
-        return GDR_GPU_T_INT8;
-    if (t == MPI_UINT8_T || t == MPI_UNSIGNED_CHAR || t == MPI_BYTE)
-        return GDR_GPU_T_UINT8;
-    if (t == MPI_INT16_T || t == MPI_SHORT)
-        return GDR_GPU_T_INT16;
-    if (t == MPI_UINT16_T || t == MPI_UNSIGNED_SHORT)
-        return GDR_GPU_T_UINT16;
-    if (t == MPI_INT32_T || t == MPI_INT)
-        return GDR_GPU_T_INT32;
-    if (t == MPI_UINT32_T || t == MPI_UNSIGNED)
-        return GDR_GPU_T_UINT32;
-    if (t == MPI_INT64_T || t == MPI_LONG_LONG || t == MPI_LONG_LONG_INT
-        || (t == MPI_LONG && sizeof(long) == 8) || t == MPI_AINT || t == MPI_OFFSET
-        || t == MPI_COUNT)
-        return GDR_GPU_T_INT64;
-    if (t == MPI_UINT64_T || t == MPI_UNSIGNED_LONG_LONG
-        || (t == MPI_UNSIGNED_LONG && sizeof(long) == 8))
-        return GDR_GPU_T_UINT64;
-    if (t == MPI_FLOAT)
-        return GDR_GPU_T_FLOAT;
-    if (t == MPI_DOUBLE)
-        return GDR_GPU_T_DOUBLE;
     if (t == MPI_C_BOOL)
         return GDR_GPU_T_BOOL;
-    if (t == MPI_C_FLOAT_COMPLEX)
-        return GDR_GPU_T_FLOAT_COMPLEX;
-    if (t == MPI_C_DOUBLE_COMPLEX)
-        return GDR_GPU_T_DOUBLE_COMPLEX;
     if (t == MPI_FLOAT_INT)
         return GDR_GPU_T_FLOAT_INT;
     if (t == MPI_DOUBLE_INT)
@@ -238,6 +214,24 @@ static int gpu_type_of(MPI_Datatype t)
         return GDR_GPU_T_2INT;
     if (t == MPI_SHORT_INT)
         return GDR_GPU_T_SHORT_INT;
+    if (t == MPI_DATATYPE_NULL || !HANDLE_IS_BUILTIN(t))
+        return -1;
+    MPIR_DATATYPE_REPLACE_BUILTIN(t);
+    static const struct {
+        MPI_Datatype raw;
+        int gpu;
+    } kinds[] = {
+        {MPIR_INT8, GDR_GPU_T_INT8}, {MPIR_INT16, GDR_GPU_T_INT16},
+        {MPIR_INT32, GDR_GPU_T_INT32}, {MPIR_INT64, GDR_GPU_T_INT64},
+        {MPIR_UINT8, GDR_GPU_T_UINT8}, {MPIR_UINT16, GDR_GPU_T_UINT16},
+        {MPIR_UINT32, GDR_GPU_T_UINT32}, {MPIR_UINT64, GDR_GPU_T_UINT64},
+        {MPIR_FLOAT32, GDR_GPU_T_FLOAT}, {MPIR_FLOAT64, GDR_GPU_T_DOUBLE},
+        {MPIR_COMPLEX32, GDR_GPU_T_FLOAT_COMPLEX}, {MPIR_COMPLEX64, GDR_GPU_T_DOUBLE_COMPLEX},
+    };
+    MPI_Datatype raw = MPIR_DATATYPE_GET_RAW_INTERNAL(t);
+    for (size_t i = 0; i < sizeof(kinds) / sizeof(kinds[0]); i++)
+        if (kinds[i].raw == raw)
+            return kinds[i].gpu;
     return -1;
 }
 
