@@ -218,12 +218,38 @@ int gdr_dev_read_slot(gdr_rma_dev_win_t *dw, int rank, uint64_t raddr, uint32_t 
     return rc;
 }
 
+int gdr_dev_pairs_add(iov_pairs_t *p, void *d, void *s, uint64_t n)
+{
+    if (p->n == p->cap) {
+        size_t cap = p->cap ? 2 * p->cap : 16;
+        struct iovec *dv = realloc(p->dv, cap * sizeof(*dv));
+        if (dv == NULL)
+            return -1;
+        p->dv = dv;
+        struct iovec *sv = realloc(p->sv, cap * sizeof(*sv));
+        if (sv == NULL)
+            return -1;
+        p->sv = sv;
+        p->cap = cap;
+    }
+    p->dv[p->n] = (struct iovec) {.iov_base = d,.iov_len = n };
+    p->sv[p->n] = (struct iovec) {.iov_base = s,.iov_len = n };
+    p->n++;
+    return 0;
+}
+
+void gdr_dev_pairs_free(iov_pairs_t *p)
+{
+    free(p->dv);
+    free(p->sv);
+    *p = (iov_pairs_t) { 0 };
+}
+
 typedef struct copy_ctx {
     gdr_rma_dev_t *d;
     char *slot;                 /* the slot's bytes for this range */
     int to_slot;
-    struct iovec *dv, *sv;      /* device pieces, slot pieces */
-    size_t n, cap;
+    iov_pairs_t pairs;          /* device pieces, slot pieces */
     uint64_t at;
     uint64_t bad_id;            /* a device span whose buffer id changed */
     int check_ids;
@@ -246,22 +272,7 @@ static int copy_part(void *arg, const span_t *sp, char *addr, uint64_t n, uint64
         c->bad_id = sp->device_id;
         return 1;
     }
-    if (c->n == c->cap) {
-        size_t cap = c->cap ? 2 * c->cap : 16;
-        struct iovec *dv = realloc(c->dv, cap * sizeof(*dv));
-        if (dv == NULL)
-            return -1;
-        c->dv = dv;
-        struct iovec *sv = realloc(c->sv, cap * sizeof(*sv));
-        if (sv == NULL)
-            return -1;
-        c->sv = sv;
-        c->cap = cap;
-    }
-    c->dv[c->n] = (struct iovec) {.iov_base = addr,.iov_len = n };
-    c->sv[c->n] = (struct iovec) {.iov_base = s,.iov_len = n };
-    c->n++;
-    return 0;
+    return gdr_dev_pairs_add(&c->pairs, addr, s, n);
 }
 
 /* Copies [off, off+len) of s into slot bytes (to_slot) or back out: host spans at once,
@@ -274,22 +285,22 @@ int gdr_dev_slot_copy(gdr_rma_dev_t *d, void **queue, spans_t *s, uint64_t off, 
     int rc = gdr_dev_spans_each(s, off, len, copy_part, &c);
     *mark = NULL;
     if (rc == 1) {
-        free(c.dv);
-        free(c.sv);
+        gdr_dev_pairs_free(&c.pairs);
         return GDR_RMA_BUSY;
     }
     if (rc != 0) {
-        free(c.dv);
-        free(c.sv);
+        gdr_dev_pairs_free(&c.pairs);
         gdr_dev_set_error(d, "out of memory for a copy list");
         return GDR_RMA_NOMEM;
     }
     rc = GDR_RMA_OK;
-    if (c.n > 0) {
+    if (c.pairs.n > 0) {
         rc = gdr_dev_ensure_queue(d, queue);
         if (rc == GDR_RMA_OK) {
-            rc = to_slot ? d->dev->copyv(d->dev->ctx, *queue, c.sv, c.n, c.dv, c.n)
-                : d->dev->copyv(d->dev->ctx, *queue, c.dv, c.n, c.sv, c.n);
+            rc = to_slot ? d->dev->copyv(d->dev->ctx, *queue, c.pairs.sv, c.pairs.n, c.pairs.dv,
+                                           c.pairs.n)
+                : d->dev->copyv(d->dev->ctx, *queue, c.pairs.dv, c.pairs.n, c.pairs.sv,
+                                 c.pairs.n);
             if (rc == GDR_RMA_OK)
                 rc = d->dev->mark(d->dev->ctx, *queue, mark);
             if (rc != GDR_RMA_OK) {
@@ -300,8 +311,7 @@ int gdr_dev_slot_copy(gdr_rma_dev_t *d, void **queue, spans_t *s, uint64_t off, 
             }
         }
     }
-    free(c.dv);
-    free(c.sv);
+    gdr_dev_pairs_free(&c.pairs);
     return rc;
 }
 

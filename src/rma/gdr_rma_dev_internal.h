@@ -207,7 +207,17 @@ static inline int is_acc_kind(gdr_rma_kind_t kind)
     return kind != GDR_RMA_PUT && kind != GDR_RMA_GET;
 }
 
+/* Matching pieces of two sides of one device copy (the device side and a slot or window
+ * side), grown as a chunk is walked; one copyv takes them all. */
+typedef struct iov_pairs {
+    struct iovec *dv, *sv;
+    size_t n, cap;
+} iov_pairs_t;
+
 /* gdr_rma_dev_core.c */
+/* Appends (d, s) of n bytes each; -1 when out of memory. */
+int gdr_dev_pairs_add(iov_pairs_t *p, void *d, void *s, uint64_t n);
+void gdr_dev_pairs_free(iov_pairs_t *p);
 int gdr_dev_spans_each(spans_t *s, uint64_t off, uint64_t len, part_fn fn, void *arg);
 void gdr_dev_spans_free(spans_t *s);
 void gdr_dev_set_error(gdr_rma_dev_t *d, const char *fmt, ...);

@@ -179,8 +179,7 @@ typedef struct apply_ctx {
     void *queue;
     char *in, *out;
     uint64_t at;
-    struct iovec *tv, *sv;
-    size_t n, cap;
+    iov_pairs_t pairs;          /* window pieces, slot pieces */
     int failed;
 } apply_ctx_t;
 
@@ -219,22 +218,7 @@ static int apply_part(void *arg, const span_t *sp, char *addr, uint64_t n, uint6
             memcpy(s, addr, n);
         return 0;
     }
-    if (c->n == c->cap) {
-        size_t cap = c->cap ? 2 * c->cap : 16;
-        struct iovec *tv = realloc(c->tv, cap * sizeof(*tv));
-        if (tv == NULL)
-            return -1;
-        c->tv = tv;
-        struct iovec *sv = realloc(c->sv, cap * sizeof(*sv));
-        if (sv == NULL)
-            return -1;
-        c->sv = sv;
-        c->cap = cap;
-    }
-    c->tv[c->n] = (struct iovec) {.iov_base = addr,.iov_len = n };
-    c->sv[c->n] = (struct iovec) {.iov_base = s,.iov_len = n };
-    c->n++;
-    return 0;
+    return gdr_dev_pairs_add(&c->pairs, addr, s, n);
 }
 
 /* Applies one chunk of work to the window: on its device queue (a mark after it), or at
@@ -255,14 +239,15 @@ static int target_apply(gdr_rma_dev_win_t *dw, target_op_t *t, work_t *wk)
     }
     uint64_t tlen = t->kind == GDR_RMA_CAS ? t->elem : wk->len;
     int r = gdr_dev_spans_each(&t->tgt, wk->off, tlen, apply_part, &c);
-    if (r == 0 && c.n > 0) {
-        rc = t->kind == GDR_RMA_PUT ? d->dev->copyv(d->dev->ctx, dw->queue, c.tv, c.n, c.sv, c.n)
-            : d->dev->copyv(d->dev->ctx, dw->queue, c.sv, c.n, c.tv, c.n);
+    iov_pairs_t *pp = &c.pairs;
+    if (r == 0 && pp->n > 0) {
+        rc = t->kind == GDR_RMA_PUT
+            ? d->dev->copyv(d->dev->ctx, dw->queue, pp->dv, pp->n, pp->sv, pp->n)
+            : d->dev->copyv(d->dev->ctx, dw->queue, pp->sv, pp->n, pp->dv, pp->n);
         if (rc != GDR_RMA_OK)
             c.failed = 1;
     }
-    free(c.tv);
-    free(c.sv);
+    gdr_dev_pairs_free(&c.pairs);
     if (r < 0)
         return GDR_RMA_DEV_E_NOMEM;
     if (c.failed) {
