@@ -44,8 +44,12 @@ static void ring_on(MPI_Comm comm, int rank, int size, int salt)
         MPI_Irecv(in, n, MPI_INT, s == RING_SIZES - 1 ? MPI_ANY_SOURCE : left, 10 + s, comm,
                   &req[0]);
         MPI_Isend(out, n, MPI_INT, right, 10 + s, comm, &req[1]);
-        MPI_Waitall(2, req, st);
         gdr_test_set_context("stream ring count=%d from rank %d", n, left);
+        if (!gdr_check_mpi("MPI_Waitall", MPI_Waitall(2, req, st))) {
+            free(out);  /* no data to check: the error says why */
+            free(in);
+            continue;
+        }
         gdr_check_long("status.MPI_SOURCE", 0, left, st[0].MPI_SOURCE);
         for (int i = 0; i < n; i++)
             gdr_check_long("received", i, value_of(left, i, salt + s), in[i]);
