@@ -90,7 +90,10 @@ static void window_on(MPI_Comm comm, int rank, int size)
 {
     int *base;
     MPI_Win win;
-    MPI_Win_allocate(size * sizeof(int) * 2, sizeof(int), MPI_INFO_NULL, comm, &base, &win);
+    gdr_test_set_context("window on a stream communicator");
+    if (!gdr_check_mpi("MPI_Win_allocate", MPI_Win_allocate(size * sizeof(int) * 2, sizeof(int),
+                                                            MPI_INFO_NULL, comm, &base, &win)))
+        return;
     for (int i = 0; i < 2 * size; i++)
         base[i] = 0;
     MPI_Win_fence(0, win);
@@ -100,7 +103,6 @@ static void window_on(MPI_Comm comm, int rank, int size)
         MPI_Accumulate(&one, 1, MPI_INT, t, size, 1, MPI_INT, MPI_SUM, win);
     }
     MPI_Win_fence(0, win);
-    gdr_test_set_context("window on a stream communicator");
     for (int o = 0; o < size; o++)
         gdr_check_long("window", o, value_of(o, rank, 3), base[o]);
     gdr_check_long("window", size, size * (size + 1) / 2, base[size]);
