@@ -22,7 +22,7 @@ int gdr_dev_spans_each(spans_t *s, uint64_t off, uint64_t len, part_fn fn, void 
         s->hint_i = i;
         s->hint_off = start;
         uint64_t skip = off - start, n = sp->len - skip < len ? sp->len - skip : len;
-        int rc = fn(arg, sp, sp->addr + skip, n, 0);
+        int rc = fn(arg, sp, sp->addr + skip, n);
         if (rc != 0)
             return rc;
         off += n;
@@ -255,10 +255,9 @@ typedef struct copy_ctx {
     int check_ids;
 } copy_ctx_t;
 
-static int copy_part(void *arg, const span_t *sp, char *addr, uint64_t n, uint64_t at)
+static int copy_part(void *arg, const span_t *sp, char *addr, uint64_t n)
 {
     copy_ctx_t *c = arg;
-    (void) at;
     char *s = c->slot + c->at;
     c->at += n;
     if (sp->device_id == 0) {

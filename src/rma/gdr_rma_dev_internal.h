@@ -29,9 +29,9 @@ typedef struct spans {
     uint64_t hint_off;
 } spans_t;
 
-/* Visits the parts of s inside [off, off+len): part at addr of n bytes, at bytes into
- * the range.  Stops at the first nonzero return. */
-typedef int (*part_fn)(void *arg, const span_t *sp, char *addr, uint64_t n, uint64_t at);
+/* Visits the parts of s inside [off, off+len), in order: n bytes at addr.  Stops at the
+ * first nonzero return. */
+typedef int (*part_fn)(void *arg, const span_t *sp, char *addr, uint64_t n);
 
 /* A chunk staged at the origin: in a send slot, announced once its mark is reached. */
 typedef struct staging {

@@ -331,11 +331,10 @@ typedef struct result_ctx {
     int freed;
 } result_ctx_t;
 
-static int result_ids_part(void *arg, const span_t *sp, char *addr, uint64_t n, uint64_t at)
+static int result_ids_part(void *arg, const span_t *sp, char *addr, uint64_t n)
 {
     result_ctx_t *c = arg;
     (void) n;
-    (void) at;
     if (sp->device_id != 0 && c->d->dev->buffer_id(c->d->dev->ctx, addr) != sp->device_id)
         c->freed = 1;
     return c->freed;

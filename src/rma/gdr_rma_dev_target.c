@@ -184,12 +184,11 @@ typedef struct apply_ctx {
 } apply_ctx_t;
 
 /* One target part of a chunk: an accumulate launch, or a piece of a copy list. */
-static int apply_part(void *arg, const span_t *sp, char *addr, uint64_t n, uint64_t at)
+static int apply_part(void *arg, const span_t *sp, char *addr, uint64_t n)
 {
     apply_ctx_t *c = arg;
     target_op_t *t = c->t;
     (void) sp;
-    (void) at;
     uint64_t off = c->at;
     c->at += n;
     if (is_acc_kind(t->kind)) {
