@@ -2,9 +2,12 @@
  * The hooks fill the engine's window registry (src/rma/gdr_rma_win.h): register window
  * memory for RDMA, exchange every target's card (origin-side range checks, the RDMA
  * path) and destroy the key at MPI_Win_free. */
+#include <strings.h>
+
 #include "gdr_impl.h"
 #include "gdr_noinline.h"
 #include "gdr_rma.h"
+#include "gpu/gdr_gpu_mem.h"
 
 /* The ops a window declares (which_accumulate_ops), in gdr_rma_path's terms. */
 static unsigned declared_ops(MPIR_Win * win)
@@ -110,9 +113,50 @@ int MPIDI_GDR_mpi_win_create(void *base, MPI_Aint length, int disp_unit, MPIR_In
     return MPIDIG_mpi_win_create(base, length, disp_unit, info, comm_ptr, win_ptr);
 }
 
+/* Whether MPI_Win_allocate's info asks for CUDA device memory: the first kind listed in
+ * mpi_memory_alloc_kinds (MPI 4.1 memory-allocation kinds) is "cuda:device".  Any other
+ * first kind, or no key, leaves the allocation to MPICH (host memory). */
+static int wants_device_memory(MPIR_Info * info)
+{
+    const char *kinds = info != NULL ? MPIR_Info_lookup(info, "mpi_memory_alloc_kinds") : NULL;
+    if (kinds == NULL)
+        return 0;
+    size_t len = strcspn(kinds, ",");
+    return len == strlen("cuda:device") && strncasecmp(kinds, "cuda:device", len) == 0;
+}
+
+/* Device memory from gdr's GPU layer, exposed as a window made by MPIDIG's create path
+ * and reported as MPI_WIN_FLAVOR_ALLOCATE (MPIDI_GDR_mpi_win_free undoes both). */
+static int win_allocate_device(MPI_Aint length, int disp_unit, MPIR_Info * info,
+                               MPIR_Comm * comm_ptr, void **baseptr, MPIR_Win ** win_ptr)
+{
+    int mpi_errno = MPI_SUCCESS;
+    void *base = NULL;
+    gdr_gpu_t *g = &MPIDI_GDR_global.gpu;
+
+    MPIR_ERR_CHKANDJUMP1(!g->on, mpi_errno, MPI_ERR_INFO_VALUE, "**gdr_alloc_kind",
+                         "**gdr_alloc_kind %s", g->error);
+    if (length > 0 && gdr_gpu_mem_alloc(g, (size_t) length, &base) != 0)
+        MPIR_ERR_SETANDJUMP2(mpi_errno, MPI_ERR_NO_MEM, "**gdr_alloc_device",
+                             "**gdr_alloc_device %L %s", (long long) length, g->error);
+    mpi_errno = MPIDIG_mpi_win_create(base, length, disp_unit, info, comm_ptr, win_ptr);
+    MPIR_ERR_CHECK(mpi_errno);
+    (*win_ptr)->create_flavor = MPI_WIN_FLAVOR_ALLOCATE;
+    *baseptr = base;
+  fn_exit:
+    return mpi_errno;
+  fn_fail:
+    if (base != NULL)
+        (void) gdr_gpu_mem_free(g, base);
+    goto fn_exit;
+}
+
 int MPIDI_GDR_mpi_win_allocate(MPI_Aint length, int disp_unit, MPIR_Info * info,
                                MPIR_Comm * comm_ptr, void *baseptr, MPIR_Win ** win_ptr)
 {
+    if (wants_device_memory(info))
+        return win_allocate_device(length, disp_unit, info, comm_ptr, (void **) baseptr,
+                                   win_ptr);
     return MPIDIG_mpi_win_allocate(length, disp_unit, info, comm_ptr, baseptr, win_ptr);
 }
 
@@ -139,7 +183,21 @@ int MPIDI_GDR_mpi_win_detach(MPIR_Win * win, const void *base)
 
 int MPIDI_GDR_mpi_win_free(MPIR_Win ** win_ptr)
 {
-    return MPIDIG_mpi_win_free(win_ptr);
+    MPIR_Win *win = *win_ptr;
+    void *device_base = NULL;
+    /* MPICH allocates host memory only: device memory under an allocated window is
+     * win_allocate_device's, which MPIDIG must see as a created window to leave it alone */
+    if (win->create_flavor == MPI_WIN_FLAVOR_ALLOCATE && win->base != NULL
+        && MPIDI_GDR_global.gpu.on && MPIDI_GDR_gpu_buffer_id(win->base) != 0) {
+        device_base = win->base;
+        win->create_flavor = MPI_WIN_FLAVOR_CREATE;
+    }
+    int mpi_errno = MPIDIG_mpi_win_free(win_ptr);
+    if (device_base != NULL && gdr_gpu_mem_free(&MPIDI_GDR_global.gpu, device_base) != 0
+        && mpi_errno == MPI_SUCCESS)
+        MPIR_ERR_SET2(mpi_errno, MPI_ERR_OTHER, "**gdr_free_device", "**gdr_free_device %p %s",
+                      device_base, MPIDI_GDR_global.gpu.error);
+    return mpi_errno;
 }
 
 int MPIDI_GDR_mpi_win_set_info(MPIR_Win * win, MPIR_Info * info)

@@ -10,7 +10,8 @@
  * every value read back through cuMemcpy.  Then, on a device window: Accumulate (SUM of
  * doubles), Fetch_and_op (SUM of int64) and Compare_and_swap, and an origin buffer freed
  * and allocated again at the same address between epochs (the new data must land, not a
- * stale registration's).  With GDR_TEST_EXPECT_NATIVE=1 (maint/check-rxe: one rank per
+ * stale registration's), and a window from MPI_Win_allocate in device memory
+ * (mpi_memory_alloc_kinds=cuda:device).  With GDR_TEST_EXPECT_NATIVE=1 (maint/check-rxe: one rank per
  * node, GPUDirect peermem) the MPI_T counters must show that the contiguous device
  * Put/Get went over RDMA.  With GDR_TEST_EXPECT_STAGED=1 (the staged protocol on,
  * MPIR_CVAR_CH4_GDR_STAGED) nothing on a device window may reach MPICH's active messages
@@ -33,6 +34,7 @@ static struct {
     int (*alloc)(uint64_t *, size_t);
     int (*free)(uint64_t);
     int (*copy)(uint64_t, uint64_t, size_t);
+    int (*ptr_attrs)(unsigned, unsigned *, void **, uint64_t);
 } cu;
 
 static int cuda_open(void)
@@ -53,6 +55,7 @@ static int cuda_open(void)
     RESOLVE(alloc, "cuMemAlloc");
     RESOLVE(free, "cuMemFree");
     RESOLVE(copy, "cuMemcpy");
+    RESOLVE(ptr_attrs, "cuPointerGetAttributes");
 #undef RESOLVE
     int dev;
     void *ctx;
@@ -73,6 +76,14 @@ static void *dev_alloc(size_t n)
 static void dev_free(void *p)
 {
     cu.free((uint64_t) (uintptr_t) p);
+}
+
+/* 1 if p is device memory (CU_POINTER_ATTRIBUTE_MEMORY_TYPE is CU_MEMORYTYPE_DEVICE) */
+static int is_device_memory(const void *p)
+{
+    unsigned attr = 2, type = 0;        /* CU_POINTER_ATTRIBUTE_MEMORY_TYPE */
+    void *data = &type;
+    return cu.ptr_attrs(1, &attr, &data, (uint64_t) (uintptr_t) p) == 0 && type == 2;
 }
 
 /* any direction: unified addressing */
@@ -340,6 +351,64 @@ static void accumulates(int rank, int size)
     gwin_close(&g);
 }
 
+/* MPI_Win_allocate asked for CUDA device memory (info mpi_memory_alloc_kinds=cuda:device):
+ * the base is device memory, the window reports MPI_WIN_FLAVOR_ALLOCATE and that base,
+ * and Put, Accumulate and Get from the left neighbour work on it; a zero-byte one too. */
+static void allocated_window(int rank, int size)
+{
+    int right_rank = (rank + 1) % size, left_rank = (rank + size - 1) % size;
+    MPI_Info info;
+    MPI_Info_create(&info);
+    MPI_Info_set(info, "mpi_memory_alloc_kinds", "cuda:device");
+    gdr_test_set_context("MPI_Win_allocate(mpi_memory_alloc_kinds=cuda:device)");
+    double *base = NULL;
+    MPI_Win win;
+    if (!gdr_check_mpi("MPI_Win_allocate", MPI_Win_allocate(N * sizeof(double), sizeof(double),
+                                                             info, MPI_COMM_WORLD, &base, &win)))
+        gdr_test_die("MPI_Win_allocate", MPI_ERR_OTHER);
+    gdr_check_long("base is device memory", 0, 1, is_device_memory(base));
+    int *flavor = NULL, flag = 0;
+    void *attr_base = NULL;
+    MPI_Win_get_attr(win, MPI_WIN_CREATE_FLAVOR, &flavor, &flag);
+    gdr_check_long("MPI_WIN_CREATE_FLAVOR", 0, MPI_WIN_FLAVOR_ALLOCATE, flag ? *flavor : -1);
+    MPI_Win_get_attr(win, MPI_WIN_BASE, &attr_base, &flag);
+    gdr_check_long("MPI_WIN_BASE is the allocated base", 0, 1, flag && attr_base == base);
+
+    double zero[N] = { 0 }, mine[N / 2], ones[8], got[N];
+    for (int i = 0; i < N / 2; i++)
+        mine[i] = rank * 1000.0 + i;
+    for (int i = 0; i < 8; i++)
+        ones[i] = 1.0 + i;
+    copy(base, zero, sizeof(zero));
+    MPI_Barrier(MPI_COMM_WORLD);
+    MPI_Win_lock(MPI_LOCK_EXCLUSIVE, right_rank, 0, win);
+    MPI_Put(mine, N / 2, MPI_DOUBLE, right_rank, 0, N / 2, MPI_DOUBLE, win);
+    MPI_Accumulate(ones, 8, MPI_DOUBLE, right_rank, N / 2, 8, MPI_DOUBLE, MPI_SUM, win);
+    MPI_Accumulate(ones, 8, MPI_DOUBLE, right_rank, N / 2, 8, MPI_DOUBLE, MPI_SUM, win);
+    MPI_Win_unlock(right_rank, win);
+    MPI_Barrier(MPI_COMM_WORLD);
+    copy(got, base, sizeof(got));
+    for (int i = 0; i < N / 2; i++)
+        if (!gdr_check_double("Put", i, left_rank * 1000.0 + i, got[i]))
+            break;
+    for (int i = 0; i < 8; i++)
+        gdr_check_double("Accumulate SUM twice", N / 2 + i, 2.0 * (1.0 + i), got[N / 2 + i]);
+    double back[N / 2];
+    MPI_Win_lock(MPI_LOCK_SHARED, right_rank, 0, win);
+    MPI_Get(back, N / 2, MPI_DOUBLE, right_rank, 0, N / 2, MPI_DOUBLE, win);
+    MPI_Win_unlock(right_rank, win);
+    for (int i = 0; i < N / 2; i++)
+        if (!gdr_check_double("Get of what this rank put", i, mine[i], back[i]))
+            break;
+    gdr_check_mpi("MPI_Win_free", MPI_Win_free(&win));
+
+    gdr_test_set_context("MPI_Win_allocate(0 bytes, mpi_memory_alloc_kinds=cuda:device)");
+    if (gdr_check_mpi("MPI_Win_allocate", MPI_Win_allocate(0, 1, info, MPI_COMM_WORLD, &base,
+                                                           &win)))
+        gdr_check_mpi("MPI_Win_free", MPI_Win_free(&win));
+    MPI_Info_free(&info);
+}
+
 /* An origin buffer freed and allocated again (the same address, as allocators do):
  * the second epoch must carry the new contents. */
 static void reallocated_origin(int rank, int size)
@@ -401,6 +470,7 @@ int main(int argc, char **argv)
     }
     accumulates(rank, size);
     reallocated_origin(rank, size);
+    allocated_window(rank, size);
     if (getenv("GDR_TEST_EXPECT_STAGED") != NULL) {
         gdr_test_set_context("MPI_T counters, staged protocol");
         gdr_check_long("operations on device windows sent as MPICH active messages", 0, 0,

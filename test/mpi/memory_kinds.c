@@ -5,6 +5,9 @@
  * plus every kind a user asked for that it supports.  Checked:
  * - MPI_COMM_WORLD's info: exactly the base kinds;
  * - a window from MPI_Win_allocate on the world reports the same kinds;
+ * - MPI_Win_allocate asking first for "cuda:device" without GPU support fails with
+ *   MPI_ERR_INFO_VALUE, naming the key (gdr has no device memory to give); asking first
+ *   for "system" gives a working host window;
  * - a session asking for "mpi:win_allocate,system,cuda:device,rocm,nosuchkind"
  *   reports the base kinds plus "mpi:win_allocate", plus "cuda:device" only with
  *   GPU support; never "rocm" (not a CUDA build's kind) nor "nosuchkind";
@@ -81,13 +84,50 @@ int main(int argc, char **argv)
     expect_kinds(got, base, nbase);
     MPI_Win_free(&win);
 
+    /* without GPU support there is no device memory to give: the call must say so with
+     * MPI_ERR_INFO_VALUE, naming the key, rather than hand out host memory; with it
+     * (a real GPU: gdr's CUDA layer then runs too), the window's base is device memory
+     * (gpu_rma_sim checks that one on the simulated GPU) */
+    gdr_test_set_context("MPI_Win_allocate asking for cuda:device (GPU support %d)", gpu);
+    MPI_Info dev;
+    MPI_Info_create(&dev);
+    MPI_Info_set(dev, "mpi_memory_alloc_kinds", "cuda:device,system");
+    MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
+    int rc = MPI_Win_allocate(64, 1, dev, MPI_COMM_WORLD, &wbase, &win);
+    if (gpu) {
+        if (gdr_check_mpi("MPI_Win_allocate", rc))
+            MPI_Win_free(&win);
+    } else {
+        int cls = -1, len = 0;
+        char msg[MPI_MAX_ERROR_STRING] = "";
+        MPI_Error_class(rc, &cls);
+        MPI_Error_string(rc, msg, &len);
+        gdr_check_long("error class is MPI_ERR_INFO_VALUE", 0, MPI_ERR_INFO_VALUE, cls);
+        if (strstr(msg, "mpi_memory_alloc_kinds=cuda:device") == NULL)
+            gdr_test_fail("the error does not name the info value: \"%s\"", msg);
+    }
+    /* a first kind of host memory: MPICH's allocation, whatever follows */
+    MPI_Info_set(dev, "mpi_memory_alloc_kinds", "system,cuda:device");
+    rc = MPI_Win_allocate(sizeof(int), sizeof(int), dev, MPI_COMM_WORLD, &wbase, &win);
+    if (gdr_check_mpi("MPI_Win_allocate(system,cuda:device)", rc)) {
+        *wbase = 7 + rank;      /* host memory: the host may write it */
+        MPI_Win_fence(0, win);
+        int right = -1;
+        MPI_Get(&right, 1, MPI_INT, (rank + 1) % size, 0, 1, MPI_INT, win);
+        MPI_Win_fence(0, win);
+        gdr_check_long("Get from the right neighbour", 0, 7 + (rank + 1) % size, right);
+        MPI_Win_free(&win);
+    }
+    MPI_Info_free(&dev);
+    MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_ARE_FATAL);
+
     gdr_test_set_context("session asking for kinds");
     MPI_Info ask;
     MPI_Info_create(&ask);
     MPI_Info_set(ask, "mpi_memory_alloc_kinds",
                  "mpi:win_allocate,system,cuda:device,rocm,nosuchkind");
     MPI_Session session;
-    int rc = MPI_Session_init(ask, MPI_ERRORS_RETURN, &session);
+    rc = MPI_Session_init(ask, MPI_ERRORS_RETURN, &session);
     MPI_Info_free(&ask);
     if (rc != MPI_SUCCESS)
         gdr_test_die("MPI_Session_init", rc);
