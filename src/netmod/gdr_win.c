@@ -2,12 +2,12 @@
  * The hooks fill the engine's window registry (src/rma/gdr_rma_win.h): register window
  * memory for RDMA, exchange every target's card (origin-side range checks, the RDMA
  * path) and destroy the key at MPI_Win_free. */
-#include <strings.h>
-
 #include "gdr_impl.h"
 #include "gdr_noinline.h"
 #include "gdr_rma.h"
 #include "gpu/gdr_gpu_mem.h"
+
+#include <strings.h>      /* after MPICH's headers, which set the feature macros */
 
 /* The ops a window declares (which_accumulate_ops), in gdr_rma_path's terms. */
 static unsigned declared_ops(MPIR_Win * win)
