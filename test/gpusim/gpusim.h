@@ -163,6 +163,8 @@ GPUSIM_API gdr_cuMemsetD8Async_fn cuMemsetD8Async;
 GPUSIM_API gdr_cuStreamCreate_fn cuStreamCreate;
 GPUSIM_API gdr_cuStreamDestroy_fn cuStreamDestroy_v2;
 GPUSIM_API gdr_cuStreamSynchronize_fn cuStreamSynchronize;
+typedef gdr_cu_result_t gdr_cuCtxSynchronize_fn(void);     /* the tests' (gdr uses streams) */
+GPUSIM_API gdr_cuCtxSynchronize_fn cuCtxSynchronize;
 GPUSIM_API gdr_cuStreamQuery_fn cuStreamQuery;
 GPUSIM_API gdr_cuStreamWaitEvent_fn cuStreamWaitEvent;
 GPUSIM_API gdr_cuEventCreate_fn cuEventCreate;

@@ -68,6 +68,7 @@ static const struct {
     ENTRY("cuStreamCreate", cuStreamCreate),
     ENTRY("cuStreamDestroy", cuStreamDestroy_v2),
     ENTRY("cuStreamSynchronize", cuStreamSynchronize),
+    ENTRY("cuCtxSynchronize", cuCtxSynchronize),
     ENTRY("cuStreamQuery", cuStreamQuery),
     ENTRY("cuStreamWaitEvent", cuStreamWaitEvent),
     ENTRY("cuEventCreate", cuEventCreate),

@@ -361,6 +361,19 @@ gdr_cu_result_t cuStreamSynchronize(gdr_cu_stream_t hStream)
     return rc;
 }
 
+/* The context's every stream: one context per process here, so all of them. */
+gdr_cu_result_t cuCtxSynchronize(void)
+{
+    pthread_mutex_lock(&gpusim.lock);
+    gdr_cu_result_t rc = gpusim_need_ctx();
+    if (rc == GDR_CUDA_SUCCESS) {
+        gpusim_wait_idle();
+        rc = gpusim.sticky;             /* a fault in the work waited for */
+    }
+    pthread_mutex_unlock(&gpusim.lock);
+    return rc;
+}
+
 gdr_cu_result_t cuStreamQuery(gdr_cu_stream_t hStream)
 {
     struct CUstream_st *s = NULL;

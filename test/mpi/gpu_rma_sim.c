@@ -34,6 +34,7 @@ static struct {
     int (*alloc)(uint64_t *, size_t);
     int (*free)(uint64_t);
     int (*copy)(uint64_t, uint64_t, size_t);
+    int (*ctx_sync)(void);
     int (*ptr_attrs)(unsigned, unsigned *, void **, uint64_t);
 } cu;
 
@@ -55,6 +56,7 @@ static int cuda_open(void)
     RESOLVE(alloc, "cuMemAlloc");
     RESOLVE(free, "cuMemFree");
     RESOLVE(copy, "cuMemcpy");
+    RESOLVE(ctx_sync, "cuCtxSynchronize");
     RESOLVE(ptr_attrs, "cuPointerGetAttributes");
 #undef RESOLVE
     int dev;
@@ -86,10 +88,13 @@ static int is_device_memory(const void *p)
     return cu.ptr_attrs(1, &attr, &data, (uint64_t) (uintptr_t) p) == 0 && type == 2;
 }
 
-/* any direction: unified addressing */
+/* any direction: unified addressing.  Then a context synchronisation: a cuMemcpy from
+ * pageable host memory may return before the device has the data, and MPI reads device
+ * buffers on streams of its own (CUDA-aware MPI wants buffers complete when handed over). */
 static void copy(void *dst, const void *src, size_t n)
 {
-    if (cu.copy((uint64_t) (uintptr_t) dst, (uint64_t) (uintptr_t) src, n) != 0)
+    if (cu.copy((uint64_t) (uintptr_t) dst, (uint64_t) (uintptr_t) src, n) != 0
+        || cu.ctx_sync() != 0)
         gdr_test_die("cuMemcpy", MPI_ERR_OTHER);
 }
 

@@ -2,10 +2,11 @@
  *
  * A GPU MPIX_Stream (info type "cudaStream_t", value: the stream in hex) attached to a
  * stream communicator; each rank enqueues, in stream order: a copy of host data to a
- * device buffer, a send of it to the right neighbour, a receive from the left one into
- * a second device buffer, and a copy back; then synchronises the stream and checks the
- * values.  Both a host and a device send buffer are tried (MPICH packs device data to
- * pinned host memory on the stream).  Exit 77 ("skipped: ...") without a usable GPU. */
+ * device buffer, a send of it to the right neighbour and a receive from the left one into
+ * a second device buffer (odd ranks receive first: see below), and a copy back; then
+ * synchronises the stream and checks the values.  Both a host and a device send buffer
+ * are tried (MPICH packs device data to pinned host memory on the stream).  Exit 77
+ * ("skipped: ...") without a usable GPU. */
 #define _POSIX_C_SOURCE 200112L /* setenv */
 #include <cuda_runtime.h>
 #include "gdr_mpi_test.h"
@@ -56,9 +57,16 @@ int main(int argc, char **argv)
         }
         cudaMemsetAsync(drecv, 0xff, N * sizeof(int), cs);
         cudaMemcpyAsync(dsend, host, N * sizeof(int), cudaMemcpyHostToDevice, cs);
-        MPIX_Send_enqueue(from_device ? (void *) dsend : (void *) host, N, MPI_INT, right, round,
-                          scomm);
-        MPIX_Recv_enqueue(drecv, N, MPI_INT, left, round, scomm, MPI_STATUS_IGNORE);
+        /* A blocking send runs to completion in stream order before the stream moves on,
+         * as MPI_Send does: on a ring where every rank sent first, a send too large to go
+         * eagerly would wait for a receive its peer has not reached (a deadlock MPI allows),
+         * so odd ranks receive first. */
+        void *sbuf = from_device ? (void *) dsend : (void *) host;
+        if (rank % 2 == 1)
+            MPIX_Recv_enqueue(drecv, N, MPI_INT, left, round, scomm, MPI_STATUS_IGNORE);
+        MPIX_Send_enqueue(sbuf, N, MPI_INT, right, round, scomm);
+        if (rank % 2 == 0)
+            MPIX_Recv_enqueue(drecv, N, MPI_INT, left, round, scomm, MPI_STATUS_IGNORE);
         cudaMemcpyAsync(back, drecv, N * sizeof(int), cudaMemcpyDeviceToHost, cs);
         cudaStreamSynchronize(cs);
         gdr_test_set_context("enqueue ring, send buffer in %s memory",

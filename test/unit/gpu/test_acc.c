@@ -2,7 +2,10 @@
  * C's own arithmetic, the way MPICH's host reductions compute (src/mpi/coll/op/op_fns.c
  * of MPICH 5.0.1): every valid op on every type, over every (target, origin) pair of a
  * type's edge values; then the decisions spelled out one by one, the validity table,
- * element sizes, partitions of a range, and the embedded kernel image. */
+ * element sizes, partitions of a range, and the embedded kernel image.  Given a CUDA
+ * driver (argv[1]: the simulated GPU, or libcuda.so.1 on a machine with a GPU), every
+ * valid op on every type runs once more as the accumulate kernel launched on device
+ * memory, the kernel image loaded through the driver, against the same reference. */
 #include <complex.h>
 #include <float.h>
 #include <limits.h>
@@ -15,6 +18,8 @@
 #include "gpu/gdr_gpu_acc.h"
 #include "gpu/gdr_gpu_acc_body.h"       /* gdr_gpu_acc_range: partitions of a range */
 #include "gpu/gdr_gpu_kernels_image.h"
+#include "gpu/gdr_gpu_mem.h"
+#include "gpu/gdr_gpu_module.h"
 
 static const char *const op_names[GDR_GPU_OP_COUNT] = {
     "SUM", "PROD", "MAX", "MIN", "LAND", "LOR", "LXOR", "BAND", "BOR", "BXOR",
@@ -588,7 +593,103 @@ static void check_kernel_image(void)
     GDR_CHECK(found, "kernel image: SASS holds %s's code section %s", GDR_GPU_ACC_KERNEL, name);
 }
 
-int main(void)
+/* ---- the same through a driver: the kernel on device memory ------------------------- */
+
+typedef struct device_pass {
+    gdr_gpu_t g;
+    gdr_gpu_stream_t s;
+    unsigned char *poison;      /* POISON bytes, enough for any type's arrays */
+} device_pass_t;
+
+/* Copies of the host arrays on the device, launch, copy back into ar->got/ar->result. */
+static int device_run_op(device_pass_t *d, const type_case_t *tc, const arrays_t *ar,
+                         void *const dev[4], int op, int with_result)
+{
+    size_t bytes = ar->n * tc->size;
+    gdr_gpu_t *g = &d->g;
+    gdr_gpu_acc_args_t args = {
+        .target = dev[0],
+        .origin = op == GDR_GPU_OP_NO_OP ? NULL : dev[1],
+        .result = with_result ? dev[2] : NULL,
+        .compare = op == GDR_GPU_OP_CSWAP ? dev[3] : NULL,
+        .count = ar->n, .op = op, .type = tc->type,
+    };
+    return gdr_gpu_copy(g, dev[0], ar->target, bytes) || gdr_gpu_copy(g, dev[2], d->poison, bytes)
+        || gdr_gpu_acc_launch(g, d->s, &args) || gdr_gpu_stream_sync(g, d->s)
+        || gdr_gpu_copy(g, ar->got, dev[0], bytes) || gdr_gpu_copy(g, ar->result, dev[2], bytes);
+}
+
+static void check_type_on_device(device_pass_t *d, const type_case_t *tc)
+{
+    arrays_t ar;
+    void *dev[4] = {NULL, NULL, NULL, NULL};
+    arrays_make(&ar, tc);
+    size_t bytes = ar.n * tc->size;
+    int ready = 1;
+    for (int b = 0; b < 4; b++)
+        ready &= gdr_gpu_mem_alloc(&d->g, bytes, &dev[b]) == 0;
+    ready = ready && gdr_gpu_copy(&d->g, dev[1], ar.origin, bytes) == 0
+        && gdr_gpu_copy(&d->g, dev[3], ar.compare, bytes) == 0;
+    GDR_CHECK(ready, "device %s: %zu-element target, origin, result and compare arrays on"
+              " the device (%s)", tc->name, ar.n, ready ? "ok" : d->g.error);
+    for (int op = 0; ready && op < GDR_GPU_OP_COUNT; op++) {
+        if (!expect_valid(op, tc->type))
+            continue;           /* the launch's contract: valid args only */
+        run_op(tc, &ar, op, 0);                 /* ar.expect: the reference */
+        int rc = device_run_op(d, tc, &ar, dev, op, 0);
+        size_t bad_plain = rc == 0 ? first_diff(tc, ar.got, ar.expect, ar.n) : 0;
+        int plain_untouched = rc == 0 && memcmp(ar.result, d->poison, bytes) == 0;
+        rc = rc || device_run_op(d, tc, &ar, dev, op, 1);
+        size_t bad = rc == 0 ? first_diff(tc, ar.got, ar.expect, ar.n) : 0;
+        size_t bad_result = rc == 0 ? first_diff(tc, ar.result, ar.target, ar.n) : 0;
+        int ok = rc == 0 && bad == ar.n && bad_plain == ar.n && bad_result == ar.n
+            && plain_untouched;
+        char where[GDR_GPU_ERROR_LEN + 160] = "";
+        if (rc != 0)
+            snprintf(where, sizeof(where), ": %s", d->g.error);
+        else if (!ok)
+            snprintf(where, sizeof(where), " (first differing element: %zu; without a result"
+                     " buffer %zu; in the result %zu%s)", bad, bad_plain, bad_result,
+                     plain_untouched ? "" : "; a result written though none was asked for");
+        GDR_CHECK(ok, "device %s %s: %zu elements as the reference, with and without a result"
+                  " buffer%s", op_names[op], tc->name, ar.n, where);
+    }
+    for (int b = 0; b < 4; b++)
+        if (dev[b] != NULL)
+            gdr_gpu_mem_free(&d->g, dev[b]);
+    arrays_free(&ar);
+}
+
+static void check_on_device(const char *driver)
+{
+    device_pass_t d;
+    size_t most = 0;
+    for (int type = 0; type < GDR_GPU_T_COUNT; type++)
+        if (cases[type].nvals * cases[type].nvals * cases[type].size > most)
+            most = cases[type].nvals * cases[type].nvals * cases[type].size;
+    if (gdr_gpu_open(&d.g, driver, 0) != 0) {
+        GDR_CHECK(0, "open the CUDA driver %s: %s", driver, d.g.error);
+        gdr_gpu_close(&d.g);
+        return;
+    }
+    char what[256];
+    gdr_gpu_describe(&d.g, what, sizeof(what));
+    printf("# the accumulate kernel through %s: %s\n", driver, what);
+    d.poison = malloc(most);
+    memset(d.poison, POISON, most);
+    int loaded = gdr_gpu_stream_create(&d.g, &d.s) == 0
+        && gdr_gpu_module_load(&d.g, gdr_gpu_kernels_image, gdr_gpu_kernels_image_size) == 0;
+    GDR_CHECK(loaded, "a stream, and the embedded kernel image (%zu bytes) loaded (%s)",
+              gdr_gpu_kernels_image_size, loaded ? "ok" : d.g.error);
+    for (int type = 0; loaded && type < GDR_GPU_T_COUNT; type++)
+        check_type_on_device(&d, &cases[type]);
+    if (loaded)
+        gdr_gpu_stream_destroy(&d.g, d.s);
+    free(d.poison);
+    gdr_gpu_close(&d.g);
+}
+
+int main(int argc, char **argv)
 {
     make_values();
     for (int type = 0; type < GDR_GPU_T_COUNT; type++)
@@ -600,5 +701,7 @@ int main(void)
     check_partitions(GDR_GPU_OP_CSWAP, GDR_GPU_T_UINT16);
     check_table_and_sizes();
     check_kernel_image();
+    if (argc > 1)
+        check_on_device(argv[1]);
     return gdr_unit_finish();
 }

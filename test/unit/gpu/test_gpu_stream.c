@@ -1,8 +1,11 @@
 /* Streams on the simulated GPU, in both modes: copies in every direction, memset, order
  * across two streams through an event that follows a slow operation, stream memory
- * operations (a stream blocked on a word until the host writes it), and refusals. */
+ * operations (a stream blocked on a word until the host writes it), cuCtxSynchronize
+ * (which the tests use, not gdr) waiting for every stream, and refusals. */
 #include "gpusim_modes.h"
+#include <dlfcn.h>
 #include <errno.h>
+#include <pthread.h>
 #include <stdint.h>
 #include <time.h>
 #include "gpu/gdr_gpu_mem.h"
@@ -170,6 +173,38 @@ static void test_memops_missing(const char *lib)
     gdr_gpu_close(&g);
 }
 
+static void *release_later(void *word)
+{
+    pause_ms(30);
+    host_store(word, 1);
+    return NULL;
+}
+
+/* cuCtxSynchronize returns once both streams are done: one blocked on a word that a
+ * thread writes 30 ms later, then writing a second word. */
+static void test_ctx_sync(gdr_gpu_t *g, gdr_gpu_stream_t a, gdr_gpu_stream_t b, const char *lib)
+{
+    void *h = dlopen(lib, RTLD_NOW | RTLD_NOLOAD);
+    int (*ctx_sync)(void) = h != NULL ? (int (*)(void)) dlsym(h, "cuCtxSynchronize") : NULL;
+    uint64_t *words = NULL;
+    pthread_t t;
+    GDR_CHECK(ctx_sync != NULL && gdr_gpu_host_alloc(g, 16, (void **) &words) == 0,
+              "cuCtxSynchronize, and two pinned words");
+    if (ctx_sync == NULL || words == NULL)
+        return;
+    words[0] = words[1] = 0;
+    GDR_CHECK(gdr_gpu_stream_wait_u64(g, a, &words[0], 1, GDR_GPU_WAIT_EQ) == 0
+              && gdr_gpu_stream_write_u64(g, a, &words[1], 9) == 0
+              && gdr_gpu_stream_write_u64(g, b, &words[1], 8) == 0
+              && pthread_create(&t, NULL, release_later, &words[0]) == 0,
+              "stream a: wait for word 0, then write 9 to word 1; stream b: write 8 there");
+    GDR_CHECK(ctx_sync() == 0 && __atomic_load_n(&words[1], __ATOMIC_ACQUIRE) == 9,
+              "cuCtxSynchronize returns after the blocked stream's write (%llu)",
+              (unsigned long long) words[1]);
+    pthread_join(t, NULL);
+    GDR_CHECK(gdr_gpu_host_free(g, words) == 0, "free the words");
+}
+
 static void body(const char *lib, const char *mode)
 {
     gdr_gpu_t g;
@@ -184,6 +219,7 @@ static void body(const char *lib, const char *mode)
     test_copies(&g, a);
     test_event_order(&g, a, b);
     test_memops(&g, b);
+    test_ctx_sync(&g, a, b, lib);
     GDR_CHECK(gdr_gpu_stream_destroy(&g, a) == 0 && gdr_gpu_stream_destroy(&g, b) == 0,
               "destroy the streams");
     GDR_CHECK(gdr_gpu_stream_sync(&g, a) == -EBADF && strstr(g.error, "CUresult 400"),
