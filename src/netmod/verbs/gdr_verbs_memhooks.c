@@ -12,12 +12,24 @@
 #include <unistd.h>
 
 /* Interposition needs these exported even where the library is built with
- * -fvisibility=hidden (MPICH is). */
-#define GDR_EXPORT __attribute__((visibility("default")))
+ * -fvisibility=hidden (MPICH is).  Not instrumented by the sanitizers: free runs while
+ * ASan starts, before its shadow memory exists. */
+#define GDR_EXPORT __attribute__((visibility("default"), no_sanitize("address", "undefined")))
 
-/* glibc's own entry points, so our wrappers need no dlsym (which may allocate). */
+/* The allocator's own entry points, so our wrappers need no dlsym (which may allocate):
+ * glibc's, or under AddressSanitizer (configure --enable-sanitizers) its interceptors,
+ * since then the heap is ASan's and our free/realloc preempt its. */
+#if defined(__SANITIZE_ADDRESS__)
+extern void __interceptor_free(void *ptr);
+extern void *__interceptor_realloc(void *ptr, size_t size);
+#define gdr_real_free __interceptor_free
+#define gdr_real_realloc __interceptor_realloc
+#else
 extern void __libc_free(void *ptr);
 extern void *__libc_realloc(void *ptr, size_t size);
+#define gdr_real_free __libc_free
+#define gdr_real_realloc __libc_realloc
+#endif
 
 /* The layer's one piece of process state: the caches the hooks feed.  Hooks run
  * on any thread at any time, hence atomics and no locks here. */
@@ -62,7 +74,7 @@ GDR_EXPORT void free(void *ptr)
 {
     if (ptr != NULL && atomic_load_explicit(&gdr_verbs_memhooks_ctx.active, memory_order_relaxed))
         released(ptr, malloc_usable_size(ptr));
-    __libc_free(ptr);
+    gdr_real_free(ptr);
 }
 
 GDR_EXPORT void *realloc(void *ptr, size_t size)
@@ -70,7 +82,7 @@ GDR_EXPORT void *realloc(void *ptr, size_t size)
     /* the block may move (or be unmapped and remapped): the old range is gone */
     if (ptr != NULL && atomic_load_explicit(&gdr_verbs_memhooks_ctx.active, memory_order_relaxed))
         released(ptr, malloc_usable_size(ptr));
-    return __libc_realloc(ptr, size);
+    return gdr_real_realloc(ptr, size);
 }
 
 GDR_EXPORT int munmap(void *addr, size_t len)
