@@ -19,7 +19,7 @@ cvars:
     - name        : MPIR_CVAR_CH4_GDR_STAGED
       category    : CH4_GDR
       type        : boolean
-      default     : false
+      default     : true
       class       : none
       verbosity   : MPI_T_VERBOSITY_USER_BASIC
       scope       : MPI_T_SCOPE_LOCAL
@@ -27,8 +27,8 @@ cvars:
         Whether one-sided operations on device memory that the NIC cannot
         reach go through gdr's staged protocol (pinned staging slots, device
         copies and the accumulate kernel on the GPU) instead of MPICH's
-        active messages. Off by default while its MPI tests are being
-        brought up (issue 19); needs gdr's GPU support on.
+        active messages (0: MPICH's messages, which MPICH's own CUDA support
+        carries). Needs gdr's GPU support on.
 
     - name        : MPIR_CVAR_CH4_GDR_STAGE_CHUNK
       category    : CH4_GDR
@@ -383,6 +383,11 @@ int MPIDI_GDR_rma_staged(const MPIDI_GDR_rma_args_t * a, MPIR_Win * win, MPIR_Re
     MPIR_ERR_CHECK(mpi_errno);
 
     MPIDIG_RMA_OP_CHECK_SYNC(t, win);
+    if (a->kind != GDR_RMA_PUT && a->kind != GDR_RMA_GET) {
+        /* after NIC atomics or message accumulates to t: let them land first (ordering) */
+        mpi_errno = MPIDI_GDR_rma_error(gdr_rma_switch_path(w, t, GDR_RMA_VIA_STAGED));
+        MPIR_ERR_CHECK(mpi_errno);
+    }
     if (req != NULL) {
         d = MPL_calloc(1, sizeof(*d), MPL_MEM_RMA);
         MPIR_ERR_CHKANDJUMP1(d == NULL, mpi_errno, MPI_ERR_NO_MEM, "**nomem", "**nomem %s",

@@ -37,7 +37,7 @@ int gdr_rma_issue(gdr_rma_win_t *w, const gdr_rma_access_t *a, gdr_rma_plan_t *p
 
     *out = NULL;
     if (plan->path != GDR_RMA_PATH_AM) {
-        rc = gdr_rma_switch_path(w, t, 1);
+        rc = gdr_rma_switch_path(w, t, GDR_RMA_VIA_NIC);
         if (rc != GDR_RMA_OK)
             goto drop;
     }

@@ -40,7 +40,7 @@ typedef struct gdr_rma_win {
     gdr_rma_mr_t mr;            /* this rank's window registration */
     gdr_rma_atomics_policy_t atomics;
     gdr_rma_tracker_t tracker;  /* RDMA operations in flight (rdma only) */
-    uint8_t *last_acc_path;     /* per target: 0 none, 1 NIC, 2 message (switch_wait) */
+    uint8_t *last_acc_path;     /* per target: 0 none, else a gdr_rma_acc_via_t */
     uint8_t *acc_read_posted;   /* per target: an accumulate read since the last drain */
     gdr_rma_regions_t regions;  /* dynamic windows */
 } gdr_rma_win_t;

@@ -8,7 +8,8 @@
  *   lock_all + flush, lock_all + flush_local (then flush)} x origin datatype
  *   {contiguous, vector}
  * every value read back through cuMemcpy.  Then, on a device window: Accumulate (SUM of
- * doubles), Fetch_and_op (SUM of int64) and Compare_and_swap, and an origin buffer freed
+ * doubles), Fetch_and_op (SUM of int64), Compare_and_swap, Fetch_and_ops from host and
+ * device operands in turn (call order holds across paths), and an origin buffer freed
  * and allocated again at the same address between epochs (the new data must land, not a
  * stale registration's), and a window from MPI_Win_allocate in device memory
  * (mpi_memory_alloc_kinds=cuda:device).  With GDR_TEST_EXPECT_NATIVE=1 (maint/check-rxe: one rank per
@@ -353,6 +354,30 @@ static void accumulates(int rank, int size)
     int won = prev == 0, winners = 0;
     MPI_Allreduce(&won, &winners, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
     gdr_check_long("Compare_and_swap winners", 0, 1, winners);
+
+    /* Ordering across the ways an accumulate travels: each rank's three Fetch_and_op SUMs
+     * on one word of rank 0, the middle one from a device operand (under GPUDirect peermem
+     * NIC atomics take the host operands, the staged protocol or MPICH's messages the
+     * device one), apply in call order: each fetches the rank's own earlier additions. */
+    int64_t *dev_ten = dev_alloc(8), ten = 10, one = 1, hundred = 100, o[3] = { -1, -1, -1 };
+    copy(dev_ten, &ten, 8);
+    copy((char *) g.base + 32 * 8, &z, 8);
+    MPI_Barrier(MPI_COMM_WORLD);
+    gdr_test_set_context("device window: Fetch_and_op order across paths (host, device, host)");
+    MPI_Win_lock_all(0, g.win);
+    MPI_Fetch_and_op(&one, &o[0], MPI_INT64_T, 0, 32, MPI_SUM, g.win);
+    MPI_Fetch_and_op(dev_ten, &o[1], MPI_INT64_T, 0, 32, MPI_SUM, g.win);
+    MPI_Fetch_and_op(&hundred, &o[2], MPI_INT64_T, 0, 32, MPI_SUM, g.win);
+    MPI_Win_unlock_all(g.win);
+    gdr_check_long("the device operand's sum fetched the rank's +1", 0, 1, o[1] - o[0] >= 1);
+    gdr_check_long("the last sum fetched the rank's +10", 0, 1, o[2] - o[1] >= 10);
+    MPI_Barrier(MPI_COMM_WORLD);
+    if (rank == 0) {
+        int64_t total = 0;
+        copy(&total, (char *) g.base + 32 * 8, 8);
+        gdr_check_long("the word's total", 32, 111LL * size, total);
+    }
+    dev_free(dev_ten);
     gwin_close(&g);
 }
 

@@ -39,6 +39,7 @@ static struct {
     int queries;
     gdr_rma_region_reply_t region;
     int am_acc_pending;
+    gdr_rma_op_t *staged_op;    /* a staged-protocol operation progress completes */
 } fk;
 
 static int post(wr_t w)
@@ -221,6 +222,11 @@ static int h_progress(void *c)
         complete_one();
     else if (fk.am_acc_pending > 0)
         fk.am_acc_pending--;
+    else if (fk.staged_op != NULL) {
+        gdr_rma_op_t *op = fk.staged_op;
+        fk.staged_op = NULL;
+        gdr_rma_op_part_done(op, GDR_RMA_OK);
+    }
     return 0;
 }
 
@@ -834,6 +840,43 @@ static void test_switch_paths(void)
     fk.am_acc_pending = 3;
     GDR_CHECK(run(&w, &acc, NULL) == GDR_RMA_OK && fk.am_acc_pending == 0,
               "message -> NIC: waited for the message accumulates to complete");
+
+    /* the staged protocol counts its operations in the same tracker */
+    GDR_CHECK(w.tracker.remote[1] == 1
+              && gdr_rma_switch_path(&w, 1, GDR_RMA_VIA_STAGED) == GDR_RMA_OK
+              && w.tracker.remote[1] == 0, "NIC -> staged: the NIC accumulate completed first");
+    fk.staged_op = gdr_rma_op_new(&eng, &w.tracker, 1, 0);
+    gdr_rma_op_add_part(fk.staged_op);
+    gdr_rma_op_posted(fk.staged_op);
+    GDR_CHECK(gdr_rma_switch_path(&w, 1, GDR_RMA_VIA_STAGED) == GDR_RMA_OK
+              && fk.staged_op != NULL, "staged -> staged: no wait");
+    GDR_CHECK(run(&w, &acc, NULL) == GDR_RMA_OK && fk.staged_op == NULL
+              && w.tracker.remote[1] == 1,
+              "staged -> NIC: the staged accumulate completed before the atomic was posted");
+    GDR_CHECK(gdr_rma_note_message(&w, GDR_RMA_ACC, 1) == GDR_RMA_OK && w.tracker.remote[1] == 0,
+              "NIC -> message, as before");
+    fk.am_acc_pending = 2;
+    GDR_CHECK(gdr_rma_switch_path(&w, 1, GDR_RMA_VIA_STAGED) == GDR_RMA_OK
+              && fk.am_acc_pending == 0, "message -> staged: the messages were applied first");
+    gdr_rma_wait_all(&w.tracker, &eng, 0);
+    gdr_rma_win_free(&w);
+
+    /* NIC atomics declared but no others: NIC <-> message never switches, NIC <-> staged
+     * still does; unordered accumulates never wait */
+    make_win(&w, 0, GDR_RMA_DECLARES_SUM, 1);
+    int rc = run(&w, &acc, NULL);
+    GDR_CHECK(rc == GDR_RMA_OK && !w.atomics.switch_wait && w.tracker.remote[1] == 1,
+              "which_accumulate_ops=sum: an atomic in flight (rc %d, %lu)", rc,
+              w.tracker.remote[1]);
+    GDR_CHECK(gdr_rma_switch_path(&w, 1, GDR_RMA_VIA_STAGED) == GDR_RMA_OK
+              && w.tracker.remote[1] == 0,
+              "which_accumulate_ops=sum: NIC -> staged still waits (device operands go staged)");
+    gdr_rma_win_free(&w);
+    make_win(&w, 0, GDR_RMA_DECLARES_SUM | GDR_RMA_DECLARES_OTHER, 0);
+    run(&w, &acc, NULL);
+    GDR_CHECK(w.tracker.remote[1] == 1 && gdr_rma_switch_path(&w, 1, GDR_RMA_VIA_STAGED)
+              == GDR_RMA_OK && w.tracker.remote[1] == 1,
+              "accumulate_ordering=none: no switch waits");
     gdr_rma_wait_all(&w.tracker, &eng, 0);
     gdr_rma_win_free(&w);
 }
