@@ -190,8 +190,11 @@ static void test_ctx_sync(gdr_gpu_t *g, gdr_gpu_stream_t a, gdr_gpu_stream_t b, 
     pthread_t t;
     GDR_CHECK(ctx_sync != NULL && gdr_gpu_host_alloc(g, 16, (void **) &words) == 0,
               "cuCtxSynchronize, and two pinned words");
-    if (ctx_sync == NULL || words == NULL)
+    if (ctx_sync == NULL || words == NULL) {
+        if (h != NULL)
+            dlclose(h);
         return;
+    }
     words[0] = words[1] = 0;
     GDR_CHECK(gdr_gpu_stream_wait_u64(g, a, &words[0], 1, GDR_GPU_WAIT_EQ) == 0
               && gdr_gpu_stream_write_u64(g, a, &words[1], 9) == 0
@@ -203,6 +206,7 @@ static void test_ctx_sync(gdr_gpu_t *g, gdr_gpu_stream_t a, gdr_gpu_stream_t b, 
               (unsigned long long) words[1]);
     pthread_join(t, NULL);
     GDR_CHECK(gdr_gpu_host_free(g, words) == 0, "free the words");
+    dlclose(h);                 /* the reference RTLD_NOLOAD took */
 }
 
 static void body(const char *lib, const char *mode)
