@@ -111,7 +111,9 @@ int gdr_rma_regions_lookup(gdr_rma_regions_t *r, const gdr_rma_engine_t *eng, vo
             if (eng->host.query_region(eng->host.ctx, host_win, target, addr, &rep) != 0)
                 return GDR_RMA_HOST_ERROR;
         }
-        if (!rep.found) {
+        /* a region that does not hold addr is no answer (a confused target): learning
+         * it would hand out its key for memory it never described */
+        if (!rep.found || addr < rep.base || addr - rep.base >= rep.size) {
             *not_attached = 1;
             return GDR_RMA_ERROR;
         }

@@ -109,8 +109,11 @@ gdr_rma_range_status_t gdr_rma_win_check_range(const gdr_rma_win_t *w, int targe
         return GDR_RMA_RANGE_OK;        /* the host refuses bad ranks itself */
     if (w->dynamic) {
         /* (addresses are absolute: the window's base is 0 and its unit 1) */
+        int64_t addr;
+        if (__builtin_add_overflow(disp, lb, &addr))
+            return GDR_RMA_RANGE_OVERFLOW;
         if (target == w->self && w->rdma
-            && !gdr_rma_regions_describe(&w->regions, (uint64_t) (disp + lb)).found)
+            && !gdr_rma_regions_describe(&w->regions, (uint64_t) addr).found)
             return GDR_RMA_RANGE_OUTSIDE;
         return GDR_RMA_RANGE_OK;
     }
