@@ -4,6 +4,7 @@
  * and error classes. */
 #include "gdr_impl.h"
 #include "gdr_noinline.h"
+#include "gdr_engine_lock.h"
 #include "gdr_rma.h"
 #include "rma/gdr_rma_issue.h"
 
@@ -43,7 +44,10 @@ int MPIDI_GDR_rma_wait_all(MPIR_Win * win, int local_only)
     gdr_rma_win_t *w = &GDR_WIN(win).rma;
     if (w->eng == NULL)
         return MPI_SUCCESS;
-    return MPIDI_GDR_rma_error(gdr_rma_wait_all(&w->tracker, w->eng, local_only));
+    int took = MPIDI_GDR_engine_enter();
+    int mpi_errno = MPIDI_GDR_rma_error(gdr_rma_wait_all(&w->tracker, w->eng, local_only));
+    MPIDI_GDR_engine_exit(took);
+    return mpi_errno;
 }
 
 int MPIDI_GDR_rma_wait_target(MPIR_Win * win, int rank, int local_only)
@@ -51,7 +55,11 @@ int MPIDI_GDR_rma_wait_target(MPIR_Win * win, int rank, int local_only)
     gdr_rma_win_t *w = &GDR_WIN(win).rma;
     if (w->eng == NULL)
         return MPI_SUCCESS;
-    return MPIDI_GDR_rma_error(gdr_rma_wait_target(&w->tracker, w->eng, rank, local_only));
+    int took = MPIDI_GDR_engine_enter();
+    int mpi_errno = MPIDI_GDR_rma_error(gdr_rma_wait_target(&w->tracker, w->eng, rank,
+                                                            local_only));
+    MPIDI_GDR_engine_exit(took);
+    return mpi_errno;
 }
 
 int MPIDI_GDR_rma_prepare_am(MPIR_Win * win, gdr_rma_kind_t kind, int target)
@@ -59,7 +67,10 @@ int MPIDI_GDR_rma_prepare_am(MPIR_Win * win, gdr_rma_kind_t kind, int target)
     gdr_rma_win_t *w = &GDR_WIN(win).rma;
     if (w->eng == NULL)
         return MPI_SUCCESS;
-    return MPIDI_GDR_rma_error(gdr_rma_note_message(w, kind, target));
+    int took = MPIDI_GDR_engine_enter();
+    int mpi_errno = MPIDI_GDR_rma_error(gdr_rma_note_message(w, kind, target));
+    MPIDI_GDR_engine_exit(took);
+    return mpi_errno;
 }
 
 /* What completion does besides counting: results to unpack, a request to complete. */
@@ -99,8 +110,8 @@ static gdr_rma_acc_op_t acc_op_of(MPI_Op op, gdr_rma_kind_t kind)
     return GDR_RMA_ACC_OTHER;
 }
 
-int MPIDI_GDR_rma_native(const MPIDI_GDR_rma_args_t * a, MPIR_Win * win, MPIR_Request ** req,
-                         int *handled)
+static int rma_native(const MPIDI_GDR_rma_args_t * a, MPIR_Win * win, MPIR_Request ** req,
+                      int *handled)
 {
     int mpi_errno = MPI_SUCCESS, rc, not_attached = 0;
     gdr_rma_win_t *w = &GDR_WIN(win).rma;
@@ -228,4 +239,13 @@ int MPIDI_GDR_rma_native(const MPIDI_GDR_rma_args_t * a, MPIR_Win * win, MPIR_Re
     if (plan.by_rdma)
         gdr_rma_plan_drop(w, &plan);
     goto fn_exit;
+}
+
+int MPIDI_GDR_rma_native(const MPIDI_GDR_rma_args_t * a, MPIR_Win * win, MPIR_Request ** req,
+                         int *handled)
+{
+    int took = MPIDI_GDR_engine_enter();
+    int mpi_errno = rma_native(a, win, req, handled);
+    MPIDI_GDR_engine_exit(took);
+    return mpi_errno;
 }

@@ -4,13 +4,14 @@
  * become MPI error codes here. */
 #include "gdr_impl.h"
 #include "gdr_noinline.h"
+#include "gdr_engine_lock.h"
 #include "verbs/gdr_verbs_rma_transport.h"
 #include "rma/gdr_rma_dev.h"
 
 static int host_progress(void *ctx)
 {
     (void) ctx;
-    int mpi_errno = MPID_Progress_test(NULL);
+    int mpi_errno = MPIDI_GDR_progress_all();
     if (mpi_errno != MPI_SUCCESS && MPIDI_GDR_global.engine_errno == MPI_SUCCESS)
         MPIDI_GDR_global.engine_errno = mpi_errno;
     return mpi_errno != MPI_SUCCESS;

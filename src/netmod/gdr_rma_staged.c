@@ -6,6 +6,7 @@
  * and basic types as the kernel's enums, requests, error classes). */
 #include "gdr_impl.h"
 #include "gdr_noinline.h"
+#include "gdr_engine_lock.h"
 #include "gdr_am.h"
 #include "gdr_rma.h"
 #include "rma/gdr_rma_dev.h"
@@ -295,8 +296,8 @@ static void staged_done(void *arg, int status, const void *landed, size_t len)
     MPL_free(d);
 }
 
-int MPIDI_GDR_rma_staged(const MPIDI_GDR_rma_args_t * a, MPIR_Win * win, MPIR_Request ** req,
-                         int *handled)
+static int rma_staged(const MPIDI_GDR_rma_args_t * a, MPIR_Win * win, MPIR_Request ** req,
+                      int *handled)
 {
     int mpi_errno = MPI_SUCCESS;
     gdr_rma_dev_win_t *dw = GDR_WIN(win).staged;
@@ -440,4 +441,13 @@ void MPIDI_GDR_staged_register_pvars(void)
                                   MPI_T_VERBOSITY_USER_BASIC, MPI_T_BIND_NO_OBJECT,
                                   MPIR_T_PVAR_FLAG_READONLY | MPIR_T_PVAR_FLAG_CONTINUOUS,
                                   NULL, NULL, "CH4_GDR", names[k][1]);
+}
+
+int MPIDI_GDR_rma_staged(const MPIDI_GDR_rma_args_t * a, MPIR_Win * win, MPIR_Request ** req,
+                         int *handled)
+{
+    int took = MPIDI_GDR_engine_enter();
+    int mpi_errno = rma_staged(a, win, req, handled);
+    MPIDI_GDR_engine_exit(took);
+    return mpi_errno;
 }

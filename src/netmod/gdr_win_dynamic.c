@@ -4,6 +4,7 @@
  * active message, answered by the target's progress engine. */
 #include "gdr_impl.h"
 #include "gdr_noinline.h"
+#include "gdr_engine_lock.h"
 #include "gdr_am.h"
 
 typedef struct {
@@ -106,7 +107,7 @@ int MPIDI_GDR_dynamic_query(void *host_win, int target, uint64_t addr,
     mpi_errno = MPIDI_NM_am_send_hdr(target, win->comm_ptr, MPIDI_GDR_global.region_query_handler,
                                      &q, sizeof(q), 0, 0);
     while (mpi_errno == MPI_SUCCESS && !wait.done)
-        mpi_errno = MPID_Progress_test(NULL);
+        mpi_errno = MPIDI_GDR_progress_all();
     *out = wait.reply.region;
     return mpi_errno;
 }
