@@ -1,7 +1,8 @@
 /* One-sided operations over real verbs (run inside maint/rxe, one process on each of
  * two RDMA devices): puts and gets of every size class read back, atomics from a peer
  * and through the loopback queue pair on one word, more operations than the queue
- * depth, and a key that dies with its registration.
+ * depth, a key that dies with its registration, and a key that reaches not one byte past
+ * its registration.
  *
  *   rma_rxe DEV_A DEV_B        e.g. rma_rxe rxe0 rxe1 */
 #include <stdint.h>
@@ -91,41 +92,57 @@ static uint8_t pat(int who, size_t i)
         }                                                         \
     } while (0)
 
-static int run(int me, const char *devname, int sock)
+/* Opens devname, connects rank me's AM channel to the peer and to itself (loopback) and
+ * attaches one-sided operations to it; NULL (reported) on failure. */
+static gdr_verbs_rma_t *connect_pair(int me, const char *devname, int sock,
+                                     gdr_verbs_device_t *dev)
 {
-    gdr_verbs_device_t dev;
     char why[256];
     int peer = 1 - me;
 
-    if (gdr_verbs_device_open(&dev, devname, NULL, why, sizeof(why)) != GDR_VERBS_OK
-        || gdr_verbs_device_pick_gid(&dev, -1, why, sizeof(why)) != 0) {
+    if (gdr_verbs_device_open(dev, devname, NULL, why, sizeof(why)) != GDR_VERBS_OK
+        || gdr_verbs_device_pick_gid(dev, -1, why, sizeof(why)) != 0) {
         printf("FAIL rank %d: %s\n", me, why);
-        return 1;
+        return NULL;
     }
     uint8_t need[2] = { 1, 1 };         /* the peer and the loopback */
     gdr_verbs_am_config_t cfg = {.buf_size = 8192,.recv_depth = 8,.send_slots = 16,
         .max_reads = 2,.rma_depth = DEPTH };
     gdr_verbs_am_ops_t ops = {.deliver = deliver,.rndv_done = rndv_done };
-    am_g = gdr_verbs_am_create(&dev, me, 2, need, &cfg, &ops, NULL, why, sizeof(why));
+    am_g = gdr_verbs_am_create(dev, me, 2, need, &cfg, &ops, NULL, why, sizeof(why));
     if (am_g == NULL) {
         printf("FAIL rank %d: %s\n", me, why);
-        return 1;
+        return NULL;
     }
     gdr_verbs_rma_config_t rcfg = {.depth = DEPTH,.bounce_size = 4096,.bounce_count = 8 };
     gdr_verbs_rma_t *rma = gdr_verbs_rma_create(am_g, &rcfg, why, sizeof(why));
     if (rma == NULL) {
         printf("FAIL rank %d: %s\n", me, why);
-        return 1;
+        return NULL;
     }
     size_t cl = gdr_verbs_am_card_size(am_g);
     char *mine = malloc(cl), *theirs = malloc(cl);
     gdr_verbs_am_card(am_g, mine);
-    if (write(sock, mine, cl) != (ssize_t) cl || read(sock, theirs, cl) != (ssize_t) cl
-        || gdr_verbs_am_connect(am_g, peer, theirs, cl) != 0
-        || gdr_verbs_am_connect(am_g, me, mine, cl) != 0) {
+    int ok = write(sock, mine, cl) == (ssize_t) cl && read(sock, theirs, cl) == (ssize_t) cl
+        && gdr_verbs_am_connect(am_g, peer, theirs, cl) == 0
+        && gdr_verbs_am_connect(am_g, me, mine, cl) == 0;
+    free(mine);
+    free(theirs);
+    if (!ok) {
         printf("FAIL rank %d: connect: %s\n", me, gdr_verbs_am_error(am_g));
-        return 1;
+        return NULL;
     }
+    return rma;
+}
+
+static int run(int me, const char *devname, int sock)
+{
+    gdr_verbs_device_t dev;
+    char why[256];
+    int peer = 1 - me;
+    gdr_verbs_rma_t *rma = connect_pair(me, devname, sock, &dev);
+    if (rma == NULL)
+        return 1;
 
     uint8_t *win = aligned_alloc(4096, WIN_BYTES), *stale = aligned_alloc(4096, 4096);
     memset(win, 0, WIN_BYTES);
@@ -386,7 +403,72 @@ static int run(int me, const char *devname, int sock)
     return gdr_unit_finish();
 }
 
+/* A key covers its registration exactly, not the pages around it: a window of 100 bytes
+ * at offset 100 of a page; a put that ends on its last byte lands, one that runs 4 bytes
+ * past it fails at the NIC and changes nothing, inside the window or past it.  (A failed
+ * operation breaks its queue pair: this runs on a connection of its own.) */
+static int run_bounds(int me, const char *devname, int sock)
+{
+    gdr_verbs_device_t dev;
+    char why[256];
+    failed_g = failed_ops = 0;
+    gdr_verbs_rma_t *rma = connect_pair(me, devname, sock, &dev);
+    if (rma == NULL)
+        return 1;
+    uint8_t *page = aligned_alloc(4096, 4096);
+    memset(page, 0xab, 4096);
+    gdr_verbs_rma_region_t reg;
+    if (gdr_verbs_rma_register(rma, page + 100, 100, GDR_VERBS_RMA_REMOTE_READ
+                               | GDR_VERBS_RMA_REMOTE_WRITE | GDR_VERBS_RMA_REMOTE_ATOMIC, &reg,
+                               why, sizeof(why)) != 0) {
+        printf("FAIL rank %d: %s\n", me, why);
+        return 1;
+    }
+    wininfo_t my = {.addr = reg.addr,.len = reg.len,.rkey = reg.rkey }, their;
+    if (write(sock, &my, sizeof(my)) != sizeof(my) || read(sock, &their, sizeof(their))
+        != sizeof(their))
+        return 1;
+    sync_peer(sock);
+    if (me == 0) {
+        uint64_t v = 0x2222222222222222ull;
+        int done = 0, copied, rc;
+        POST(gdr_verbs_rma_put(rma, 1, &v, 8, their.addr + 92, their.rkey, count_done, &done,
+                               &copied));
+        wait_for(&done, 1);
+        GDR_CHECK(!failed_g && done == 1, "a put ending on the last byte of a 100-byte window "
+                  "completes");
+        v = 0x3333333333333333ull;
+        while ((rc = gdr_verbs_rma_put(rma, 1, &v, 8, their.addr + 96, their.rkey, count_done,
+                                       &done, &copied)) == GDR_VERBS_RMA_BUSY)
+            pump();
+        int err = rc != 0;
+        for (int i = 0; i < 2000000 && !err; i++) {
+            int p;
+            err = gdr_verbs_am_progress(am_g, &p) != 0;
+        }
+        GDR_CHECK(err && strstr(gdr_verbs_am_error(am_g), "refused") != NULL,
+                  "a put running 4 bytes past the window fails at the NIC: \"%s\"",
+                  gdr_verbs_am_error(am_g));
+        GDR_CHECK(failed_ops == 1 && done == 1, "it completed once, in error (%d)", failed_ops);
+    }
+    sync_peer(sock);
+    if (me == 1) {
+        int ok = 1;
+        for (int i = 0; i < 4096; i++)
+            ok &= page[i] == (i >= 192 && i < 200 ? 0x22 : 0xab);
+        GDR_CHECK(ok, "the page holds the put that fit and nothing of the one that did not");
+    }
+    sync_peer(sock);
+    gdr_verbs_rma_deregister(rma, &reg);
+    gdr_verbs_rma_destroy(rma);
+    gdr_verbs_am_destroy(am_g);
+    gdr_verbs_device_close(&dev);
+    free(page);
+    return gdr_unit_finish();
+}
+
 int main(int argc, char **argv)
 {
-    return gdr_rxe_pair_main(argc, argv, run);
+    int rc = gdr_rxe_pair_main(argc, argv, run);
+    return gdr_rxe_pair_main(argc, argv, run_bounds) || rc;
 }
