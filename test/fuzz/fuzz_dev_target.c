@@ -57,7 +57,7 @@ typedef struct fuzz_target {
     int queues_out, marks_out;
     read_op_t reads[READS_MAX];
     int n_reads;
-    int in_progress, tearing_down;
+    int in_progress;
     long progress_calls;
     unsigned long reqs, dones;
     uint32_t lent_slots[LENT_MAX];      /* RESULT slots lent to rank 1 */
@@ -417,7 +417,6 @@ static void setup(uint8_t config)
 static void teardown(void)
 {
     long pg = sysconf(_SC_PAGESIZE);
-    F.tearing_down = 1;
     for (int round = 0; round < 64; round++)
         FUZZ_REQUIRE(h_progress(NULL) == 0, "progress: %s", gdr_rma_dev_error(F.d));
     return_lent();
