@@ -82,6 +82,15 @@ int gdr_rma_plan(gdr_rma_win_t *w, const gdr_rma_access_t *a, gdr_rma_plan_t *pl
     plan->rkey = w->targets[t].rkey;
     plan->path = GDR_RMA_PATH_AM;
 
+    /* every access to a dynamic window is checked against the target's attachments first,
+     * whatever path it takes: the target's message handlers write unchecked */
+    if (w->dynamic && a->tbytes > 0) {
+        rc = gdr_rma_regions_lookup(&w->regions, eng, w->host_win, w->self, t,
+                                    plan->tbase + (uint64_t) a->t_true_lb, a->t_span,
+                                    &plan->rkey, not_attached);
+        if (rc != GDR_RMA_OK)
+            return rc;
+    }
     int is_putget = a->kind == GDR_RMA_PUT || a->kind == GDR_RMA_GET;
     if (!is_putget && (a->origin.device_id != 0 || a->result.device_id != 0))
         return GDR_RMA_OK;      /* NIC atomics read operands on the host: by message */
@@ -96,13 +105,8 @@ int gdr_rma_plan(gdr_rma_win_t *w, const gdr_rma_access_t *a, gdr_rma_plan_t *pl
         if (plan->path == GDR_RMA_PATH_AM)
             return GDR_RMA_OK;
     }
-    if (w->dynamic && a->tbytes > 0) {
-        rc = gdr_rma_regions_lookup(&w->regions, eng, w->host_win, w->self, t,
-                                    plan->tbase + (uint64_t) a->t_true_lb, a->t_span,
-                                    &plan->rkey, not_attached);
-        if (rc != GDR_RMA_OK || plan->rkey == 0)
-            return rc;
-    }
+    if (w->dynamic && a->tbytes > 0 && plan->rkey == 0)
+        return GDR_RMA_OK;      /* unregistered, or across attachments: a message */
     if (a->tbytes > 0) {
         int fetches = a->kind != GDR_RMA_PUT && a->kind != GDR_RMA_ACC;
         int sends = a->kind != GDR_RMA_GET && !(a->kind != GDR_RMA_PUT

@@ -90,45 +90,73 @@ void gdr_rma_regions_forget(gdr_rma_regions_t *r, int target)
     r->next_evict = 0;
 }
 
+/* The region of target holding addr: one learned, or asked for and learned (*k stays valid
+ * until the next call).  GDR_RMA_ERROR with *not_attached = 1 when the target has not
+ * attached addr (or answers with a region that does not hold it). */
+static int region_at(gdr_rma_regions_t *r, const gdr_rma_engine_t *eng, void *host_win,
+                     int self, int target, uint64_t addr, gdr_rma_learned_t **k,
+                     int *not_attached)
+{
+    for (int i = 0; i < r->n_learned; i++)
+        if (r->learned[i].target == target && addr >= r->learned[i].base
+            && addr - r->learned[i].base < r->learned[i].size) {
+            *k = &r->learned[i];
+            return GDR_RMA_OK;
+        }
+    gdr_rma_region_reply_t rep = { 0 };
+    if (target == self) {
+        rep = gdr_rma_regions_describe(r, addr);
+    } else {
+        r->queries++;
+        if (eng->host.query_region(eng->host.ctx, host_win, target, addr, &rep) != 0)
+            return GDR_RMA_HOST_ERROR;
+    }
+    /* a region that does not hold addr is no answer (a confused target): learning it
+     * would hand out its key for memory it never described */
+    if (!rep.found || addr < rep.base || addr - rep.base >= rep.size
+        || rep.size > UINT64_MAX - rep.base) {
+        *not_attached = 1;
+        return GDR_RMA_ERROR;
+    }
+    if (r->n_learned < GDR_RMA_LEARNED_MAX) {
+        *k = &r->learned[r->n_learned++];
+    } else {
+        *k = &r->learned[r->next_evict];
+        r->next_evict = (r->next_evict + 1) % GDR_RMA_LEARNED_MAX;
+    }
+    **k = (gdr_rma_learned_t) {.target = target,.base = rep.base,.size = rep.size,
+        .rkey = rep.rkey };
+    return GDR_RMA_OK;
+}
+
+/* (Beyond the header: GDR_RMA_ERROR with *not_attached = 1 also when any later byte of
+ * the range is not attached; a range running past its region into the next attachment
+ * gets *rkey 0.  The header is left alone: MPICH's whole build includes it.) */
 int gdr_rma_regions_lookup(gdr_rma_regions_t *r, const gdr_rma_engine_t *eng, void *host_win,
                            int self, int target, uint64_t addr, uint64_t len, uint32_t *rkey,
                            int *not_attached)
 {
-    gdr_rma_learned_t *k = NULL;
+    gdr_rma_learned_t *k;
+    uint64_t end;
 
     *rkey = 0;
     *not_attached = 0;
-    for (int i = 0; i < r->n_learned && k == NULL; i++)
-        if (r->learned[i].target == target && addr >= r->learned[i].base
-            && addr - r->learned[i].base < r->learned[i].size)
-            k = &r->learned[i];
-    if (k == NULL) {
-        gdr_rma_region_reply_t rep = { 0 };
-        if (target == self) {
-            rep = gdr_rma_regions_describe(r, addr);
-        } else {
-            r->queries++;
-            if (eng->host.query_region(eng->host.ctx, host_win, target, addr, &rep) != 0)
-                return GDR_RMA_HOST_ERROR;
-        }
-        /* a region that does not hold addr is no answer (a confused target): learning
-         * it would hand out its key for memory it never described */
-        if (!rep.found || addr < rep.base || addr - rep.base >= rep.size) {
-            *not_attached = 1;
-            return GDR_RMA_ERROR;
-        }
-        if (r->n_learned < GDR_RMA_LEARNED_MAX) {
-            k = &r->learned[r->n_learned++];
-        } else {
-            k = &r->learned[r->next_evict];
-            r->next_evict = (r->next_evict + 1) % GDR_RMA_LEARNED_MAX;
-        }
-        *k = (gdr_rma_learned_t) {
-        .target = target,.base = rep.base,.size = rep.size,.rkey = rep.rkey};
-    }
-    /* a range running past the region (into a neighbouring attachment, perhaps)
-     * goes as a message */
-    if (len <= k->size - (addr - k->base))
+    int rc = region_at(r, eng, host_win, self, target, addr, &k, not_attached);
+    if (rc != GDR_RMA_OK)
+        return rc;
+    if (len <= k->size - (addr - k->base)) {
         *rkey = k->rkey;
+        return GDR_RMA_OK;
+    }
+    /* a range running past its region goes as a message, and only into attachments that
+     * continue it: MPI makes an access to memory not attached erroneous, and the target's
+     * message handlers would write it unchecked */
+    if (__builtin_add_overflow(addr, len, &end)) {
+        *not_attached = 1;
+        return GDR_RMA_ERROR;
+    }
+    for (uint64_t next = k->base + k->size; next < end; next = k->base + k->size)
+        if ((rc = region_at(r, eng, host_win, self, target, next, &k, not_attached)) != GDR_RMA_OK)
+            return rc;
     return GDR_RMA_OK;
 }

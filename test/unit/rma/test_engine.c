@@ -37,7 +37,7 @@ static struct {
     size_t atomicv_max;
     /* dynamic windows: the one region the "target" has attached */
     int queries;
-    gdr_rma_region_reply_t region;
+    gdr_rma_region_reply_t region, region2;    /* what h_query answers (region2: a second) */
     int am_acc_pending;
     gdr_rma_op_t *staged_op;    /* a staged-protocol operation progress completes */
 } fk;
@@ -238,7 +238,8 @@ static int h_query(void *c, void *host_win, int target, uint64_t addr,
     (void) target;
     fk.queries++;
     *out = addr >= fk.region.base && addr - fk.region.base < fk.region.size ? fk.region
-        : (gdr_rma_region_reply_t) { 0 };
+        : fk.region2.found && addr >= fk.region2.base && addr - fk.region2.base < fk.region2.size
+        ? fk.region2 : (gdr_rma_region_reply_t) { 0 };
     return 0;
 }
 
@@ -660,7 +661,7 @@ static void test_dynamic(void)
 {
     gdr_rma_win_t w;
     make_win(&w, 1, GDR_RMA_DECLARES_SUM, 0);
-    static uint64_t region[64];
+    static uint64_t region[64], elsewhere_acc;
     fk.region = (gdr_rma_region_reply_t) {.found = 1,.base = (uint64_t) (uintptr_t) region,
         .size = sizeof(region),.rkey = 99 };
     fk.queries = 0;
@@ -687,8 +688,33 @@ static void test_dynamic(void)
     put.t_span = 16;
     gdr_rma_plan_t plan;
     int na;
-    GDR_CHECK(gdr_rma_plan(&w, &put, &plan, &na) == GDR_RMA_OK && !plan.by_rdma,
-              "dynamic: an access running past the region goes as a message");
+    GDR_CHECK(gdr_rma_plan(&w, &put, &plan, &na) == GDR_RMA_ERROR && na == 1,
+              "dynamic: an access running past the region into memory not attached is refused");
+    /* the next attachment continues the region: across both, as a message */
+    static uint64_t two[128];
+    fk.region = (gdr_rma_region_reply_t) {.found = 1,.base = (uint64_t) (uintptr_t) two,
+        .size = 64 * 8,.rkey = 99 };
+    fk.region2 = (gdr_rma_region_reply_t) {.found = 1,.base = (uint64_t) (uintptr_t) & two[64],
+        .size = 64 * 8,.rkey = 98 };
+    gdr_rma_regions_forget(&w.regions, -1);
+    put.disp = (int64_t) (uintptr_t) & two[63];
+    GDR_CHECK(gdr_rma_plan(&w, &put, &plan, &na) == GDR_RMA_OK && !plan.by_rdma && na == 0,
+              "dynamic: an access running into the next attachment goes as a message");
+    put.disp = (int64_t) (uintptr_t) & two[127];
+    GDR_CHECK(gdr_rma_plan(&w, &put, &plan, &na) == GDR_RMA_ERROR && na == 1,
+              "dynamic: ... and one running past the second is refused");
+    /* accumulates that go as messages are checked too (the target would not check) */
+    gdr_rma_access_t acc = put;
+    acc.kind = GDR_RMA_ACC;
+    acc.op = GDR_RMA_ACC_OTHER;
+    acc.disp = (int64_t) (uintptr_t) & elsewhere_acc;
+    acc.t_span = 8;
+    GDR_CHECK(gdr_rma_plan(&w, &acc, &plan, &na) == GDR_RMA_ERROR && na == 1,
+              "dynamic: a message-path accumulate to memory not attached is refused");
+    acc.disp = (int64_t) (uintptr_t) & two[5];
+    GDR_CHECK(gdr_rma_plan(&w, &acc, &plan, &na) == GDR_RMA_OK && !plan.by_rdma && na == 0,
+              "dynamic: ... and one inside an attachment goes as a message");
+    fk.region2 = (gdr_rma_region_reply_t) { 0 };
     static uint64_t elsewhere;
     put.disp = (int64_t) (uintptr_t) & elsewhere;
     put.t_span = 8;
