@@ -92,6 +92,23 @@ static uint8_t pat(int who, size_t i)
         }                                                         \
     } while (0)
 
+/* Rank 0 puts 8 bytes of v to rank 1 at (raddr, rkey) and progresses until the channel
+ * fails: 1 when it did (the operation completes through count_done(done), in error). */
+static int put_must_fail(gdr_verbs_rma_t *rma, uint64_t v, uint64_t raddr, uint32_t rkey,
+                         int *done)
+{
+    int copied, rc;
+    while ((rc = gdr_verbs_rma_put(rma, 1, &v, 8, raddr, rkey, count_done, done, &copied))
+           == GDR_VERBS_RMA_BUSY)
+        pump();
+    int err = rc != 0;
+    for (int i = 0; i < 2000000 && !err; i++) {
+        int p;
+        err = gdr_verbs_am_progress(am_g, &p) != 0;
+    }
+    return err;
+}
+
 /* Opens devname, connects rank me's AM channel to the peer and to itself (loopback) and
  * attaches one-sided operations to it; NULL (reported) on failure. */
 static gdr_verbs_rma_t *connect_pair(int me, const char *devname, int sock,
@@ -373,16 +390,8 @@ static int run(int me, const char *devname, int sock)
         gdr_verbs_rma_deregister(rma, &sreg);
     sync_peer(sock);
     if (me == 0) {
-        uint64_t v = 0x1111111111111111ull;
-        int copied, rc;
-        while ((rc = gdr_verbs_rma_put(rma, 1, &v, 8, their.stale_addr, their.stale_rkey,
-                                       count_done, &done, &copied)) == GDR_VERBS_RMA_BUSY)
-            pump();
-        int err = rc != 0;
-        for (int i = 0; i < 2000000 && !err; i++) {
-            int p;
-            err = gdr_verbs_am_progress(am_g, &p) != 0;
-        }
+        int err = put_must_fail(rma, 0x1111111111111111ull, their.stale_addr, their.stale_rkey,
+                                &done);
         GDR_CHECK(err && strstr(gdr_verbs_am_error(am_g), "refused") != NULL,
                   "a put with a dead key fails at the NIC: \"%s\"", gdr_verbs_am_error(am_g));
         GDR_CHECK(failed_ops == 1, "the refused put's operation completed once, in error (%d)",
@@ -431,21 +440,13 @@ static int run_bounds(int me, const char *devname, int sock)
     sync_peer(sock);
     if (me == 0) {
         uint64_t v = 0x2222222222222222ull;
-        int done = 0, copied, rc;
+        int done = 0, copied;
         POST(gdr_verbs_rma_put(rma, 1, &v, 8, their.addr + 92, their.rkey, count_done, &done,
                                &copied));
         wait_for(&done, 1);
         GDR_CHECK(!failed_g && done == 1, "a put ending on the last byte of a 100-byte window "
                   "completes");
-        v = 0x3333333333333333ull;
-        while ((rc = gdr_verbs_rma_put(rma, 1, &v, 8, their.addr + 96, their.rkey, count_done,
-                                       &done, &copied)) == GDR_VERBS_RMA_BUSY)
-            pump();
-        int err = rc != 0;
-        for (int i = 0; i < 2000000 && !err; i++) {
-            int p;
-            err = gdr_verbs_am_progress(am_g, &p) != 0;
-        }
+        int err = put_must_fail(rma, 0x3333333333333333ull, their.addr + 96, their.rkey, &done);
         GDR_CHECK(err && strstr(gdr_verbs_am_error(am_g), "refused") != NULL,
                   "a put running 4 bytes past the window fails at the NIC: \"%s\"",
                   gdr_verbs_am_error(am_g));
