@@ -248,6 +248,18 @@ static void put_le(uint8_t **p, uint64_t v, int n)
         *(*p)++ = (uint8_t) (v >> (8 * i));
 }
 
+/* fuzz_win_range's step 2: the target answers (found, base, size); lookup of [addr, +len) */
+static void lookup_step(uint8_t **p, int found, uint64_t base, uint64_t size, uint64_t addr,
+                        uint64_t len)
+{
+    *(*p)++ = 2;
+    *(*p)++ = (uint8_t) found;
+    put_le(p, base, 8);
+    put_le(p, size, 8);
+    put_le(p, addr, 8);
+    put_le(p, len, 8);
+}
+
 static void seeds_win_range(void)
 {
     uint8_t m[256], *p = m;
@@ -265,25 +277,11 @@ static void seeds_win_range(void)
     write_seed("win_range", "spans", m, (size_t) (p - m));
     /* a region learned, used inside and past its end, forgotten, asked again */
     p = m;
-    *p++ = 2;
-    *p++ = 1;
-    put_le(&p, 0x10000, 8);
-    put_le(&p, 0x1000, 8);
-    put_le(&p, 0x10800, 8);
-    put_le(&p, 0x100, 8);
-    *p++ = 2;
-    *p++ = 1;
-    put_le(&p, 0x20000, 8);
-    put_le(&p, 0x10, 8);
-    put_le(&p, 0x10ff0, 8);
-    put_le(&p, 0x100, 8);
+    lookup_step(&p, 1, 0x10000, 0x1000, 0x10800, 0x100);
+    lookup_step(&p, 1, 0x20000, 0x10, 0x10ff0, 0x100);
     *p++ = 3;
     *p++ = 2;
-    *p++ = 1;
-    put_le(&p, 0, 8);
-    put_le(&p, 0, 8);
-    put_le(&p, 0, 8);
-    put_le(&p, 0x10, 8);
+    lookup_step(&p, 1, 0, 0, 0, 0x10);
     write_seed("win_range", "regions", m, (size_t) (p - m));
     p = m;
     *p++ = 1;
