@@ -40,6 +40,13 @@ typedef struct probe {
 } probe_t;
 
 #define PROBE_INTERVAL_NS 1000000000LL
+/* A rank that hears nothing for this long while it waits probes every connected peer:
+ * a peer whose host or link died takes its queue pair with it silently, and a rank
+ * with nothing to send would otherwise wait for it forever (the launcher may never
+ * hear either, if the peer's node went down). */
+#define IDLE_PROBE_NS 5000000000LL
+/* empty polls between two looks at the clock while busy polling */
+#define IDLE_CLOCK_EVERY 1024
 
 typedef struct recv_buf {
     wr_kind_t kind;
@@ -116,6 +123,7 @@ typedef struct ep {
     inbound_t *in_head, *in_tail;       /* in-order delivery queue */
     uint32_t reads_in_flight;
     probe_t probe;
+    int connected;              /* ready to send: probes may go */
     int failed;
 } ep_t;
 
@@ -149,6 +157,11 @@ struct gdr_verbs_am {
     gdr_verbs_am_stats_t stats;
     gdr_verbs_am_rma_cb_t rma_cb;       /* completions of one-sided work requests */
     void *rma_ctx;
+    /* idle probing: when the channel last heard something (or last probed), whether it
+     * heard anything since the clock was last read, empty polls since then */
+    struct timespec quiet_since;
+    int heard;
+    uint32_t quiet_polls;
     int failed;
     char error[320];
 };
@@ -345,6 +358,7 @@ gdr_verbs_am_t *gdr_verbs_am_create(gdr_verbs_device_t *dev, int rank, int nrank
     am->dev = dev;
     am->rank = rank;
     am->nranks = nranks;
+    clock_gettime(CLOCK_MONOTONIC, &am->quiet_since);
     am->cfg = *cfg;
     am->ops = *ops;
     am->ctx = ctx;
@@ -495,8 +509,10 @@ int gdr_verbs_am_connect(gdr_verbs_am_t *am, int peer, const void *buf, size_t l
     else if (gdr_verbs_qp_connect(am->eps[peer].qp, am->dev, &card, card.qpn[am->rank],
                                   am->cfg.qp_timeout, why, sizeof(why)) != 0)
         fail(am, "connecting to rank %d: %s", peer, why);
-    else
+    else {
+        am->eps[peer].connected = 1;
         rc = 0;
+    }
     free(card.qpn);
     return rc;
 }
@@ -917,6 +933,33 @@ static int maybe_probe(gdr_verbs_am_t *am, int peer)
     return 0;
 }
 
+/* A look at the clock now and then while nothing completes: after IDLE_PROBE_NS of
+ * quiet, probe every connected peer once (a failed probe fails the channel, naming
+ * the peer), then stay quiet as long again. */
+static int idle_look(gdr_verbs_am_t *am)
+{
+    struct timespec now;
+    clock_gettime(CLOCK_MONOTONIC, &now);
+    am->quiet_polls = 0;
+    if (am->heard) {
+        am->heard = 0;
+        am->quiet_since = now;
+        return 0;
+    }
+    long long quiet = (now.tv_sec - am->quiet_since.tv_sec) * 1000000000LL +
+        (now.tv_nsec - am->quiet_since.tv_nsec);
+    if (quiet < IDLE_PROBE_NS)
+        return 0;
+    am->quiet_since = now;
+    for (int i = 0; i < am->nranks; i++) {
+        ep_t *ep = &am->eps[i];
+        if (i != am->rank && ep->qp != NULL && ep->connected && !ep->failed
+            && maybe_probe(am, i) != 0)
+            return -1;
+    }
+    return 0;
+}
+
 /* Queued messages go out as credits and bounce buffers allow; then owed credits. */
 static int flush(gdr_verbs_am_t *am, int *progressed)
 {
@@ -982,10 +1025,14 @@ int gdr_verbs_am_progress(gdr_verbs_am_t *am, int *progressed)
         if (on_completion(am, &wc[i]) != 0)
             return -1;
     }
-    if (n > 0)
+    if (n > 0) {
         *progressed = 1;
-    else
+        am->heard = 1;
+    } else {
         am->stats.empty_polls++;
+        if (++am->quiet_polls == IDLE_CLOCK_EVERY && idle_look(am) != 0)
+            return -1;
+    }
     /* queues only grow or need credit updates after traffic; skip the scan otherwise */
     if (n > 0 || am->queued > 0)
         return flush(am, progressed);
@@ -1027,6 +1074,8 @@ int gdr_verbs_am_wait(gdr_verbs_am_t *am, int timeout_us, int *progressed)
         ibv_ack_cq_events(cq, 1);
         am->armed = 0;
         am->stats.wakeups++;
+    } else if (rc == 0 && idle_look(am) != 0) {
+        return -1;              /* slept its whole timeout: as quiet as it gets */
     }
     am->stats.sleeps++;
     return gdr_verbs_am_progress(am, progressed);

@@ -1,6 +1,7 @@
 /* The verbs AM channel between two processes over real verbs (run inside
  * maint/rxe: one process on each of two RDMA devices).  Checks values, order,
- * credit flow control under bursts, and rendezvous payloads.
+ * credit flow control under bursts, rendezvous payloads, sleeping waits, and that a
+ * peer that dies is reported by rank, whether this rank sends to it or only waits.
  *
  *   am_channel_rxe DEV_A DEV_B        e.g. am_channel_rxe rxe0 rxe1 */
 #define _GNU_SOURCE     /* MAP_ANONYMOUS, MAP_FIXED_NOREPLACE */
@@ -127,6 +128,20 @@ static int run(int me, const char *devname, int sock)
     if (write(sock, mine, cl) != (ssize_t) cl || read(sock, theirs, cl) != (ssize_t) cl
         || gdr_verbs_am_connect(am, peer, theirs, cl) != 0) {
         printf("FAIL rank %d: connect: %s\n", me, gdr_verbs_am_error(am));
+        return 1;
+    }
+    /* a second channel that carries nothing: only its idle probes, to a live peer and
+     * then to a dead one */
+    gdr_verbs_am_t *quiet = gdr_verbs_am_create(&dev, me, 2, need, &cfg, &ops, &st, why,
+                                                sizeof(why));
+    if (quiet == NULL) {
+        printf("FAIL rank %d: the quiet channel: %s\n", me, why);
+        return 1;
+    }
+    gdr_verbs_am_card(quiet, mine);
+    if (write(sock, mine, cl) != (ssize_t) cl || read(sock, theirs, cl) != (ssize_t) cl
+        || gdr_verbs_am_connect(quiet, peer, theirs, cl) != 0) {
+        printf("FAIL rank %d: connect the quiet channel: %s\n", me, gdr_verbs_am_error(quiet));
         return 1;
     }
     char c = 'x';               /* both QPs ready before anyone sends */
@@ -316,13 +331,27 @@ static int run(int me, const char *devname, int sock)
             pump(am, &failed);
         } while (gdr_verbs_am_busy(am) && !failed);
     }
+    if (me == 0) {
+        /* nothing heard for 5 s: the quiet channel probes its peer, alive (not polling) */
+        struct timespec q0, q1;
+        int p, err = 0;
+        clock_gettime(CLOCK_MONOTONIC, &q0);
+        do {
+            err = gdr_verbs_am_wait(quiet, 100 * 1000, &p) != 0;
+            clock_gettime(CLOCK_MONOTONIC, &q1);
+        } while (!err && seconds(&q0, &q1) < 7);
+        GDR_CHECK(!err && gdr_verbs_am_stats(quiet)->probes >= 1, "7 s of quiet: %llu idle "
+                  "probe(s) of a live peer, no error (%s)",
+                  (unsigned long long) gdr_verbs_am_stats(quiet)->probes,
+                  err ? gdr_verbs_am_error(quiet) : "none");
+    }
     /* finish together: the peer may still need our credits */
     if (write(sock, &c, 1) != 1)
         return 1;
     while (read(sock, &c, 1) != 1)
         ;
     if (me == 1) {
-        /* die without a goodbye: the kernel tears the QP down under the peer */
+        /* die without a goodbye: the kernel tears the QPs down under the peer */
         int rc = gdr_unit_finish();
         _exit(rc);
     }
@@ -333,6 +362,22 @@ static int run(int me, const char *devname, int sock)
     clock_gettime(CLOCK_MONOTONIC, &t0);
     int err = 0;
     double secs = 0;
+    /* first with nothing to send: only the idle probes can notice (a rank waiting in a
+     * barrier for a peer whose node went down) */
+    while (!err && secs < 30) {
+        int p;
+        err = gdr_verbs_am_wait(quiet, 100 * 1000, &p) != 0;
+        clock_gettime(CLOCK_MONOTONIC, &t1);
+        secs = seconds(&t0, &t1);
+    }
+    GDR_CHECK(err && strstr(gdr_verbs_am_error(quiet), "rank 1") != NULL,
+              "a waiting rank with nothing to send learns of a dead peer, by rank, after "
+              "%.1f s: \"%s\"", secs, gdr_verbs_am_error(quiet));
+    gdr_verbs_am_destroy(quiet);
+    /* then a rank that keeps sending to it */
+    err = 0;
+    secs = 0;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
     for (uint32_t i = 0; !err && secs < 30; i++) {
         if (gdr_verbs_am_send_eager(am, peer, 4, &i, sizeof(i), NULL, 0) != 0)
             err = 1;
@@ -340,7 +385,7 @@ static int run(int me, const char *devname, int sock)
         if (!err && gdr_verbs_am_progress(am, &p) != 0)
             err = 1;
         clock_gettime(CLOCK_MONOTONIC, &t1);
-        secs = (double) (t1.tv_sec - t0.tv_sec) + (double) (t1.tv_nsec - t0.tv_nsec) / 1e9;
+        secs = seconds(&t0, &t1);
     }
     GDR_CHECK(err && strstr(gdr_verbs_am_error(am), "rank 1") != NULL,
               "a dead peer is reported, by rank, after %.1f s: \"%s\"", secs,
