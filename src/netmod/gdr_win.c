@@ -1,10 +1,13 @@
 /* Windows: created, synchronised and freed by MPICH's generic RMA layer (MPIDIG).
  * The hooks fill the engine's window registry (src/rma/gdr_rma_win.h): register window
  * memory for RDMA, exchange every target's card (origin-side range checks, the RDMA
- * path) and destroy the key at MPI_Win_free. */
+ * path) and destroy the key at MPI_Win_free.  With MPI_THREAD_MULTIPLE another thread may
+ * be in gdr's progress (reading these registries) or making its own window: every change
+ * of gdr's shared state happens under the engine lock, never across a collective. */
 #include "gdr_impl.h"
 #include "gdr_noinline.h"
 #include "gdr_rma.h"
+#include "gdr_engine_lock.h"
 #include "gpu/gdr_gpu_mem.h"
 
 #include <strings.h>      /* after MPICH's headers, which set the feature macros */
@@ -43,16 +46,18 @@ static int win_table_init(MPIR_Win * win, int rdma)
 
     /* RDMA needs the engine, and a queue pair to every rank it reaches */
     rdma = rdma && MPIDI_GDR_global.have_engine;
-    if (cards == NULL || gdr_rma_win_init(w, &MPIDI_GDR_global.engine, win, n, me,
-                                          win->create_flavor == MPI_WIN_FLAVOR_DYNAMIC,
-                                          rdma) != GDR_RMA_OK)
-        MPIR_ERR_SETANDJUMP1(mpi_errno, MPI_ERR_NO_MEM, "**nomem", "**nomem %s",
-                             "gdr window table");
-    for (int i = 0; rdma && i < n; i++) {
+    int took = MPIDI_GDR_engine_enter(), made = cards != NULL
+        && gdr_rma_win_init(w, &MPIDI_GDR_global.engine, win, n, me,
+                            win->create_flavor == MPI_WIN_FLAVOR_DYNAMIC, rdma) == GDR_RMA_OK;
+    for (int i = 0; made && rdma && i < n; i++) {
         int grank = MPIDIU_get_grank(i, win->comm_ptr);     /* -1: not in MPI_COMM_WORLD */
         if (grank >= 0 && gdr_verbs_am_reaches(MPIDI_GDR_global.am, grank))
             gdr_rma_win_set_peer(w, i, grank);
     }
+    MPIDI_GDR_engine_exit(took);
+    if (!made)
+        MPIR_ERR_SETANDJUMP1(mpi_errno, MPI_ERR_NO_MEM, "**nomem", "**nomem %s",
+                             "gdr window table");
     /* NIC atomics only if every accumulate of the window, from anyone, reaches a NIC */
     int all_reach = gdr_rma_win_all_reachable(w)
         && (MPIDI_WIN(win, winattr) & MPIDI_WINATTR_ACCU_NO_SHM) != 0, agreed = 0;
@@ -63,21 +68,29 @@ static int win_table_init(MPIR_Win * win, int rdma)
                            MPIDIG_WIN(win, info_args).accumulate_ordering != 0);
 
     char why[256];
-    if (gdr_rma_win_expose(w, win->base, (uint64_t) win->size, (uint64_t) win->disp_unit,
-                           MPIDI_GDR_gpu_expose_flags(win->base), &cards[me], why,
-                           sizeof(why)) != 0 && MPIR_CVAR_CH4_GDR_VERBOSE > 0)
+    took = MPIDI_GDR_engine_enter();
+    int exposed = gdr_rma_win_expose(w, win->base, (uint64_t) win->size,
+                                     (uint64_t) win->disp_unit,
+                                     MPIDI_GDR_gpu_expose_flags(win->base), &cards[me], why,
+                                     sizeof(why));
+    MPIDI_GDR_engine_exit(took);
+    if (exposed != 0 && MPIR_CVAR_CH4_GDR_VERBOSE > 0)
         /* still correct: every operation on this window then goes as a message */
         fprintf(stderr, "gdr[%d]: window without RDMA: %s\n", MPIR_Process.rank, why);
     mpi_errno = MPIR_Allgather(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, cards, sizeof(*cards),
                                MPIR_BYTE_INTERNAL, win->comm_ptr, MPIR_COLL_ATTR_SYNC);
     MPIR_ERR_CHECK(mpi_errno);
+    took = MPIDI_GDR_engine_enter();
     for (int i = 0; i < n; i++)
         gdr_rma_win_set_card(w, i, &cards[i]);
+    MPIDI_GDR_engine_exit(took);
   fn_exit:
     MPL_free(cards);
     return mpi_errno;
   fn_fail:
+    took = MPIDI_GDR_engine_enter();
     gdr_rma_win_free(w);
+    MPIDI_GDR_engine_exit(took);
     goto fn_exit;
 }
 
@@ -136,7 +149,10 @@ static int win_allocate_device(MPI_Aint length, int disp_unit, MPIR_Info * info,
 
     MPIR_ERR_CHKANDJUMP1(!g->on, mpi_errno, MPI_ERR_INFO_VALUE, "**gdr_alloc_kind",
                          "**gdr_alloc_kind %s", g->error);
-    if (length > 0 && gdr_gpu_mem_alloc(g, (size_t) length, &base) != 0)
+    int took = MPIDI_GDR_engine_enter();
+    int failed = length > 0 && gdr_gpu_mem_alloc(g, (size_t) length, &base) != 0;
+    MPIDI_GDR_engine_exit(took);
+    if (failed)
         MPIR_ERR_SETANDJUMP2(mpi_errno, MPI_ERR_NO_MEM, "**gdr_alloc_device",
                              "**gdr_alloc_device %L %s", (long long) length, g->error);
     mpi_errno = MPIDIG_mpi_win_create(base, length, disp_unit, info, comm_ptr, win_ptr);
@@ -146,8 +162,11 @@ static int win_allocate_device(MPI_Aint length, int disp_unit, MPIR_Info * info,
   fn_exit:
     return mpi_errno;
   fn_fail:
-    if (base != NULL)
+    if (base != NULL) {
+        took = MPIDI_GDR_engine_enter();
         (void) gdr_gpu_mem_free(g, base);
+        MPIDI_GDR_engine_exit(took);
+    }
     goto fn_exit;
 }
 
@@ -193,8 +212,10 @@ int MPIDI_GDR_mpi_win_free(MPIR_Win ** win_ptr)
         win->create_flavor = MPI_WIN_FLAVOR_CREATE;
     }
     int mpi_errno = MPIDIG_mpi_win_free(win_ptr);
-    if (device_base != NULL && gdr_gpu_mem_free(&MPIDI_GDR_global.gpu, device_base) != 0
-        && mpi_errno == MPI_SUCCESS)
+    int took = MPIDI_GDR_engine_enter();
+    int failed = device_base != NULL && gdr_gpu_mem_free(&MPIDI_GDR_global.gpu, device_base) != 0;
+    MPIDI_GDR_engine_exit(took);
+    if (failed && mpi_errno == MPI_SUCCESS)
         MPIR_ERR_SET2(mpi_errno, MPI_ERR_OTHER, "**gdr_free_device", "**gdr_free_device %p %s",
                       device_base, MPIDI_GDR_global.gpu.error);
     return mpi_errno;
@@ -214,8 +235,11 @@ int MPIDI_GDR_mpi_win_get_info(MPIR_Win * win, MPIR_Info ** info_p_p)
 static int win_staged_init(MPIR_Win * win)
 {
     int mpi_errno = win_table_init(win, 1);
-    if (mpi_errno == MPI_SUCCESS)
+    if (mpi_errno == MPI_SUCCESS) {
+        int took = MPIDI_GDR_engine_enter();
         MPIDI_GDR_staged_win_new(win);
+        MPIDI_GDR_engine_exit(took);
+    }
     return mpi_errno;
 }
 
@@ -254,7 +278,9 @@ int MPIDI_GDR_mpi_win_free_hook(MPIR_Win * win)
 {
     /* epochs are closed, so nothing should be in flight; never free under the NIC */
     int mpi_errno = MPIDI_GDR_rma_wait_all(win, 0);
+    int took = MPIDI_GDR_engine_enter();
     MPIDI_GDR_staged_win_free(win);
     gdr_rma_win_free(&GDR_WIN(win).rma);        /* the key dies here */
+    MPIDI_GDR_engine_exit(took);
     return mpi_errno;
 }

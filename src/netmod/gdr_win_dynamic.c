@@ -74,9 +74,12 @@ int MPIDI_GDR_dynamic_attach(MPIR_Win * win, void *base, MPI_Aint size)
 
     if (!w->rdma || size <= 0)
         return MPI_SUCCESS;     /* no RDMA on this window, or nothing to reach */
+    /* the target's progress reads the regions (region_query_cb), maybe in another thread */
+    int took = MPIDI_GDR_engine_enter();
     int rc = gdr_rma_regions_attach(&w->regions, w->eng, base, (uint64_t) size,
                                     gdr_rma_win_access(w), MPIDI_GDR_gpu_expose_flags(base),
                                     why, sizeof(why));
+    MPIDI_GDR_engine_exit(took);
     MPIR_ERR_CHKANDJUMP1(rc == GDR_RMA_NOMEM, mpi_errno, MPI_ERR_NO_MEM, "**nomem",
                          "**nomem %s", "gdr attached region");
     if (rc != 0 && MPIR_CVAR_CH4_GDR_VERBOSE > 0)
@@ -89,8 +92,10 @@ int MPIDI_GDR_dynamic_attach(MPIR_Win * win, void *base, MPI_Aint size)
 int MPIDI_GDR_dynamic_detach(MPIR_Win * win, const void *base)
 {
     gdr_rma_win_t *w = &GDR_WIN(win).rma;
+    int took = MPIDI_GDR_engine_enter();
     if (w->rdma)
         gdr_rma_regions_detach(&w->regions, w->eng, (uint64_t) (uintptr_t) base);
+    MPIDI_GDR_engine_exit(took);
     return MPI_SUCCESS;
 }
 

@@ -6,7 +6,11 @@
  *  - one shared window in a lock_all epoch that the main thread opens: every thread
  *    Fetch_and_op(SUM, 1) on one counter at rank 0 (the values fetched across the job must
  *    be exactly 0 .. total-1: nothing lost or duplicated), Put into its own slot on a
- *    round-robin target, Accumulate(SUM) into that target's counter, then Win_flush.
+ *    round-robin target, Accumulate(SUM) into that target's counter, then Win_flush;
+ *  - window lifetimes: every thread creates, uses and frees windows on its own duplicate
+ *    of MPI_COMM_WORLD while the others do the same (created, allocated and dynamic in
+ *    turn): a Put to the right neighbour, read back after a barrier, the element beside
+ *    it untouched.
  *
  *   rma_threads [ITERATIONS]     (default 500 per thread and phase) */
 #include <pthread.h>
@@ -18,6 +22,9 @@ typedef struct {
     int t, rank, n, iters;
     MPI_Win own, shared;
     long *fetched;              /* iters values fetched by this thread */
+    MPI_Comm comm;              /* window lifetimes: this thread's communicator */
+    int cycles, bad;            /* window lifetimes run, wrong values seen */
+    char first_bad[160];
 } thread_arg_t;
 
 static void *separate(void *p)
@@ -46,6 +53,63 @@ static void *shared(void *p)
         MPI_Accumulate(&one, 1, MPI_LONG, target, 1, 1, MPI_LONG, MPI_SUM, a->shared);
         MPI_Win_flush(target, a->shared);
         MPI_Win_flush(0, a->shared);
+    }
+    return NULL;
+}
+
+static void lifetime_bad(thread_arg_t *a, int cycle, const char *what, long want, long got)
+{
+    if (a->bad++ == 0)
+        snprintf(a->first_bad, sizeof(a->first_bad), "cycle %d: %s is %ld, expected %ld",
+                 cycle, what, got, want);
+}
+
+static void *lifetimes(void *p)
+{
+    thread_arg_t *a = p;
+    int right = (a->rank + 1) % a->n, left = (a->rank + a->n - 1) % a->n;
+    const MPI_Aint len = 2 * sizeof(long);
+    for (int i = 0; i < a->cycles; i++) {
+        long *mem = NULL, stamp = (long) i * 1000 + a->rank * THREADS + a->t;
+        MPI_Aint disp = 1;      /* element 1 of the neighbour's window */
+        MPI_Win win;
+        int kind = i % 3;
+        if (kind == 1) {
+            MPI_Win_allocate(len, sizeof(long), MPI_INFO_NULL, a->comm, &mem, &win);
+        } else {
+            mem = malloc(len);
+            if (kind == 0) {
+                MPI_Win_create(mem, len, sizeof(long), MPI_INFO_NULL, a->comm, &win);
+            } else {
+                MPI_Aint mine, theirs;
+                MPI_Win_create_dynamic(MPI_INFO_NULL, a->comm, &win);
+                MPI_Win_attach(win, mem, len);
+                MPI_Get_address(&mem[1], &mine);
+                MPI_Sendrecv(&mine, 1, MPI_AINT, left, 0, &theirs, 1, MPI_AINT, right, 0,
+                             a->comm, MPI_STATUS_IGNORE);
+                disp = theirs;
+            }
+        }
+        MPI_Win_lock(MPI_LOCK_EXCLUSIVE, a->rank, 0, win);
+        mem[0] = mem[1] = -1;
+        MPI_Win_unlock(a->rank, win);
+        MPI_Barrier(a->comm);
+        MPI_Win_lock(MPI_LOCK_SHARED, right, 0, win);
+        MPI_Put(&stamp, 1, MPI_LONG, right, disp, 1, MPI_LONG, win);
+        MPI_Win_unlock(right, win);
+        MPI_Barrier(a->comm);
+        MPI_Win_lock(MPI_LOCK_SHARED, a->rank, 0, win);
+        long want = (long) i * 1000 + left * THREADS + a->t;
+        if (mem[1] != want)
+            lifetime_bad(a, i, "the element the left neighbour put", want, mem[1]);
+        if (mem[0] != -1)
+            lifetime_bad(a, i, "the element beside it", -1, mem[0]);
+        MPI_Win_unlock(a->rank, win);
+        if (kind == 2)
+            MPI_Win_detach(win, mem);
+        MPI_Win_free(&win);
+        if (kind != 1)
+            free(mem);
     }
     return NULL;
 }
@@ -168,6 +232,20 @@ int main(int argc, char **argv)
         MPI_Win_free(&own[t]);
     }
     MPI_Win_free(&sh);
+
+    /* window lifetimes, all threads at once, each on its own communicator */
+    for (int t = 0; t < THREADS; t++) {
+        MPI_Comm_dup(MPI_COMM_WORLD, &args[t].comm);
+        args[t].cycles = iters / 10 > 3 ? iters / 10 : 3;
+        pthread_create(&tid[t], NULL, lifetimes, &args[t]);
+    }
+    for (int t = 0; t < THREADS; t++) {
+        pthread_join(tid[t], NULL);
+        gdr_test_set_context("window lifetimes of thread %d (%d windows): %s", t,
+                             args[t].cycles, args[t].bad ? args[t].first_bad : "all right");
+        gdr_check_long("wrong values", t, 0, args[t].bad);
+        MPI_Comm_free(&args[t].comm);
+    }
     gdr_test_finish();
     MPI_Finalize();
     return 0;
