@@ -120,13 +120,17 @@ static inline GDR_TRIG_HD void gdr_trig_pause(void)
 /* ---- producers ---------------------------------------------------------------------- */
 
 /* Posts *d (its rank_seq is filled in) and returns the target's operation number, after
- * waiting for a free slot.  rank must be in [0, nranks): the caller checks. */
+ * waiting for a free slot.  rank must be in [0, nranks): the caller checks.
+ * The number is taken after the slot is free, so an operation that sits in the ring behind
+ * one with a higher number of the same target is fewer than nslots numbers below it: a
+ * proxy that lets nslots or more operations per target be unfinished never waits, at the
+ * head of the ring, for a number that sits behind that head. */
 static inline GDR_TRIG_HD uint64_t gdr_trig_post(const gdr_trig_ring_t *r, gdr_trig_desc_t d)
 {
-    d.rank_seq = gdr_trig_fetch_add(&r->posted[d.rank], 1);
     uint64_t ticket = gdr_trig_fetch_add(r->head, 1);
     while (ticket - gdr_trig_load_acquire(r->tail) >= r->nslots)
         gdr_trig_pause();       /* full: the proxy has not taken ticket - nslots yet */
+    d.rank_seq = gdr_trig_fetch_add(&r->posted[d.rank], 1);
     gdr_trig_slot_t *s = &r->slots[ticket & (r->nslots - 1)];
     s->desc = d;
     gdr_trig_store_release((volatile uint64_t *) &s->seq, ticket + 1);
