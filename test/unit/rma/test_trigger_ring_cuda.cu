@@ -1,12 +1,13 @@
-/* The trigger ring and signal words as CUDA C++: nvcc compiles their device branch (the
- * kernel below, never launched here: no GPU is needed to build it) and their host branch,
- * which this program runs.  The C11 build is test_trigger_ring.c; built and run by
+/* The trigger ring, signal words and kernel-triggered RMA calls as CUDA C++: nvcc
+ * compiles their device branch (the kernels below, never launched here: no GPU is needed
+ * to build them) and their host branch, which this program runs.  The C11 build is test_trigger_ring.c; built and run by
  * `make unit` when configure found nvcc. */
 #include <stdlib.h>
 #include <string.h>
 extern "C" {
 #include "gdr_unit.h"
 }
+#include "rma/gdr_rma_dev_api.h"
 #include "rma/gdr_rma_signal.h"
 #include "rma/gdr_rma_trigger_ring.h"
 
@@ -31,6 +32,19 @@ __global__ void post_and_wait(gdr_trig_ring_t r, uint64_t *signal, int rank)
             gdr_trig_pause();
         gdr_signal_apply(GDR_SIGNAL_SET, signal, 0);
     }
+}
+
+/* What a kernel does with a window's device handle (gdr_rma_dev_api.h). */
+__global__ void dev_api_calls(gdr_dev_win_t w, const uint64_t *src, uint64_t *dst, uint64_t *res)
+{
+    int peer = (w.rank + 1) % w.nranks;
+    gdr_dev_put(&w, src + threadIdx.x, 8, peer, threadIdx.x);
+    gdr_dev_put_signal(&w, src, 8, peer, 0, 1, 1, GDR_SIGNAL_ADD);
+    gdr_dev_get(&w, dst + threadIdx.x, 8, peer, threadIdx.x);
+    gdr_dev_fetch_add(&w, peer, 2, 1, res + threadIdx.x);
+    gdr_dev_flush(&w, peer);
+    uint64_t seen;
+    gdr_dev_signal_wait_until(&w, 1, GDR_CMP_GE, blockDim.x, &seen);
 }
 
 int main(void)

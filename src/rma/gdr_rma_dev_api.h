@@ -1,0 +1,204 @@
+/* The kernel-triggered RMA calls (DESIGN.md section 4: MPIX_Dev_*), written once as
+ * __host__ __device__ code: the public device header wraps these for CUDA kernels, and
+ * tests and the simulated GPU run them on CPU threads.  One window's device handle
+ * reaches each target one of two ways:
+ * - same node (and this rank): peer_base[rank] maps the target's window here (CUDA IPC),
+ *   so the call moves the data itself with loads and stores;
+ * - other nodes: a descriptor on the trigger ring (gdr_rma_trigger_ring.h) that the proxy
+ *   executes; completion through the ring's per-target counters.
+ *
+ * Guarantees, per call:
+ * - put / get / put_signal return once the operation is started.  Same node: the data has
+ *   moved.  Other nodes: the source of a put must stay unchanged, and the destination of
+ *   a get unread, until gdr_dev_flush(rank) returns (as an MPI_Put before MPI_Win_flush).
+ * - put_signal: the signal is applied at the target after the data is visible there.
+ * - flush(rank): every operation this handle started to rank before it is complete at the
+ *   target (other nodes: also every one other threads started before; never fewer).
+ * - fetch_add returns the target's old value, the add applied atomically with every other
+ *   fetch_add and signal ADD on that word (same node: system-scope atomics; other nodes:
+ *   the proxy's NIC atomic).  result must be memory the proxy can write (host-pinned).
+ * - signal_wait_until waits on this rank's own window word and returns the value that met
+ *   the comparison.
+ * Bad input (rank out of range, an unknown signal op or comparison) returns an error and
+ * touches nothing. */
+#ifndef GDR_RMA_DEV_API_H
+#define GDR_RMA_DEV_API_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include "gdr_rma_signal.h"
+#include "gdr_rma_trigger_ring.h"
+
+#if !defined(__CUDA_ARCH__)
+#include <string.h>
+#endif
+
+enum { GDR_DEV_OK = 0, GDR_DEV_ERR_RANK = -1, GDR_DEV_ERR_ARG = -2 };
+
+typedef struct gdr_dev_win {
+    gdr_trig_ring_t ring;       /* to the proxy (targets on other nodes) */
+    uint32_t handle;            /* this window in the proxy's table */
+    int32_t rank, nranks;
+    uint64_t disp_unit;
+    char *const *peer_base;     /* per rank: its window mapped here, or NULL (other node) */
+} gdr_dev_win_t;
+
+static inline GDR_TRIG_HD void gdr_dev_copy(char *dst, const char *src, size_t n)
+{
+#if defined(__CUDA_ARCH__)
+    if ((((uintptr_t) dst | (uintptr_t) src) & 7) == 0) {
+        for (; n >= 8; n -= 8, dst += 8, src += 8)
+            *(uint64_t *) dst = *(const uint64_t *) src;
+    }
+    for (; n > 0; n--)
+        *dst++ = *src++;
+#else
+    memcpy(dst, src, n);
+#endif
+}
+
+/* the stores before it are visible to other GPUs, the host and the NIC before those after */
+static inline GDR_TRIG_HD void gdr_dev_fence(void)
+{
+#if defined(__CUDA_ARCH__)
+    __threadfence_system();
+#else
+    __atomic_thread_fence(__ATOMIC_SEQ_CST);
+#endif
+}
+
+static inline GDR_TRIG_HD char *gdr_dev_at(const gdr_dev_win_t *w, int rank, int64_t disp)
+{
+    return w->peer_base[rank] + disp * (int64_t) w->disp_unit;
+}
+
+static inline GDR_TRIG_HD gdr_trig_desc_t gdr_dev_desc(const gdr_dev_win_t *w, uint32_t op,
+                                                     int rank, uint64_t addr, uint64_t bytes,
+                                                     int64_t disp)
+{
+    gdr_trig_desc_t d;
+#if defined(__CUDA_ARCH__)
+    for (size_t i = 0; i < sizeof(d); i++)
+        ((char *) &d)[i] = 0;
+#else
+    memset(&d, 0, sizeof(d));
+#endif
+    d.op = op;
+    d.rank = rank;
+    d.addr = addr;
+    d.bytes = bytes;
+    d.disp = disp;
+    d.window = w->handle;
+    return d;
+}
+
+static inline GDR_TRIG_HD int gdr_dev_rank_ok(const gdr_dev_win_t *w, int rank)
+{
+    return rank >= 0 && rank < w->nranks;
+}
+
+static inline GDR_TRIG_HD int gdr_dev_put(const gdr_dev_win_t *w, const void *src, size_t bytes,
+                                          int rank, int64_t disp)
+{
+    if (!gdr_dev_rank_ok(w, rank))
+        return GDR_DEV_ERR_RANK;
+    if (w->peer_base[rank] != NULL)
+        gdr_dev_copy(gdr_dev_at(w, rank, disp), (const char *) src, bytes);
+    else
+        gdr_trig_post(&w->ring, gdr_dev_desc(w, GDR_TRIG_PUT, rank, (uint64_t) (uintptr_t) src,
+                                             bytes, disp));
+    return GDR_DEV_OK;
+}
+
+static inline GDR_TRIG_HD int gdr_dev_get(const gdr_dev_win_t *w, void *dst, size_t bytes,
+                                          int rank, int64_t disp)
+{
+    if (!gdr_dev_rank_ok(w, rank))
+        return GDR_DEV_ERR_RANK;
+    if (w->peer_base[rank] != NULL)
+        gdr_dev_copy((char *) dst, gdr_dev_at(w, rank, disp), bytes);
+    else
+        gdr_trig_post(&w->ring, gdr_dev_desc(w, GDR_TRIG_GET, rank, (uint64_t) (uintptr_t) dst,
+                                             bytes, disp));
+    return GDR_DEV_OK;
+}
+
+static inline GDR_TRIG_HD int gdr_dev_put_signal(const gdr_dev_win_t *w, const void *src,
+                                                 size_t bytes, int rank, int64_t disp,
+                                                 int64_t signal_disp, uint64_t value,
+                                                 int signal_op)
+{
+    if (!gdr_dev_rank_ok(w, rank))
+        return GDR_DEV_ERR_RANK;
+    if (!gdr_signal_op_valid(signal_op))
+        return GDR_DEV_ERR_ARG;
+    if (w->peer_base[rank] != NULL) {
+        gdr_dev_copy(gdr_dev_at(w, rank, disp), (const char *) src, bytes);
+        gdr_dev_fence();        /* the data before the signal, for whoever waits on it */
+        gdr_signal_apply(signal_op, (uint64_t *) gdr_dev_at(w, rank, signal_disp), value);
+        return GDR_DEV_OK;
+    }
+    gdr_trig_desc_t d = gdr_dev_desc(w, GDR_TRIG_PUT_SIGNAL, rank, (uint64_t) (uintptr_t) src,
+                                     bytes, disp);
+    d.signal_disp = signal_disp;
+    d.value = value;
+    d.signal_op = (uint32_t) signal_op;
+    gdr_trig_post(&w->ring, d);
+    return GDR_DEV_OK;
+}
+
+static inline GDR_TRIG_HD int gdr_dev_flush(const gdr_dev_win_t *w, int rank)
+{
+    if (!gdr_dev_rank_ok(w, rank))
+        return GDR_DEV_ERR_RANK;
+    if (w->peer_base[rank] != NULL) {
+        gdr_dev_fence();
+        return GDR_DEV_OK;
+    }
+    uint64_t n = gdr_trig_posted(&w->ring, rank);
+    while (!gdr_trig_finished(&w->ring, rank, n))
+        gdr_trig_pause();
+    return GDR_DEV_OK;
+}
+
+static inline GDR_TRIG_HD int gdr_dev_fetch_add(const gdr_dev_win_t *w, int rank, int64_t disp,
+                                                uint64_t value, uint64_t *result)
+{
+    if (!gdr_dev_rank_ok(w, rank))
+        return GDR_DEV_ERR_RANK;
+    if (w->peer_base[rank] != NULL) {
+        uint64_t *word = (uint64_t *) gdr_dev_at(w, rank, disp);
+#if defined(__CUDA_ARCH__)
+        *result = (uint64_t) atomicAdd_system((unsigned long long *) word,
+                                              (unsigned long long) value);
+#else
+        *result = __atomic_fetch_add(word, value, __ATOMIC_ACQ_REL);
+#endif
+        return GDR_DEV_OK;
+    }
+    gdr_trig_desc_t d = gdr_dev_desc(w, GDR_TRIG_FETCH_ADD, rank, (uint64_t) (uintptr_t) result,
+                                     8, disp);
+    d.value = value;
+    uint64_t seq = gdr_trig_post(&w->ring, d);
+    while (!gdr_trig_finished(&w->ring, rank, seq + 1))
+        gdr_trig_pause();
+    return GDR_DEV_OK;
+}
+
+/* Waits until this rank's word at signal_disp meets (cmp, value); *seen is that value. */
+static inline GDR_TRIG_HD int gdr_dev_signal_wait_until(const gdr_dev_win_t *w,
+                                                        int64_t signal_disp, int cmp,
+                                                        uint64_t value, uint64_t *seen)
+{
+    if (!gdr_signal_cmp_valid(cmp))
+        return GDR_DEV_ERR_ARG;
+    const volatile uint64_t *word = (const volatile uint64_t *) gdr_dev_at(w, w->rank,
+                                                                          signal_disp);
+    uint64_t cur;
+    while (!gdr_signal_met(cmp, cur = gdr_trig_load_acquire(word), value))
+        gdr_trig_pause();
+    *seen = cur;
+    return GDR_DEV_OK;
+}
+
+#endif /* GDR_RMA_DEV_API_H */
