@@ -10,6 +10,7 @@
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 #include "gdr_unit.h"
 #include "rma/gdr_rma_dev_api.h"
 #include "rma/gdr_rma_trigger_proxy.h"
@@ -251,6 +252,7 @@ static void signals(const gdr_dev_win_t *w, const gdr_dev_win_t *w1, const gdr_d
 
 int main(void)
 {
+    alarm(120);                 /* a proxy or producer stuck for good kills the test, not CI */
     view0[0] = view1[0] = (char *) mem[0];
     view0[1] = view1[1] = (char *) mem[1];
     view2[2] = (char *) mem[2];        /* rank 2 sees only itself */

@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 #include "gdr_unit.h"
 #include "rma/gdr_rma_signal.h"
 #include "rma/gdr_rma_trigger_proxy.h"
@@ -247,6 +248,7 @@ static void failures(void)
 
 int main(void)
 {
+    alarm(120);                 /* a proxy or producer stuck for good kills the test, not CI */
     end_to_end(1, 1);
     end_to_end(ROUNDS, 2000);
     failures();
