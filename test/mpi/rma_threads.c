@@ -236,7 +236,7 @@ int main(int argc, char **argv)
     /* window lifetimes, all threads at once, each on its own communicator */
     for (int t = 0; t < THREADS; t++) {
         MPI_Comm_dup(MPI_COMM_WORLD, &args[t].comm);
-        args[t].cycles = iters / 25 > 3 ? iters / 25 : 3;     /* 20 windows each by default */
+        args[t].cycles = iters / 50 > 3 ? iters / 50 : 3;     /* 10 windows each by default */
         pthread_create(&tid[t], NULL, lifetimes, &args[t]);
     }
     for (int t = 0; t < THREADS; t++) {
