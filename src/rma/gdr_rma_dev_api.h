@@ -76,13 +76,7 @@ static inline GDR_TRIG_HD gdr_trig_desc_t gdr_dev_desc(const gdr_dev_win_t *w, u
                                                      int rank, uint64_t addr, uint64_t bytes,
                                                      int64_t disp)
 {
-    gdr_trig_desc_t d;
-#if defined(__CUDA_ARCH__)
-    for (size_t i = 0; i < sizeof(d); i++)
-        ((char *) &d)[i] = 0;
-#else
-    memset(&d, 0, sizeof(d));
-#endif
+    gdr_trig_desc_t d = { 0 };
     d.op = op;
     d.rank = rank;
     d.addr = addr;

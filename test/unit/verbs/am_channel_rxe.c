@@ -101,6 +101,32 @@ static void pump(gdr_verbs_am_t *am, int *failed)
     }
 }
 
+/* A channel to the other rank, connected through the socket; NULL (said why) on failure. */
+static gdr_verbs_am_t *channel(gdr_verbs_device_t *dev, int me, const uint8_t *need,
+                               const gdr_verbs_am_config_t *cfg, const gdr_verbs_am_ops_t *ops,
+                               state_t *st, int sock, const char *what)
+{
+    char why[256];
+    gdr_verbs_am_t *am = gdr_verbs_am_create(dev, me, 2, need, cfg, ops, st, why, sizeof(why));
+    if (am == NULL) {
+        printf("FAIL rank %d: %s: %s\n", me, what, why);
+        return NULL;
+    }
+    size_t cl = gdr_verbs_am_card_size(am);
+    char *mine = malloc(cl), *theirs = malloc(cl);
+    int ok = mine != NULL && theirs != NULL;
+    if (ok) {
+        gdr_verbs_am_card(am, mine);
+        ok = write(sock, mine, cl) == (ssize_t) cl && read(sock, theirs, cl) == (ssize_t) cl
+            && gdr_verbs_am_connect(am, 1 - me, theirs, cl) == 0;
+    }
+    if (!ok)
+        printf("FAIL rank %d: connect %s: %s\n", me, what, gdr_verbs_am_error(am));
+    free(mine);
+    free(theirs);
+    return ok ? am : NULL;
+}
+
 static int run(int me, const char *devname, int sock)
 {
     gdr_verbs_device_t dev;
@@ -117,33 +143,14 @@ static int run(int me, const char *devname, int sock)
     need[peer] = 1;
     gdr_verbs_am_config_t cfg = {.buf_size = 16384,.recv_depth = 16,.send_slots = 32,.max_reads = 4 };
     gdr_verbs_am_ops_t ops = {.deliver = deliver,.rndv_done = rndv_done };
-    gdr_verbs_am_t *am = gdr_verbs_am_create(&dev, me, 2, need, &cfg, &ops, &st, why, sizeof(why));
-    if (am == NULL) {
-        printf("FAIL rank %d: %s\n", me, why);
+    gdr_verbs_am_t *am = channel(&dev, me, need, &cfg, &ops, &st, sock, "the channel");
+    if (am == NULL)
         return 1;
-    }
-    size_t cl = gdr_verbs_am_card_size(am);
-    char *mine = malloc(cl), *theirs = malloc(cl);
-    gdr_verbs_am_card(am, mine);
-    if (write(sock, mine, cl) != (ssize_t) cl || read(sock, theirs, cl) != (ssize_t) cl
-        || gdr_verbs_am_connect(am, peer, theirs, cl) != 0) {
-        printf("FAIL rank %d: connect: %s\n", me, gdr_verbs_am_error(am));
-        return 1;
-    }
     /* a second channel that carries nothing: only its idle probes, to a live peer and
      * then to a dead one */
-    gdr_verbs_am_t *quiet = gdr_verbs_am_create(&dev, me, 2, need, &cfg, &ops, &st, why,
-                                                sizeof(why));
-    if (quiet == NULL) {
-        printf("FAIL rank %d: the quiet channel: %s\n", me, why);
+    gdr_verbs_am_t *quiet = channel(&dev, me, need, &cfg, &ops, &st, sock, "the quiet channel");
+    if (quiet == NULL)
         return 1;
-    }
-    gdr_verbs_am_card(quiet, mine);
-    if (write(sock, mine, cl) != (ssize_t) cl || read(sock, theirs, cl) != (ssize_t) cl
-        || gdr_verbs_am_connect(quiet, peer, theirs, cl) != 0) {
-        printf("FAIL rank %d: connect the quiet channel: %s\n", me, gdr_verbs_am_error(quiet));
-        return 1;
-    }
     char c = 'x';               /* both QPs ready before anyone sends */
     if (write(sock, &c, 1) != 1 || read(sock, &c, 1) != 1)
         return 1;
@@ -397,8 +404,6 @@ static int run(int me, const char *devname, int sock)
            (unsigned long long) ds->eager_sent);
     gdr_verbs_am_destroy(am);
     gdr_verbs_device_close(&dev);
-    free(mine);
-    free(theirs);
     return gdr_unit_finish();
 }
 
