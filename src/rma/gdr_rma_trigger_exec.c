@@ -1,0 +1,298 @@
+#include "gdr_rma_trigger_exec.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "gdr_rma_issue.h"
+#include "gdr_rma_signal.h"
+
+/* One descriptor being carried out. */
+struct gdr_trig_exec_op {
+    gdr_trig_executor_t *x;
+    gdr_trig_desc_t d;
+    uint64_t operand;           /* what the NIC reads: the signal value, the addend */
+    uint64_t old;               /* a signal ADD's fetched value (unused) */
+    int signal_sent;
+    struct iovec local;         /* the local buffer as a list of one (device memory) */
+    gdr_trig_exec_op_t *next;   /* in x->signals */
+};
+
+static const char *op_name(uint32_t op)
+{
+    switch (op) {
+        case GDR_TRIG_PUT:
+            return "put";
+        case GDR_TRIG_GET:
+            return "get";
+        case GDR_TRIG_PUT_SIGNAL:
+            return "put_signal";
+        case GDR_TRIG_FETCH_ADD:
+            return "fetch_add";
+        default:
+            return "unknown operation";
+    }
+}
+
+static int say(char *why, size_t why_len, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(why, why_len, fmt, ap);
+    va_end(ap);
+    return -1;
+}
+
+/* The first failure after start: reported by the next progress. */
+static void exec_fail(gdr_trig_executor_t *x, const char *fmt, ...)
+{
+    if (x->failed)
+        return;
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(x->error, sizeof(x->error), fmt, ap);
+    va_end(ap);
+    x->failed = 1;
+}
+
+void gdr_trig_executor_init(gdr_trig_executor_t *x, gdr_rma_win_t *win, uint32_t handle,
+                            const gdr_rma_device_t *dev, int device_by_nic)
+{
+    memset(x, 0, sizeof(*x));
+    x->win = win;
+    x->handle = handle;
+    x->dev = dev;
+    x->device_by_nic = device_by_nic;
+}
+
+void gdr_trig_executor_bind(gdr_trig_executor_t *x, gdr_trig_proxy_t *proxy)
+{
+    x->proxy = proxy;
+}
+
+unsigned long gdr_trig_executor_inflight(const gdr_trig_executor_t *x)
+{
+    return x->inflight;
+}
+
+/* [disp * unit, + bytes) inside target's window; words (signals, fetch-add): 8 bytes
+ * at an 8-byte aligned address. */
+static int check_target(const gdr_trig_executor_t *x, int rank, int64_t disp, uint64_t bytes,
+                        int word, const char *what, char *why, size_t why_len)
+{
+    const gdr_rma_win_t *w = x->win;
+    gdr_rma_range_status_t st = gdr_rma_win_check_range(w, rank, disp, 0, bytes);
+    if (st != GDR_RMA_RANGE_OK)
+        return say(why, why_len, "%s of %llu bytes at displacement %lld of rank %d: %s (its "
+                   "window has %llu bytes)", what, (unsigned long long) bytes, (long long) disp,
+                   rank, gdr_rma_range_str(st), (unsigned long long) w->targets[rank].size);
+    uint64_t at = w->targets[rank].base + (uint64_t) disp * w->targets[rank].disp_unit;
+    if (word && at % 8 != 0)
+        return say(why, why_len, "%s at displacement %lld of rank %d is not 8-byte aligned "
+                   "(signal and fetch-add words must be)", what, (long long) disp, rank);
+    return 0;
+}
+
+static void op_done(void *arg, int status, const void *landed, size_t len);
+
+/* Plans and posts one contiguous access for op.  0, or -1 with why (nothing posted). */
+static int post(gdr_trig_exec_op_t *op, gdr_rma_access_t *a, char *why, size_t why_len)
+{
+    gdr_trig_executor_t *x = op->x;
+    gdr_rma_win_t *w = x->win;
+    struct iovec piece = {.iov_base = NULL,.iov_len = a->tbytes };
+    gdr_rma_plan_t plan;
+    gdr_rma_op_t *eop;
+    int not_attached;
+
+    a->tpieces = &piece;
+    a->ntpieces = 1;
+    a->t_span = a->tbytes;
+    int rc = gdr_rma_plan(w, a, &plan, &not_attached);
+    if (not_attached)
+        return say(why, why_len, "rank %d has not attached displacement %lld of its dynamic "
+                   "window", a->target, (long long) a->disp);
+    if (rc != GDR_RMA_OK)
+        return say(why, why_len, "planning it failed (%s)",
+                   rc == GDR_RMA_HOST_ERROR ? "the host's progress failed" : "transport error");
+    if (!plan.by_rdma) {
+        gdr_rma_plan_drop(w, &plan);
+        return say(why, why_len, "it cannot go by RDMA (%s), and triggered operations go by "
+                   "RDMA only", !gdr_rma_win_reaches(w, a->target)
+                   ? "the target is not registered or has no queue pair"
+                   : a->kind == GDR_RMA_FOP
+                   ? "the window's accumulate rule keeps NIC atomics off: every rank needs a "
+                   "queue pair and which_accumulate_ops must allow sum"
+                   : "a device buffer the NIC may not register: GPUDirect RDMA "
+                   "(nvidia-peermem, MPIR_CVAR_CH4_GDR_GPUDIRECT) is off");
+    }
+    if (a->kind == GDR_RMA_FOP) {
+        rc = gdr_rma_switch_path(w, a->target, GDR_RMA_VIA_NIC);
+        if (rc != GDR_RMA_OK) {
+            gdr_rma_plan_drop(w, &plan);
+            return say(why, why_len, "waiting for earlier accumulates to rank %d failed",
+                       a->target);
+        }
+    }
+    rc = gdr_rma_issue(w, a, &plan, &eop);
+    if (rc == GDR_RMA_NOREG)
+        return say(why, why_len, "the local buffer cannot be registered (%s)",
+                   w->eng->net.error(w->eng->net.ctx));
+    if (rc != GDR_RMA_OK)
+        return say(why, why_len, "posting it failed (%s)", rc == GDR_RMA_NOMEM ? "out of memory"
+                   : rc == GDR_RMA_HOST_ERROR ? "the host's progress failed"
+                   : w->eng->net.error(w->eng->net.ctx));
+    gdr_rma_op_on_complete(eop, op_done, op, 0);
+    gdr_rma_op_posted(eop);
+    return 0;
+}
+
+/* The local buffer of a put or get: device memory as a list of one piece (the engine
+ * moves it zero-copy or not at all), host memory contiguous. */
+static int local_buf(gdr_trig_exec_op_t *op, gdr_rma_buf_t *b, char *why, size_t why_len)
+{
+    gdr_trig_executor_t *x = op->x;
+    void *addr = (void *) (uintptr_t) op->d.addr;
+    uint64_t id = x->dev != NULL ? x->dev->buffer_id(x->dev->ctx, addr) : 0;
+    *b = (gdr_rma_buf_t) {.addr = addr,.device_id = id };
+    if (id == 0)
+        return 0;
+    if (!x->device_by_nic)
+        return say(why, why_len, "its local buffer is device memory and GPUDirect RDMA is off "
+                   "(nvidia-peermem, MPIR_CVAR_CH4_GDR_GPUDIRECT): use host-pinned buffers");
+    op->local = (struct iovec) {.iov_base = addr,.iov_len = op->d.bytes };
+    b->scattered = 1;
+    b->iov = &op->local;
+    b->n = 1;
+    return 0;
+}
+
+static int post_data(gdr_trig_exec_op_t *op, char *why, size_t why_len)
+{
+    const gdr_trig_desc_t *d = &op->d;
+    int get = d->op == GDR_TRIG_GET;
+    gdr_rma_access_t a = {.kind = get ? GDR_RMA_GET : GDR_RMA_PUT,.target = d->rank,
+        .disp = d->disp,.tbytes = d->bytes
+    };
+    if (local_buf(op, get ? &a.result : &a.origin, why, why_len) != 0)
+        return -1;
+    return post(op, &a, why, why_len);
+}
+
+static int post_fetch_add(gdr_trig_exec_op_t *op, int64_t disp, void *result, char *why,
+                          size_t why_len)
+{
+    gdr_trig_executor_t *x = op->x;
+    if (x->dev != NULL && x->dev->buffer_id(x->dev->ctx, result) != 0)
+        return say(why, why_len, "the result of a fetch_add must be host-pinned memory, not "
+                   "device memory");
+    gdr_rma_access_t a = {.kind = GDR_RMA_FOP,.target = op->d.rank,.disp = disp,.tbytes = 8,
+        .op = GDR_RMA_ACC_SUM,.int64_elements = 1,
+        .origin = {.addr = &op->operand},.result = {.addr = result}
+    };
+    return post(op, &a, why, why_len);
+}
+
+static int post_signal(gdr_trig_exec_op_t *op, char *why, size_t why_len)
+{
+    op->signal_sent = 1;
+    op->operand = op->d.value;
+    if (op->d.signal_op == GDR_SIGNAL_ADD)
+        return post_fetch_add(op, op->d.signal_disp, &op->old, why, why_len);
+    gdr_rma_access_t a = {.kind = GDR_RMA_PUT,.target = op->d.rank,.disp = op->d.signal_disp,
+        .tbytes = 8,.origin = {.addr = &op->operand}
+    };
+    return post(op, &a, why, why_len);
+}
+
+static int check(const gdr_trig_executor_t *x, const gdr_trig_desc_t *d, char *why,
+                 size_t why_len)
+{
+    if (d->window != x->handle)
+        return say(why, why_len, "its window handle %u is not this window's (%u): a freed "
+                   "window's device handle?", d->window, x->handle);
+    if (d->rank < 0 || d->rank >= x->win->n)
+        return say(why, why_len, "rank %d is not in the window (%d ranks)", d->rank, x->win->n);
+    switch (d->op) {
+        case GDR_TRIG_PUT:
+        case GDR_TRIG_GET:
+            return check_target(x, d->rank, d->disp, d->bytes, 0, "the target", why, why_len);
+        case GDR_TRIG_PUT_SIGNAL:
+            if (!gdr_signal_op_valid((int) d->signal_op))
+                return say(why, why_len, "signal op %u is neither SET nor ADD", d->signal_op);
+            if (check_target(x, d->rank, d->disp, d->bytes, 0, "the target", why, why_len))
+                return -1;
+            return check_target(x, d->rank, d->signal_disp, 8, 1, "the signal word", why,
+                                why_len);
+        case GDR_TRIG_FETCH_ADD:
+            return check_target(x, d->rank, d->disp, 8, 1, "the fetch_add word", why, why_len);
+        default:
+            return say(why, why_len, "operation kind %u is unknown", d->op);
+    }
+}
+
+static int exec_start(void *ctx, const gdr_trig_desc_t *d, char *why, size_t why_len)
+{
+    gdr_trig_executor_t *x = ctx;
+    char what[160];
+    if (check(x, d, what, sizeof(what)) != 0)
+        return say(why, why_len, "%s refused: %s", op_name(d->op), what);
+    gdr_trig_exec_op_t *op = calloc(1, sizeof(*op));
+    if (op == NULL)
+        return say(why, why_len, "out of memory for a triggered %s", op_name(d->op));
+    op->x = x;
+    op->d = *d;
+    op->operand = d->value;
+    int rc = d->op == GDR_TRIG_FETCH_ADD
+        ? post_fetch_add(op, d->disp, (void *) (uintptr_t) d->addr, what, sizeof(what))
+        : post_data(op, what, sizeof(what));
+    if (rc != 0) {
+        free(op);
+        return say(why, why_len, "%s of %llu bytes: %s", op_name(d->op),
+                   (unsigned long long) d->bytes, what);
+    }
+    x->inflight++;
+    return 0;
+}
+
+/* Engine completion (inside the host's progress): never posts from here. */
+static void op_done(void *arg, int status, const void *landed, size_t len)
+{
+    gdr_trig_exec_op_t *op = arg;
+    gdr_trig_executor_t *x = op->x;
+    (void) landed;
+    (void) len;
+    if (status != 0) {
+        exec_fail(x, "a triggered %s to rank %d failed in the transport (the peer died or "
+                  "the queue pair broke; see the verbs error above)", op_name(op->d.op),
+                  op->d.rank);
+    } else if (op->d.op == GDR_TRIG_PUT_SIGNAL && !op->signal_sent) {
+        op->next = x->signals;
+        x->signals = op;
+        return;
+    } else if (gdr_trig_proxy_complete(x->proxy, op->d.rank, op->d.rank_seq) != 0) {
+        exec_fail(x, "%s", gdr_trig_proxy_error(x->proxy));
+    }
+    x->inflight--;
+    free(op);
+}
+
+static int exec_progress(void *ctx, char *why, size_t why_len)
+{
+    gdr_trig_executor_t *x = ctx;
+    while (!x->failed && x->signals != NULL) {
+        gdr_trig_exec_op_t *op = x->signals;
+        char what[160];
+        x->signals = op->next;
+        if (post_signal(op, what, sizeof(what)) != 0) {
+            exec_fail(x, "the signal of a put_signal to rank %d: %s", op->d.rank, what);
+            x->inflight--;
+            free(op);
+        }
+    }
+    if (x->failed)
+        return say(why, why_len, "%s", x->error);
+    return 0;
+}
+
+const gdr_trig_exec_t gdr_trig_executor_ops = {.start = exec_start,.progress = exec_progress };

@@ -1,0 +1,51 @@
+/* The executor of kernel-triggered RMA (DESIGN.md section 4): what the trigger proxy
+ * (gdr_rma_trigger_proxy.h) calls to carry out one descriptor of one window's ring, over
+ * the RMA engine (plan, issue, completion), for targets on other nodes.
+ *
+ *   PUT, GET     one RDMA write or read of the contiguous local buffer; device memory
+ *                moves zero-copy when the transport may register it (device_by_nic)
+ *   PUT_SIGNAL   the write, then, once it completed at the target, the signal: SET as an
+ *                8-byte write, ADD as the NIC's fetch-add
+ *   FETCH_ADD    the NIC's fetch-add; the old value lands at the descriptor's address
+ *
+ * A descriptor completes (gdr_trig_proxy_complete) when its operation is complete at the
+ * target (get, fetch-add: landed here), signal included.  Every descriptor is checked
+ * before anything moves: its window handle, op, the target range in the target's window
+ * (signal words and fetch-add words: 8 bytes, 8-byte aligned), and that the engine takes
+ * it by RDMA; a refused one fails the proxy with the reason and nothing is posted.  A
+ * transport failure, or a completion the proxy refuses, fails it at the next progress.
+ *
+ * Completion callbacks never post (the transport may be full there): a signal waits in
+ * a list the next progress posts.  Single-threaded, like the engine: the caller runs the
+ * proxy's progress and the engine's on one thread (or serialises them). */
+#ifndef GDR_RMA_TRIGGER_EXEC_H
+#define GDR_RMA_TRIGGER_EXEC_H
+
+#include "gdr_rma_trigger_proxy.h"
+#include "gdr_rma_win.h"
+
+typedef struct gdr_trig_exec_op gdr_trig_exec_op_t;
+
+typedef struct gdr_trig_executor {
+    gdr_rma_win_t *win;
+    uint32_t handle;            /* the window's device handle: descriptors must name it */
+    const gdr_rma_device_t *dev;        /* buffer ids of local memory; NULL: all host memory */
+    int device_by_nic;          /* the transport may register device memory (GPUDirect) */
+    gdr_trig_proxy_t *proxy;    /* where completions go (gdr_trig_executor_bind) */
+    gdr_trig_exec_op_t *signals;        /* puts whose signal is next (posted by progress) */
+    unsigned long inflight;     /* descriptors started, not complete */
+    int failed;
+    char error[224];
+} gdr_trig_executor_t;
+
+/* The callbacks to give gdr_trig_proxy_init, with the executor as ctx. */
+extern const gdr_trig_exec_t gdr_trig_executor_ops;
+
+void gdr_trig_executor_init(gdr_trig_executor_t *x, gdr_rma_win_t *win, uint32_t handle,
+                            const gdr_rma_device_t *dev, int device_by_nic);
+/* The proxy whose descriptors this executor runs, before its first progress. */
+void gdr_trig_executor_bind(gdr_trig_executor_t *x, gdr_trig_proxy_t *proxy);
+/* Descriptors started and not complete: the window may be freed at 0 only. */
+unsigned long gdr_trig_executor_inflight(const gdr_trig_executor_t *x);
+
+#endif /* GDR_RMA_TRIGGER_EXEC_H */

@@ -1,0 +1,68 @@
+/* The RMA engine's seams faked in memory for unit tests (test_engine, test_trigger_exec):
+ * "remote" memory is this process's memory (target_mem: the windows of 4 ranks), work
+ * requests queue in fk.q and are carried out when the fake host's progress completes them
+ * (in an order the test picks: fk.lifo), so every value can be read back. */
+#ifndef FAKE_ENGINE_H
+#define FAKE_ENGINE_H
+
+#include <stdint.h>
+#include <sys/uio.h>
+#include "rma/gdr_rma_issue.h"
+
+typedef enum { W_PUT, W_GET, W_WRITEV, W_READV, W_ATOMICV } wr_kind_t;
+
+typedef struct {
+    wr_kind_t kind;
+    int peer;
+    void *local;                /* source (put) or destination (get, results) */
+    struct iovec iov[32];       /* writev/readv pieces */
+    size_t len, n;
+    uint64_t raddr, raddrs[64], compare;
+    uint32_t rkey;
+    gdr_rma_atomic_t aop;
+    const void *operands;
+    gdr_rma_done_fn done;
+    void *arg;
+} wr_t;
+
+
+typedef struct {
+    wr_t q[256];
+    int n;                      /* queued, not yet completed */
+    int lifo;                   /* complete the newest first */
+    int fail_next;              /* complete the next one with an error */
+    int busy;                   /* refuse this many posts with BUSY */
+    int noreg;                  /* pin fails */
+    int posts, atomic_posts, pins, unpins, regs, deregs, progress_calls;
+    unsigned last_access;
+    uint64_t last_pin_id;       /* the device buffer id of the last pin */
+    size_t atomicv_max;
+    /* dynamic windows: the one region the "target" has attached */
+    int queries;
+    gdr_rma_region_reply_t region, region2;    /* what h_query answers (region2: a second) */
+    int am_acc_pending;
+    gdr_rma_op_t *staged_op;    /* a staged-protocol operation progress completes */
+} fake_t;
+
+extern fake_t fk;
+extern gdr_rma_engine_t eng;    /* the fake transport and host */
+extern uint8_t target_mem[4][4096];     /* the "remote" windows of 4 ranks */
+
+/* Carries out the oldest (fk.lifo: newest) queued work request and completes it. */
+void complete_one(void);
+/* A window of 4 ranks (this is rank 0), every target at target_mem[i], unit 8. */
+void make_win(gdr_rma_win_t *w, int dynamic, unsigned declared, int ordered);
+
+typedef struct {
+    int calls, status;
+    char landed[256];
+} done_t;
+
+/* A done_t's completion callback: counts, keeps the status and what landed. */
+void on_done(void *arg, int status, const void *landed, size_t len);
+/* plan + issue + post; returns the engine's result, or -100 for "planned a message" */
+int run(gdr_rma_win_t *w, gdr_rma_access_t *a, done_t *d);
+/* a target piece at offset off */
+struct iovec one_piece(size_t off, size_t len);
+
+#endif /* FAKE_ENGINE_H */
