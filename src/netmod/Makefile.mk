@@ -52,7 +52,18 @@ noinst_HEADERS += src/mpid/ch4/netmod/gdr/gdr_pre.h \
                   src/mpid/ch4/netmod/gdr/rma/gdr_rma_dev_wire.h \
                   src/mpid/ch4/netmod/gdr/rma/gdr_rma_dev.h \
                   src/mpid/ch4/netmod/gdr/rma/gdr_rma_dev_internal.h \
-                  src/mpid/ch4/netmod/gdr/gpu/gdr_gpu_rma_device.h
+                  src/mpid/ch4/netmod/gdr/rma/gdr_rma_signal.h \
+                  src/mpid/ch4/netmod/gdr/rma/gdr_rma_trigger_ring.h \
+                  src/mpid/ch4/netmod/gdr/rma/gdr_rma_trigger_done.h \
+                  src/mpid/ch4/netmod/gdr/rma/gdr_rma_trigger_proxy.h \
+                  src/mpid/ch4/netmod/gdr/rma/gdr_rma_trigger_exec.h \
+                  src/mpid/ch4/netmod/gdr/rma/gdr_rma_dev_api.h \
+                  src/mpid/ch4/netmod/gdr/rma/gdr_rma_stream_queue.h \
+                  src/mpid/ch4/netmod/gdr/rma/gdr_rma_lock.h \
+                  src/mpid/ch4/netmod/gdr/gpu/gdr_gpu_rma_device.h \
+                  src/mpid/ch4/netmod/gdr/gpu/gdr_gpu_rma_stream.h \
+                  src/mpid/ch4/netmod/gdr/gdr_context.h \
+                  src/mpid/ch4/netmod/gdr/gdr_triggered.h
 
 mpi_core_sources += src/mpid/ch4/netmod/gdr/func_table.c \
                     src/mpid/ch4/netmod/gdr/gdr_init.c \
@@ -100,10 +111,28 @@ mpi_core_sources += src/mpid/ch4/netmod/gdr/func_table.c \
                     src/mpid/ch4/netmod/gdr/rma/gdr_rma_dev_origin.c \
                     src/mpid/ch4/netmod/gdr/rma/gdr_rma_dev_target.c \
                     src/mpid/ch4/netmod/gdr/rma/gdr_rma_dev.c \
+                    src/mpid/ch4/netmod/gdr/rma/gdr_rma_trigger_done.c \
+                    src/mpid/ch4/netmod/gdr/rma/gdr_rma_trigger_proxy.c \
+                    src/mpid/ch4/netmod/gdr/rma/gdr_rma_trigger_exec.c \
+                    src/mpid/ch4/netmod/gdr/rma/gdr_rma_stream_queue.c \
+                    src/mpid/ch4/netmod/gdr/rma/gdr_rma_lock.c \
                     src/mpid/ch4/netmod/gdr/gpu/gdr_gpu_rma_device.c \
-                    src/mpid/ch4/netmod/gdr/gdr_rma_staged.c
+                    src/mpid/ch4/netmod/gdr/gpu/gdr_gpu_rma_stream.c \
+                    src/mpid/ch4/netmod/gdr/gdr_rma_staged.c \
+                    src/mpid/ch4/netmod/gdr/gdr_triggered_base.c \
+                    src/mpid/ch4/netmod/gdr/gdr_triggered.c \
+                    src/mpid/ch4/netmod/gdr/gdr_enqueue.c \
+                    src/mpid/ch4/netmod/gdr/gdr_device_win.c
 
 errnames_txt_files += src/mpid/ch4/netmod/gdr/errnames.txt
+
+# kernel-triggered RMA's device header (mpix_gdr_device.cuh) beside mpi.h, and the
+# __host__ __device__ protocol it is written over in include/gdr/
+include_HEADERS += src/mpid/ch4/netmod/gdr/mpix_gdr_device.cuh
+gdrdevincludedir = $(includedir)/gdr
+gdrdevinclude_HEADERS = src/mpid/ch4/netmod/gdr/rma/gdr_rma_dev_api.h \
+                        src/mpid/ch4/netmod/gdr/rma/gdr_rma_signal.h \
+                        src/mpid/ch4/netmod/gdr/rma/gdr_rma_trigger_ring.h
 
 # The GPU kernels (src/gpu/gdr_gpu_kernels.cu) as a fatbin image compiled into libmpi,
 # by the same script as the top-level unit build; without nvcc (NVCC empty) an empty

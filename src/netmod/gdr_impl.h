@@ -5,10 +5,12 @@
 #include <mpidimpl.h>
 #include "mpidch4r.h"
 #include "rma/gdr_rma_plan.h"
+#include "gdr_context.h"
 
-#define MPIDI_GDR_global (MPIDI_global.nm.gdr)
-/* A window's gdr part (MPIDI_GDR_win_t). */
-#define GDR_WIN(win) ((win)->dev.netmod.gdr)
+/* gdr's context (gdr_context.h): valid from MPIDI_GDR_init_local to finalize */
+#define MPIDI_GDR_global (*MPIDI_global.nm.gdr.ctx)
+/* A window's gdr state (gdr_context.h): valid from its first gdr hook to its free hook */
+#define GDR_WIN(win) (*(win)->dev.netmod.gdr.s)
 
 /* gdr_am.c: bring the AM channel up when MPI_COMM_WORLD is committed, down at finalize. */
 int MPIDI_GDR_am_start(void);

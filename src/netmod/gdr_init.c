@@ -4,6 +4,7 @@
  * only owns the verbs device (if any) and the GPU probe.  Ranks on other nodes (all
  * of them with MPIR_CVAR_NOLOCAL=1) are reached through the verbs AM channel,
  * connected when MPI_COMM_WORLD is committed (gdr_comm.c, gdr_am.c). */
+#include "gdr_triggered.h"
 #include "gdr_impl.h"
 #include "gdr_noinline.h"
 
@@ -97,6 +98,11 @@ int MPIDI_GDR_init_local(int *tag_bits)
     char why[sizeof(MPIDI_GDR_global.no_device_why)];
     gdr_verbs_status_t vs;
 
+    /* allocated once, kept after finalize: MPI_T may still read the counters in it */
+    if (MPIDI_global.nm.gdr.ctx == NULL)
+        MPIDI_global.nm.gdr.ctx = MPL_malloc(sizeof(MPIDI_GDR_global), MPL_MEM_OTHER);
+    MPIR_ERR_CHKANDJUMP1(MPIDI_global.nm.gdr.ctx == NULL, mpi_errno, MPI_ERR_NO_MEM, "**nomem",
+                         "**nomem %s", "gdr's context");
     memset(&MPIDI_GDR_global, 0, sizeof(MPIDI_GDR_global));
     *tag_bits = MPIR_TAG_BITS_DEFAULT;
     MPIDI_GDR_rma_register_pvars();
@@ -139,6 +145,7 @@ int MPIDI_GDR_mpi_finalize_hook(void)
     int mpi_errno = MPIDI_GDR_am_stop();
     if (MPIDI_GDR_global.have_device)
         gdr_verbs_device_close(&MPIDI_GDR_global.device);
+    MPIDI_GDR_triggered_stop();
     MPIDI_GDR_gpu_stop();
     memset(&MPIDI_GDR_global, 0, sizeof(MPIDI_GDR_global));
     return mpi_errno;

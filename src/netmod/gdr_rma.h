@@ -112,9 +112,14 @@ MPL_STATIC_INLINE_PREFIX int MPIDI_NM_mpi_win_flush_local_all(MPIR_Win * win)
     return MPIDIG_mpi_win_flush_local_all(win);
 }
 
+/* gdr_enqueue.c: waits until the stream has reached every operation enqueued on win and
+ * they are complete (the epoch they belong to ends after them). */
+int MPIDI_GDR_enqueue_drain(MPIR_Win * win);
+
 MPL_STATIC_INLINE_PREFIX int MPIDI_NM_mpi_win_unlock_all(MPIR_Win * win)
 {
-    return MPIDIG_mpi_win_unlock_all(win);
+    int mpi_errno = MPIDI_GDR_enqueue_drain(win);
+    return mpi_errno != MPI_SUCCESS ? mpi_errno : MPIDIG_mpi_win_unlock_all(win);
 }
 
 MPL_STATIC_INLINE_PREFIX int MPIDI_NM_mpi_win_flush_local(int rank, MPIR_Win * win,

@@ -4,6 +4,7 @@
  * path) and destroy the key at MPI_Win_free.  With MPI_THREAD_MULTIPLE another thread may
  * be in gdr's progress (reading these registries) or making its own window: every change
  * of gdr's shared state happens under the engine lock, never across a collective. */
+#include "gdr_triggered.h"
 #include "gdr_impl.h"
 #include "gdr_noinline.h"
 #include "gdr_rma.h"
@@ -40,6 +41,10 @@ static unsigned declared_ops(MPIR_Win * win)
 static int win_table_init(MPIR_Win * win, int rdma)
 {
     int mpi_errno = MPI_SUCCESS;
+    win->dev.netmod.gdr.s = MPL_calloc(1, sizeof(struct MPIDI_GDR_win_state), MPL_MEM_RMA);
+    if (win->dev.netmod.gdr.s == NULL)
+        MPIR_ERR_SETANDSTMT1(mpi_errno, MPI_ERR_NO_MEM, return mpi_errno, "**nomem",
+                             "**nomem %s", "gdr window state");
     gdr_rma_win_t *w = &GDR_WIN(win).rma;
     int n = win->comm_ptr->local_size, me = win->comm_ptr->rank;
     gdr_rma_card_t *cards = MPL_malloc(n * sizeof(*cards), MPL_MEM_RMA);
@@ -88,9 +93,13 @@ static int win_table_init(MPIR_Win * win, int rdma)
     MPL_free(cards);
     return mpi_errno;
   fn_fail:
-    took = MPIDI_GDR_engine_enter();
-    gdr_rma_win_free(w);
-    MPIDI_GDR_engine_exit(took);
+    if (win->dev.netmod.gdr.s != NULL) {
+        took = MPIDI_GDR_engine_enter();
+        gdr_rma_win_free(&GDR_WIN(win).rma);
+        MPIDI_GDR_engine_exit(took);
+        MPL_free(win->dev.netmod.gdr.s);
+        win->dev.netmod.gdr.s = NULL;
+    }
     goto fn_exit;
 }
 
@@ -100,7 +109,8 @@ int MPIDI_GDR_rma_check_target(MPIR_Win * win, int target_rank, MPI_Aint target_
     int mpi_errno = MPI_SUCCESS;
     MPI_Aint true_lb;
 
-    if (target_rank == MPI_PROC_NULL || target_count <= 0 || GDR_WIN(win).rma.targets == NULL
+    if (target_rank == MPI_PROC_NULL || target_count <= 0 || win->dev.netmod.gdr.s == NULL
+        || GDR_WIN(win).rma.targets == NULL
         || target_rank < 0 || target_rank >= win->comm_ptr->local_size)
         return MPI_SUCCESS;     /* nothing touched, no table, or rank already refused */
     uint64_t span = MPIDI_GDR_target_span(target_count, target_datatype, &true_lb);
@@ -276,11 +286,17 @@ int MPIDI_GDR_mpi_win_detach_hook(MPIR_Win * win, const void *base)
 
 int MPIDI_GDR_mpi_win_free_hook(MPIR_Win * win)
 {
+    if (win->dev.netmod.gdr.s == NULL)
+        return MPI_SUCCESS;     /* its creation failed before gdr's part */
     /* epochs are closed, so nothing should be in flight; never free under the NIC */
-    int mpi_errno = MPIDI_GDR_rma_wait_all(win, 0);
+    int mpi_errno = MPIDI_GDR_triggered_win_free(win);
+    int mpi_errno2 = MPIDI_GDR_rma_wait_all(win, 0);
+    mpi_errno = mpi_errno ? mpi_errno : mpi_errno2;
     int took = MPIDI_GDR_engine_enter();
     MPIDI_GDR_staged_win_free(win);
     gdr_rma_win_free(&GDR_WIN(win).rma);        /* the key dies here */
     MPIDI_GDR_engine_exit(took);
+    MPL_free(win->dev.netmod.gdr.s);
+    win->dev.netmod.gdr.s = NULL;
     return mpi_errno;
 }

@@ -19,55 +19,13 @@
  * (the gdr_rma_*_am counters stay put) and the gdr_rma_*_staged counters move: run in
  * the simulator's strict mode, a host access to device memory would crash the job.
  * Without a GPU or driver: prints why and fails. */
-#include <dlfcn.h>
 
 #include "gdr_mpi_test.h"
+#include "gdr_cuda_test.h"
 
 enum { N = 512 };                       /* doubles per window */
 
-/* ---- the CUDA driver, by cuGetProcAddress as gdr does -------------------------------- */
-typedef int (*get_proc_fn)(const char *, void **, int, uint64_t, int *);
-static struct {
-    int (*init)(unsigned);
-    int (*device_get)(int *, int);
-    int (*ctx_retain)(void **, int);
-    int (*ctx_set)(void *);
-    int (*alloc)(uint64_t *, size_t);
-    int (*free)(uint64_t);
-    int (*copy)(uint64_t, uint64_t, size_t);
-    int (*ctx_sync)(void);
-    int (*ptr_attrs)(unsigned, unsigned *, void **, uint64_t);
-} cu;
-
-static int cuda_open(void)
-{
-    const char *path = getenv("MPIR_CVAR_CH4_GDR_CUDA_DRIVER");
-    void *h = dlopen(path != NULL && *path ? path : "libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
-    get_proc_fn gp = h != NULL ? (get_proc_fn) dlsym(h, "cuGetProcAddress_v2") : NULL;
-    if (gp == NULL) {
-        fprintf(stderr, "no CUDA driver (%s): set MPIR_CVAR_CH4_GDR_CUDA_DRIVER\n",
-                h == NULL ? dlerror() : "no cuGetProcAddress_v2");
-        return -1;
-    }
-#define RESOLVE(field, name) if (gp(name, (void **) &cu.field, 12000, 0, NULL) != 0) return -1
-    RESOLVE(init, "cuInit");
-    RESOLVE(device_get, "cuDeviceGet");
-    RESOLVE(ctx_retain, "cuDevicePrimaryCtxRetain");
-    RESOLVE(ctx_set, "cuCtxSetCurrent");
-    RESOLVE(alloc, "cuMemAlloc");
-    RESOLVE(free, "cuMemFree");
-    RESOLVE(copy, "cuMemcpy");
-    RESOLVE(ctx_sync, "cuCtxSynchronize");
-    RESOLVE(ptr_attrs, "cuPointerGetAttributes");
-#undef RESOLVE
-    int dev;
-    void *ctx;
-    if (cu.init(0) != 0 || cu.device_get(&dev, 0) != 0 || cu.ctx_retain(&ctx, dev) != 0
-        || cu.ctx_set(ctx) != 0)
-        return -1;
-    return 0;
-}
-
+/* ---- device memory (gdr_cuda_test.h opens the driver as gdr does) --------------------- */
 static void *dev_alloc(size_t n)
 {
     uint64_t p = 0;

@@ -1,0 +1,71 @@
+/* gdr's context and its per-window state, as the glue in this directory sees them.
+ * gdr_pre.h, which all of MPICH includes, only points to these, so that editing a header
+ * of the plain layers recompiles gdr's files alone, never the rest of MPICH. */
+#ifndef GDR_CONTEXT_H_INCLUDED
+#define GDR_CONTEXT_H_INCLUDED
+
+#include <pthread.h>
+#include "verbs/gdr_verbs_device.h"
+#include "verbs/gdr_verbs_am.h"
+#include "verbs/gdr_verbs_rma.h"
+#include "rma/gdr_rma_win.h"
+#include "gpu/gdr_gpu.h"
+#include "gpu/gdr_gpu_rma_device.h"
+
+struct gdr_rma_dev;             /* the staged protocol (rma/gdr_rma_dev.h) */
+struct gdr_rma_dev_win;
+
+/* How the NIC reaches GPU memory (MPIR_CVAR_CH4_GDR_GPUDIRECT), chosen once at init. */
+typedef enum {
+    MPIDI_GDR_GPUDIRECT_OFF,        /* GPU support off: no driver, no device, or asked */
+    MPIDI_GDR_GPUDIRECT_STAGED,     /* the NIC cannot: device data goes by message */
+    MPIDI_GDR_GPUDIRECT_PEERMEM,    /* ibv_reg_mr on device addresses (nvidia-peermem) */
+    MPIDI_GDR_GPUDIRECT_DMABUF      /* ibv_reg_dmabuf_mr on exported device memory */
+} MPIDI_GDR_gpudirect_t;
+
+/* All gdr state of a process: MPIDI_global.nm.gdr.ctx points to it (MPIDI_GDR_global),
+ * from MPIDI_GDR_init_local to the end of MPIDI_GDR_mpi_finalize_hook. */
+struct MPIDI_GDR_context {
+    int have_device;            /* a verbs device is open */
+    gdr_verbs_device_t device;
+    char no_device_why[256];    /* why not, when !have_device */
+    gdr_gpu_t gpu;              /* the GPU layer: gpu.on, else gpu.error says why not */
+    MPIDI_GDR_gpudirect_t gpudirect;
+    char gpudirect_why[256];    /* how the mode was chosen, for the start-up line */
+    gdr_verbs_am_t *am;         /* AM channel to ranks on other nodes; NULL: none */
+    gdr_verbs_rma_t *rma;       /* one-sided operations on the channel's QPs */
+    gdr_rma_engine_t engine;    /* the RMA engine over rma (its counters are MPI_T pvars) */
+    int have_engine;            /* engine.net is set: rma exists */
+    int engine_errno;           /* the MPI error behind the engine's GDR_RMA_HOST_ERROR */
+    int am_errno;               /* first MPI error raised inside a channel callback */
+    unsigned empty_polls;       /* consecutive progress calls that found nothing */
+    int region_query_handler;   /* dynamic windows' region lookup (gdr_win_dynamic.c) */
+    int region_reply_handler;
+    /* the staged protocol for device memory (gdr_rma_staged.c); NULL: off */
+    struct gdr_rma_dev *staged;
+    int staged_handler;
+    gdr_gpu_rma_device_t gpu_device;    /* its device seam over gpu */
+    gdr_rma_device_t device_seam;
+    unsigned long long staged_count[GDR_RMA_KINDS];     /* MPI_T */
+    /* windows with a stream queue or a device handle, for progress (gdr_triggered.c) */
+    struct MPIDI_GDR_win_state *triggered;
+    int triggered_progressing;  /* their progress is running: not re-entered */
+    int thread_running;         /* the progress thread of MPIR_CVAR_CH4_GDR_ENQUEUE_PROGRESS */
+    int thread_stop;
+    pthread_t thread;
+    uint32_t device_handles;    /* device handles made (their numbers, gdr_device_win.c) */
+};
+
+/* Per window (MPIDI_GDR_win_t points to it from the window's first gdr hook to its free
+ * hook): the engine's registry (every target's size, unit, base, key and peer; operations
+ * in flight; dynamic windows' regions) and the parts of the protocols that use it. */
+struct MPIDI_GDR_win_state {
+    gdr_rma_win_t rma;
+    struct gdr_rma_dev_win *staged;     /* the staged protocol's part, or NULL */
+    struct MPIDI_GDR_enqueue *enqueue;  /* stream-ordered RMA (gdr_enqueue.c), or NULL */
+    struct MPIDI_GDR_device_win *device;        /* kernel-triggered RMA (gdr_device_win.c) */
+    struct MPIR_Win *win;       /* the window (set with enqueue or device) */
+    struct MPIDI_GDR_win_state *next_triggered; /* in MPIDI_GDR_global.triggered */
+};
+
+#endif /* GDR_CONTEXT_H_INCLUDED */

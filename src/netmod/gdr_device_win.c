@@ -1,0 +1,181 @@
+/* Kernel-triggered RMA (DESIGN.md section 4): a window's device handle
+ * (MPIX_Win_get_device_handle, maint/patches 0014) and the proxy that serves it.  The
+ * handle is src/rma/gdr_rma_dev_api.h's gdr_dev_win_t, copied into the opaque
+ * MPIX_Win_device: this rank's own window is reached by direct loads and stores; every
+ * other rank through the descriptor ring (host-pinned memory the GPU writes), which gdr's
+ * progress takes (gdr_rma_trigger_proxy.h) and carries out over the RMA engine
+ * (gdr_rma_trigger_exec.h).  Ranks the engine cannot reach by RDMA (same node without a
+ * queue pair, windows whose operations go as messages) are refused by the executor with
+ * the reason; IPC mappings of same-node peers are the next step. */
+#include "gdr_triggered.h"
+
+#include "gdr_engine_lock.h"
+#include "gpu/gdr_gpu_mem.h"
+#include "rma/gdr_rma_dev_api.h"
+#include "rma/gdr_rma_trigger_exec.h"
+
+enum { DEV_SLOTS = 256 };       /* ring slots (a power of two) */
+
+struct MPIDI_GDR_device_win {
+    gdr_dev_win_t dw;           /* what the handle carries */
+    void *ring_mem;             /* host-pinned: head, tail, posted[], done[], slots */
+    char **peer_base;           /* host-pinned: per rank, its window here or NULL */
+    gdr_rma_device_t ids;       /* buffer ids of local memory, for the executor */
+    gdr_trig_executor_t exec;
+    gdr_trig_proxy_t proxy;
+    int handles;                /* handles given out and not freed */
+    int reported;               /* the proxy's failure was reported */
+};
+
+MPL_COMPILE_TIME_ASSERT(sizeof(gdr_dev_win_t) <= sizeof(MPIX_Win_device));
+
+static uint64_t buffer_id(void *ctx, const void *p)
+{
+    (void) ctx;
+    return MPIDI_GDR_gpu_buffer_id(p);
+}
+
+static void device_win_release(struct MPIDI_GDR_device_win *d)
+{
+    gdr_gpu_t *g = &MPIDI_GDR_global.gpu;
+    if (d->proxy.done != NULL)
+        gdr_trig_proxy_free(&d->proxy);
+    if (d->peer_base != NULL)
+        gdr_gpu_host_free(g, d->peer_base);
+    if (d->ring_mem != NULL)
+        gdr_gpu_host_free(g, d->ring_mem);
+    MPL_free(d);
+}
+
+static int device_win_new(MPIR_Win * win, struct MPIDI_GDR_device_win **out)
+{
+    gdr_gpu_t *g = &MPIDI_GDR_global.gpu;
+    int n = win->comm_ptr->local_size, me = win->comm_ptr->rank;
+    size_t counters = (size_t) n * sizeof(uint64_t);
+    size_t at_posted = 128, at_done = at_posted + counters, at_slots =
+        (at_done + counters + 127) / 128 * 128;
+    struct MPIDI_GDR_device_win *d = MPL_calloc(1, sizeof(*d), MPL_MEM_RMA);
+    if (d == NULL)
+        return MPIDI_GDR_triggered_error(MPI_ERR_NO_MEM, "out of memory for a device handle");
+    size_t ring_bytes = at_slots + DEV_SLOTS * sizeof(gdr_trig_slot_t);
+    if (gdr_gpu_host_alloc(g, ring_bytes, &d->ring_mem) != 0
+        || gdr_gpu_host_alloc(g, (size_t) n * sizeof(char *), (void **) &d->peer_base) != 0) {
+        int err = MPIDI_GDR_triggered_error(MPI_ERR_OTHER, "the device handle's ring: %s",
+                                            g->error);
+        device_win_release(d);
+        return err;
+    }
+    char *m = d->ring_mem;
+    memset(m, 0, ring_bytes);
+    for (int r = 0; r < n; r++)
+        d->peer_base[r] = r == me ? (char *) win->base : NULL;
+    d->dw = (gdr_dev_win_t) {
+        .ring = {.head = (uint64_t *) m,.tail = (volatile uint64_t *) (m + 64),
+                 .posted = (uint64_t *) (m + at_posted),
+                 .done = (volatile uint64_t *) (m + at_done),
+                 .slots = (gdr_trig_slot_t *) (m + at_slots),.nslots = DEV_SLOTS,.nranks = n},
+        .handle = ++MPIDI_GDR_global.device_handles,.rank = me,.nranks = n,
+        .disp_unit = (uint64_t) win->disp_unit,.peer_base = d->peer_base
+    };
+    d->ids = (gdr_rma_device_t) {.buffer_id = buffer_id };
+    gdr_trig_executor_init(&d->exec, &GDR_WIN(win).rma, d->dw.handle, &d->ids,
+                           MPIDI_GDR_global.gpudirect == MPIDI_GDR_GPUDIRECT_PEERMEM);
+    if (gdr_trig_proxy_init(&d->proxy, &d->dw.ring, DEV_SLOTS, &gdr_trig_executor_ops,
+                            &d->exec) != 0) {
+        device_win_release(d);
+        return MPIDI_GDR_triggered_error(MPI_ERR_NO_MEM, "out of memory for a device proxy");
+    }
+    gdr_trig_executor_bind(&d->exec, &d->proxy);
+    *out = d;
+    return MPI_SUCCESS;
+}
+
+int MPIR_Win_get_device_handle_impl(MPIR_Win * win_ptr, MPIX_Win_device * dwin)
+{
+    int mpi_errno = MPI_SUCCESS, took = MPIDI_GDR_engine_enter();
+    if (win_ptr->dev.netmod.gdr.s == NULL)
+        mpi_errno = MPIDI_GDR_triggered_error(MPI_ERR_WIN, "the window has no gdr state");
+    else if (win_ptr->create_flavor == MPI_WIN_FLAVOR_DYNAMIC)
+        mpi_errno = MPIDI_GDR_triggered_error(MPI_ERR_RMA_FLAVOR, "device handles are for "
+                                              "windows with memory (create, allocate), not "
+                                              "dynamic ones");
+    else if (!MPIDI_GDR_global.gpu.on)
+        mpi_errno = MPIDI_GDR_triggered_error(MPI_ERR_OTHER, "device handles need gdr's GPU "
+                                              "support, which is off: %s",
+                                              MPIDI_GDR_global.gpu.error);
+    else if (GDR_WIN(win_ptr).device == NULL) {
+        mpi_errno = device_win_new(win_ptr, &GDR_WIN(win_ptr).device);
+        if (mpi_errno == MPI_SUCCESS)
+            mpi_errno = MPIDI_GDR_triggered_add(win_ptr);
+    }
+    if (mpi_errno == MPI_SUCCESS) {
+        struct MPIDI_GDR_device_win *d = GDR_WIN(win_ptr).device;
+        memset(dwin, 0, sizeof(*dwin));
+        memcpy(dwin, &d->dw, sizeof(d->dw));
+        d->handles++;
+    }
+    MPIDI_GDR_engine_exit(took);
+    return mpi_errno;
+}
+
+int MPIR_Win_free_device_handle_impl(MPIX_Win_device * dwin)
+{
+    gdr_dev_win_t dw;
+    memcpy(&dw, dwin, sizeof(dw));
+    int mpi_errno = MPI_SUCCESS, took = MPIDI_GDR_engine_enter();
+    struct MPIDI_GDR_win_state *s = MPIDI_GDR_global.triggered;
+    while (s != NULL && (s->device == NULL || s->device->dw.handle != dw.handle))
+        s = s->next_triggered;
+    if (s == NULL || s->device->handles == 0)
+        mpi_errno = MPIDI_GDR_triggered_error(MPI_ERR_ARG, "not a device handle of a live "
+                                              "window (freed twice, or its window freed?)");
+    else {
+        s->device->handles--;
+        memset(dwin, 0, sizeof(*dwin));
+    }
+    MPIDI_GDR_engine_exit(took);
+    return mpi_errno;
+}
+
+int MPIDI_GDR_device_win_progress(MPIR_Win * win, int *made)
+{
+    struct MPIDI_GDR_device_win *d = GDR_WIN(win).device;
+    int n = gdr_trig_proxy_progress(&d->proxy, 64);
+    if (n > 0)
+        *made = 1;
+    if (n < 0 && !d->reported) {
+        /* the kernels see no more progress; the window's free reports it */
+        d->reported = 1;
+        if (MPIR_CVAR_CH4_GDR_VERBOSE > 0)
+            fprintf(stderr, "gdr[%d]: kernel-triggered RMA stopped: %s\n", MPIR_Process.rank,
+                    gdr_trig_proxy_error(&d->proxy));
+    }
+    return MPI_SUCCESS;
+}
+
+static int device_idle(const void *arg)
+{
+    const struct MPIDI_GDR_device_win *d = arg;
+    if (d->proxy.failed)
+        return gdr_trig_executor_inflight(&d->exec) != 0;
+    return gdr_trig_load_acquire((const volatile uint64_t *) d->dw.ring.head) != d->proxy.next
+        || d->proxy.holding || gdr_trig_executor_inflight(&d->exec) != 0;
+}
+
+int MPIDI_GDR_device_win_free(MPIR_Win * win)
+{
+    struct MPIDI_GDR_device_win *d = GDR_WIN(win).device;
+    int mpi_errno = MPI_SUCCESS;
+    /* what kernels posted before the window's free is carried out first */
+    while (mpi_errno == MPI_SUCCESS && device_idle(d))
+        mpi_errno = MPIDI_GDR_progress_all();
+    if (mpi_errno == MPI_SUCCESS && d->proxy.failed)
+        mpi_errno = MPIDI_GDR_triggered_error(MPI_ERR_OTHER, "kernel-triggered RMA on this "
+                                              "window stopped: %s",
+                                              gdr_trig_proxy_error(&d->proxy));
+    int took = MPIDI_GDR_engine_enter();
+    device_win_release(d);
+    GDR_WIN(win).device = NULL;
+    MPIDI_GDR_engine_exit(took);
+    return mpi_errno;
+}

@@ -1,0 +1,431 @@
+/* Stream-ordered RMA (DESIGN.md section 4): MPIX_Put_enqueue and the other enqueue calls
+ * of maint/patches 0014, over the stream queue of src/rma/gdr_rma_stream_queue.h.  The
+ * window's communicator is a stream communicator whose local stream is a CUDA stream; the
+ * calls queue stream memory operations and return.  gdr's progress starts each operation
+ * when the stream reaches it, as MPICH's own request-based RMA (MPID_Rput, MPID_Rget,
+ * MPID_Raccumulate: RDMA, the staged protocol or active messages, whatever the window
+ * takes), and completes it when its request has; a put_signal's signal is an accumulate
+ * (REPLACE or SUM of one uint64) started once the put is complete at the target.  A flush
+ * completes when the window's operations to the rank are complete at their targets. */
+#include "gdr_triggered.h"
+
+#include "gdr_engine_lock.h"
+#include "gdr_rma.h"
+#include "gpu/gdr_gpu_mem.h"
+#include "gpu/gdr_gpu_rma_stream.h"
+#include "gpu/gdr_gpu_stream.h"
+#include "rma/gdr_rma_signal.h"
+#include "rma/gdr_rma_stream_queue.h"
+
+enum {
+    ENQ_ENTRIES = 1024,         /* operations in flight per window (a power of two) */
+    ENQ_STAGE = 1 << 20,        /* staging ring: origins the stream copies, in bytes */
+    ENQ_STAGE_MAX = 64 * 1024   /* the largest origin staged */
+};
+
+/* One enqueued operation, as MPICH will be asked to carry it out. */
+typedef struct enq_op {
+    gdr_sq_kind_t kind;
+    void *origin;
+    MPI_Aint ocount;
+    MPI_Datatype otype;
+    int target;
+    MPI_Aint tdisp, tcount;
+    MPI_Datatype ttype;
+    MPI_Op op;
+    MPI_Aint signal_disp;
+    uint64_t signal_value;
+    int signal_op;
+    /* at run time */
+    uint64_t seq;
+    enum { SIGNAL_NONE, SIGNAL_WAITS, SIGNAL_SENT } signal; /* put_signal: its signal's stage */
+    MPIR_Request *req;
+    struct enq_op *next;        /* in flight */
+} enq_op_t;
+
+struct MPIDI_GDR_enqueue {
+    gdr_stream_queue_t q;
+    gdr_sq_stream_t stream;
+    uint64_t *words;            /* host-pinned: reached, completed */
+    void *stage;                /* host-pinned staging ring */
+    enq_op_t *inflight;
+    MPIR_Win *win;
+};
+
+static void op_free(enq_op_t * op)
+{
+    MPIR_Datatype_release_if_not_builtin(op->otype);
+    MPIR_Datatype_release_if_not_builtin(op->ttype);
+    MPL_free(op);
+}
+
+/* ---- the executor (gdr's progress, VCI 0's lock held) -------------------------------- */
+
+static int ex_start(void *ctx, const gdr_sq_entry_t *e, char *why, size_t why_len)
+{
+    struct MPIDI_GDR_enqueue *eq = ctx;
+    enq_op_t *op = e->op;
+    MPIR_Win *win = eq->win;
+    const void *origin = op->origin;
+    MPI_Aint ocount = op->ocount;
+    MPI_Datatype otype = op->otype;
+    int mpi_errno;
+
+    if (e->staged) {            /* the stream's contiguous copy, as elements of the basic type */
+        MPI_Aint size;
+        MPIR_Datatype_get_basic_type(op->otype, otype);
+        MPIR_Datatype_get_size_macro(otype, size);
+        origin = e->origin;
+        ocount = (MPI_Aint) e->bytes / size;
+    }
+    op->seq = e->seq;
+    if (op->kind == GDR_SQ_GET)
+        mpi_errno = MPID_Rget(op->origin, op->ocount, op->otype, op->target, op->tdisp,
+                              op->tcount, op->ttype, win, &op->req);
+    else if (op->kind == GDR_SQ_ACC)
+        mpi_errno = MPID_Raccumulate(origin, ocount, otype, op->target, op->tdisp, op->tcount,
+                                     op->ttype, op->op, win, &op->req);
+    else
+        mpi_errno = MPID_Rput(origin, ocount, otype, op->target, op->tdisp, op->tcount,
+                              op->ttype, win, &op->req);
+    if (mpi_errno != MPI_SUCCESS) {
+        MPIR_Err_get_string(mpi_errno, why, why_len, NULL);
+        return -1;
+    }
+    op->next = eq->inflight;
+    eq->inflight = op;
+    return 0;
+}
+
+static int ex_flushed(void *ctx, int rank, char *why, size_t why_len)
+{
+    struct MPIDI_GDR_enqueue *eq = ctx;
+    (void) why, (void) why_len;
+    return MPIDI_GDR_triggered_remote_done(eq->win, rank);
+}
+
+/* A put_signal whose put is complete at the target: its signal, as an accumulate. */
+static int start_signal(struct MPIDI_GDR_enqueue *eq, enq_op_t * op)
+{
+    op->signal = SIGNAL_SENT;
+    return MPID_Raccumulate(&op->signal_value, 1, MPIR_UINT64_T_INTERNAL, op->target,
+                            op->signal_disp, 1, MPIR_UINT64_T_INTERNAL,
+                            op->signal_op == GDR_SIGNAL_ADD ? MPI_SUM : MPI_REPLACE, eq->win,
+                            &op->req);
+}
+
+/* Completes the operations whose requests have; starts the signals whose puts are
+ * complete at their targets. */
+static int reap(struct MPIDI_GDR_enqueue *eq, int *made)
+{
+    for (enq_op_t ** p = &eq->inflight; *p != NULL;) {
+        enq_op_t *op = *p;
+        if (op->signal == SIGNAL_WAITS) {
+            if (!MPIDI_GDR_triggered_remote_done(eq->win, op->target)) {
+                p = &op->next;
+                continue;
+            }
+            int mpi_errno = start_signal(eq, op);
+            if (mpi_errno != MPI_SUCCESS) {
+                char why[200];
+                MPIR_Err_get_string(mpi_errno, why, sizeof(why), NULL);
+                *p = op->next;
+                gdr_sq_complete(&eq->q, op->seq, -1, why);
+                op_free(op);
+                return mpi_errno;
+            }
+            *made = 1;
+        }
+        if (op->req == NULL || !MPIR_Request_is_complete(op->req)) {
+            p = &op->next;
+            continue;
+        }
+        int err = op->req->status.MPI_ERROR;
+        MPIR_Request_free(op->req);
+        op->req = NULL;
+        *made = 1;
+        if (err == MPI_SUCCESS && op->kind == GDR_SQ_PUT_SIGNAL && op->signal == SIGNAL_NONE) {
+            op->signal = SIGNAL_WAITS;  /* the data first, complete at the target */
+            continue;
+        }
+        *p = op->next;
+        gdr_sq_complete(&eq->q, op->seq, err != MPI_SUCCESS, "the operation's request failed");
+        op_free(op);
+    }
+    return MPI_SUCCESS;
+}
+
+int MPIDI_GDR_enqueue_progress(MPIR_Win * win, int *made)
+{
+    struct MPIDI_GDR_enqueue *eq = GDR_WIN(win).enqueue;
+    int mpi_errno = reap(eq, made);
+    if (mpi_errno != MPI_SUCCESS)
+        return mpi_errno;
+    int n = gdr_sq_progress(&eq->q);
+    if (n > 0)
+        *made = 1;
+    /* a failed queue has released the stream; the error reaches the next enqueue call */
+    return MPI_SUCCESS;
+}
+
+/* ---- the window's queue ----------------------------------------------------------------- */
+
+static const gdr_sq_exec_t enqueue_exec = {.start = ex_start,.flushed = ex_flushed };
+
+static void queue_free(struct MPIDI_GDR_enqueue *eq)
+{
+    gdr_gpu_t *g = &MPIDI_GDR_global.gpu;
+    if (eq->q.entries != NULL)
+        gdr_sq_free(&eq->q);
+    if (eq->stage != NULL)
+        gdr_gpu_host_free(g, eq->stage);
+    if (eq->words != NULL)
+        gdr_gpu_host_free(g, eq->words);
+    MPL_free(eq);
+}
+
+/* The window's queue, made at its first enqueue: the stream of its communicator. */
+static int queue_of(MPIR_Win * win, struct MPIDI_GDR_enqueue **out)
+{
+    gdr_gpu_t *g = &MPIDI_GDR_global.gpu;
+    if (GDR_WIN(win).enqueue != NULL) {
+        *out = GDR_WIN(win).enqueue;
+        return MPI_SUCCESS;
+    }
+    MPIR_Stream *stream = MPIR_stream_comm_get_local_stream(win->comm_ptr);
+    if (stream == NULL || stream->type != MPIR_STREAM_GPU)
+        return MPIDI_GDR_triggered_error(MPI_ERR_ARG, "enqueue calls need a window created "
+                                         "over a stream communicator (MPIX_Stream_comm_create) "
+                                         "whose stream is a CUDA stream (info type=cudaStream_t)");
+    if (!g->on)
+        return MPIDI_GDR_triggered_error(MPI_ERR_OTHER, "enqueue calls need gdr's GPU support, "
+                                         "which is off: %s", g->error);
+    struct MPIDI_GDR_enqueue *eq = MPL_calloc(1, sizeof(*eq), MPL_MEM_RMA);
+    if (eq == NULL)
+        return MPIDI_GDR_triggered_error(MPI_ERR_NO_MEM, "out of memory for a stream queue");
+    eq->win = win;
+    if (gdr_gpu_rma_stream_init(g, (gdr_gpu_stream_t) stream->u.gpu_stream, &eq->stream) != 0
+        || gdr_gpu_host_alloc(g, 64, (void **) &eq->words) != 0
+        || gdr_gpu_host_alloc(g, ENQ_STAGE, &eq->stage) != 0) {
+        int err = MPIDI_GDR_triggered_error(MPI_ERR_OTHER, "setting up the stream queue: %s",
+                                            g->error);
+        queue_free(eq);
+        return err;
+    }
+    if (gdr_sq_init(&eq->q, &eq->stream, &enqueue_exec, eq, &eq->words[0], &eq->words[1],
+                    eq->stage, ENQ_STAGE, ENQ_STAGE_MAX, ENQ_ENTRIES) != GDR_SQ_OK) {
+        queue_free(eq);
+        return MPIDI_GDR_triggered_error(MPI_ERR_NO_MEM, "out of memory for a stream queue");
+    }
+    GDR_WIN(win).enqueue = eq;
+    int mpi_errno = MPIDI_GDR_triggered_add(win);
+    *out = eq;
+    return mpi_errno;
+}
+
+int MPIDI_GDR_enqueue_drain(MPIR_Win * win)
+{
+    int mpi_errno = MPI_SUCCESS;
+    if (win->dev.netmod.gdr.s == NULL || GDR_WIN(win).enqueue == NULL)
+        return MPI_SUCCESS;
+    struct MPIDI_GDR_enqueue *eq = GDR_WIN(win).enqueue;
+    /* the stream may still be on its way to work enqueued earlier: let it get there */
+    while (mpi_errno == MPI_SUCCESS && !(gdr_sq_idle(&eq->q) && eq->inflight == NULL))
+        mpi_errno = MPIDI_GDR_progress_all();
+    if (mpi_errno == MPI_SUCCESS && eq->q.failed)
+        mpi_errno = MPIDI_GDR_triggered_error(MPI_ERR_OTHER, "the window's stream queue "
+                                              "stopped: %s", gdr_sq_error(&eq->q));
+    return mpi_errno;
+}
+
+int MPIDI_GDR_enqueue_free(MPIR_Win * win)
+{
+    struct MPIDI_GDR_enqueue *eq = GDR_WIN(win).enqueue;
+    int mpi_errno = MPIDI_GDR_enqueue_drain(win);
+    int took = MPIDI_GDR_engine_enter();
+    while (eq->inflight != NULL) {      /* only after a failure */
+        enq_op_t *op = eq->inflight;
+        eq->inflight = op->next;
+        if (op->req != NULL)
+            MPIR_Request_free(op->req);
+        op_free(op);
+    }
+    queue_free(eq);
+    GDR_WIN(win).enqueue = NULL;
+    MPIDI_GDR_engine_exit(took);
+    return mpi_errno;
+}
+
+/* ---- the calls ---------------------------------------------------------------------- */
+
+static int enqueue(enq_op_t * proto, MPIR_Win * win)
+{
+    int mpi_errno = MPI_SUCCESS, took = MPIDI_GDR_engine_enter();
+    struct MPIDI_GDR_enqueue *eq;
+    enq_op_t *op = NULL;
+
+    if (win->dev.netmod.gdr.s == NULL) {
+        mpi_errno = MPIDI_GDR_triggered_error(MPI_ERR_WIN, "the window has no gdr state");
+        goto fn_exit;
+    }
+    if (MPIDIG_WIN(win, sync).access_epoch_type != MPIDIG_EPOTYPE_LOCK_ALL) {
+        mpi_errno = MPIDI_GDR_triggered_error(MPI_ERR_RMA_SYNC, "enqueue calls need a "
+                                              "passive-target epoch opened with "
+                                              "MPI_Win_lock_all on the host");
+        goto fn_exit;
+    }
+    mpi_errno = queue_of(win, &eq);
+    if (mpi_errno != MPI_SUCCESS)
+        goto fn_exit;
+    if (eq->q.failed) {
+        mpi_errno = MPIDI_GDR_triggered_error(MPI_ERR_OTHER, "the window's stream queue "
+                                              "stopped: %s", gdr_sq_error(&eq->q));
+        goto fn_exit;
+    }
+    op = MPL_malloc(sizeof(*op), MPL_MEM_RMA);
+    if (op == NULL) {
+        mpi_errno = MPIDI_GDR_triggered_error(MPI_ERR_NO_MEM, "out of memory for an enqueued "
+                                              "operation");
+        goto fn_exit;
+    }
+    *op = *proto;
+    MPIR_Datatype_add_ref_if_not_builtin(op->otype);
+    MPIR_Datatype_add_ref_if_not_builtin(op->ttype);
+
+    /* a contiguous origin of one basic type is copied by the stream: reusable at once */
+    const void *send = NULL;
+    size_t bytes = 0;
+    if (op->kind == GDR_SQ_FLUSH) {
+        MPL_free(op);
+        op = NULL;
+    } else if (op->kind != GDR_SQ_GET && op->ocount > 0) {
+        int contig;
+        MPI_Aint size, true_lb, extent;
+        MPI_Datatype basic = MPI_DATATYPE_NULL;
+        MPIR_Datatype_is_contig(op->otype, &contig);
+        MPIR_Datatype_get_basic_type(op->otype, basic);
+        MPIR_Datatype_get_size_macro(op->otype, size);
+        MPIR_Type_get_true_extent_impl(op->otype, &true_lb, &extent);
+        if (contig && basic != MPI_DATATYPE_NULL) {
+            send = (const char *) op->origin + true_lb;
+            bytes = (size_t) (size * op->ocount);
+        }
+    }
+    int rc;
+    while ((rc = op == NULL ? gdr_sq_enqueue_flush(&eq->q, proto->target)
+            : gdr_sq_enqueue(&eq->q, op->kind, op->target, send, bytes, op)) == GDR_SQ_FULL) {
+        /* ENQ_ENTRIES operations the stream has not reached: its own back-pressure */
+        mpi_errno = MPIDI_GDR_progress_all();
+        if (mpi_errno != MPI_SUCCESS)
+            goto fn_exit;
+    }
+    if (rc != GDR_SQ_OK) {
+        mpi_errno = MPIDI_GDR_triggered_error(MPI_ERR_OTHER, "%s", gdr_sq_error(&eq->q));
+        goto fn_exit;
+    }
+    op = NULL;
+  fn_exit:
+    if (op != NULL)
+        op_free(op);
+    MPIDI_GDR_engine_exit(took);
+    return mpi_errno;
+}
+
+int MPIR_Put_enqueue_impl(const void *origin_addr, MPI_Aint origin_count,
+                          MPI_Datatype origin_datatype, int target_rank, MPI_Aint target_disp,
+                          MPI_Aint target_count, MPI_Datatype target_datatype, MPIR_Win * win_ptr)
+{
+    enq_op_t op = {.kind = GDR_SQ_PUT,.origin = (void *) origin_addr,.ocount = origin_count,
+        .otype = origin_datatype,.target = target_rank,.tdisp = target_disp,
+        .tcount = target_count,.ttype = target_datatype,.op = MPI_OP_NULL
+    };
+    return enqueue(&op, win_ptr);
+}
+
+int MPIR_Get_enqueue_impl(void *origin_addr, MPI_Aint origin_count, MPI_Datatype origin_datatype,
+                          int target_rank, MPI_Aint target_disp, MPI_Aint target_count,
+                          MPI_Datatype target_datatype, MPIR_Win * win_ptr)
+{
+    enq_op_t op = {.kind = GDR_SQ_GET,.origin = origin_addr,.ocount = origin_count,
+        .otype = origin_datatype,.target = target_rank,.tdisp = target_disp,
+        .tcount = target_count,.ttype = target_datatype,.op = MPI_OP_NULL
+    };
+    return enqueue(&op, win_ptr);
+}
+
+int MPIR_Accumulate_enqueue_impl(const void *origin_addr, MPI_Aint origin_count,
+                                 MPI_Datatype origin_datatype, int target_rank,
+                                 MPI_Aint target_disp, MPI_Aint target_count,
+                                 MPI_Datatype target_datatype, MPI_Op op, MPIR_Win * win_ptr)
+{
+    enq_op_t e = {.kind = GDR_SQ_ACC,.origin = (void *) origin_addr,.ocount = origin_count,
+        .otype = origin_datatype,.target = target_rank,.tdisp = target_disp,
+        .tcount = target_count,.ttype = target_datatype,.op = op
+    };
+    return enqueue(&e, win_ptr);
+}
+
+int MPIR_Put_signal_enqueue_impl(const void *origin_addr, MPI_Aint origin_count,
+                                 MPI_Datatype origin_datatype, int target_rank,
+                                 MPI_Aint target_disp, MPI_Aint target_count,
+                                 MPI_Datatype target_datatype, MPI_Aint signal_disp,
+                                 uint64_t signal_value, int signal_op, MPIR_Win * win_ptr)
+{
+    if (!gdr_signal_op_valid(signal_op))
+        return MPIDI_GDR_triggered_error(MPI_ERR_ARG, "signal_op %d is neither MPIX_SIGNAL_SET "
+                                         "nor MPIX_SIGNAL_ADD", signal_op);
+    enq_op_t op = {.kind = GDR_SQ_PUT_SIGNAL,.origin = (void *) origin_addr,
+        .ocount = origin_count,.otype = origin_datatype,.target = target_rank,
+        .tdisp = target_disp,.tcount = target_count,.ttype = target_datatype,.op = MPI_OP_NULL,
+        .signal_disp = signal_disp,.signal_value = signal_value,.signal_op = signal_op
+    };
+    return enqueue(&op, win_ptr);
+}
+
+int MPIR_Win_flush_enqueue_impl(int rank, MPIR_Win * win_ptr)
+{
+    enq_op_t op = {.kind = GDR_SQ_FLUSH,.target = rank,.otype = MPI_DATATYPE_NULL,
+        .ttype = MPI_DATATYPE_NULL };
+    return enqueue(&op, win_ptr);
+}
+
+int MPIR_Win_flush_all_enqueue_impl(MPIR_Win * win_ptr)
+{
+    return MPIR_Win_flush_enqueue_impl(-1, win_ptr);
+}
+
+int MPIR_Win_signal_wait_enqueue_impl(MPIR_Win * win_ptr, MPI_Aint signal_disp, int cmp,
+                                      uint64_t value)
+{
+    gdr_gpu_t *g = &MPIDI_GDR_global.gpu;
+    gdr_gpu_wait_cmp_t how = GDR_GPU_WAIT_EQ;
+    if (cmp == GDR_CMP_GE || cmp == GDR_CMP_GT)
+        how = GDR_GPU_WAIT_GEQ;
+    else if (cmp != GDR_CMP_EQ)
+        return MPIDI_GDR_triggered_error(MPI_ERR_ARG, "comparison %d: a stream waits only for "
+                                         "MPIX_CMP_EQ, _GE or _GT (stream memory operations); "
+                                         "use MPIX_Dev_signal_wait_until in a kernel for the "
+                                         "others", cmp);
+    if (cmp == GDR_CMP_GT && value == UINT64_MAX)
+        return MPIDI_GDR_triggered_error(MPI_ERR_ARG, "no value is greater than UINT64_MAX");
+    uint64_t v = cmp == GDR_CMP_GT ? value + 1 : value;
+    MPI_Aint at = signal_disp * win_ptr->disp_unit;
+    if (signal_disp < 0 || at + 8 > win_ptr->size || ((uintptr_t) win_ptr->base + at) % 8 != 0)
+        return MPIDI_GDR_triggered_error(MPI_ERR_RMA_RANGE, "the signal word at displacement "
+                                         "%ld is not an aligned 8-byte word inside this rank's "
+                                         "window", (long) signal_disp);
+    int took = MPIDI_GDR_engine_enter(), mpi_errno = MPI_SUCCESS;
+    struct MPIDI_GDR_enqueue *eq;
+    gdr_gpu_mem_info_t info;
+    const void *word = (const char *) win_ptr->base + at;
+    mpi_errno = queue_of(win_ptr, &eq);
+    if (mpi_errno == MPI_SUCCESS && (gdr_gpu_mem_query(g, word, &info) != 0
+                                     || (!info.is_device && !info.is_pinned_host)))
+        mpi_errno = MPIDI_GDR_triggered_error(MPI_ERR_ARG, "a stream can wait only on device "
+                                              "or page-locked memory; this window's is neither");
+    if (mpi_errno == MPI_SUCCESS
+        && gdr_gpu_stream_wait_u64(g, (gdr_gpu_stream_t) eq->stream.stream, word, v, how) != 0)
+        mpi_errno = MPIDI_GDR_triggered_error(MPI_ERR_OTHER, "queueing the wait: %s", g->error);
+    MPIDI_GDR_engine_exit(took);
+    return mpi_errno;
+}

@@ -1,0 +1,48 @@
+/* The windows of stream-ordered and kernel-triggered RMA: their progress, their free. */
+#include "gdr_triggered.h"
+
+#include "gdr_engine_lock.h"
+
+int MPIDI_GDR_triggered_progress(int *made_progress)
+{
+    int mpi_errno = MPI_SUCCESS;
+    if (MPIDI_GDR_global.triggered_progressing)
+        return MPI_SUCCESS;     /* an operation started below progresses MPICH again */
+    MPIDI_GDR_global.triggered_progressing = 1;
+    for (struct MPIDI_GDR_win_state * s = MPIDI_GDR_global.triggered;
+         s != NULL && mpi_errno == MPI_SUCCESS; s = s->next_triggered) {
+        int made = 0;
+        if (s->enqueue != NULL)
+            mpi_errno = MPIDI_GDR_enqueue_progress(s->win, &made);
+        if (mpi_errno == MPI_SUCCESS && s->device != NULL)
+            mpi_errno = MPIDI_GDR_device_win_progress(s->win, &made);
+        if (made && made_progress != NULL)
+            *made_progress = 1;
+    }
+    MPIDI_GDR_global.triggered_progressing = 0;
+    return mpi_errno;
+}
+
+int MPIDI_GDR_triggered_win_free(MPIR_Win * win)
+{
+    struct MPIDI_GDR_win_state *s = win->dev.netmod.gdr.s;
+    int mpi_errno = MPI_SUCCESS;
+    if (s->win == NULL)
+        return MPI_SUCCESS;
+    if (s->enqueue != NULL)
+        mpi_errno = MPIDI_GDR_enqueue_free(win);
+    if (s->device != NULL) {
+        int err = MPIDI_GDR_device_win_free(win);
+        mpi_errno = mpi_errno ? mpi_errno : err;
+    }
+    int took = MPIDI_GDR_engine_enter();
+    for (struct MPIDI_GDR_win_state ** p = &MPIDI_GDR_global.triggered; *p != NULL;
+         p = &(*p)->next_triggered)
+        if (*p == s) {
+            *p = s->next_triggered;
+            break;
+        }
+    MPIDI_GDR_engine_exit(took);
+    s->win = NULL;
+    return mpi_errno;
+}

@@ -1,0 +1,31 @@
+/* What stream-ordered RMA (gdr_enqueue.c) and kernel-triggered RMA (gdr_device_win.c)
+ * share: the windows that have a stream queue or a device handle, their progress (from
+ * MPICH's progress, never re-entered), the progress thread, and the check that a
+ * target's operations are complete there without waiting for it. */
+#ifndef GDR_TRIGGERED_H_INCLUDED
+#define GDR_TRIGGERED_H_INCLUDED
+
+#include "gdr_impl.h"
+
+/* Puts win on the progress list (its state's enqueue or device part is being set up)
+ * and starts the progress thread when MPIR_CVAR_CH4_GDR_ENQUEUE_PROGRESS asks for one. */
+int MPIDI_GDR_triggered_add(MPIR_Win * win);
+/* Every operation this rank started on win to rank (-1: every rank) is complete at its
+ * target: gdr's RDMA operations and MPICH's active messages.  Never waits. */
+int MPIDI_GDR_triggered_remote_done(MPIR_Win * win, int rank);
+/* An MPI error (MPI_ERR_OTHER, **gdr_triggered) carrying a sentence. */
+int MPIDI_GDR_triggered_error(int err_class, const char *fmt, ...);
+
+/* gdr_enqueue.c / gdr_device_win.c: one round of a window's part (never waits); the part
+ * freed at window free (waits for what is in flight).  made: set when anything moved. */
+int MPIDI_GDR_enqueue_progress(MPIR_Win * win, int *made);
+int MPIDI_GDR_enqueue_free(MPIR_Win * win);
+int MPIDI_GDR_device_win_progress(MPIR_Win * win, int *made);
+int MPIDI_GDR_device_win_free(MPIR_Win * win);
+
+/* The window's free hook: both parts freed, the window off the list. */
+int MPIDI_GDR_triggered_win_free(MPIR_Win * win);
+/* Finalize: the progress thread stopped. */
+void MPIDI_GDR_triggered_stop(void);
+
+#endif /* GDR_TRIGGERED_H_INCLUDED */

@@ -1,0 +1,21 @@
+/* Compiled (not run) by maint/check's install tier with nvcc against the installed mpi.h
+ * and mpix_gdr_device.cuh: every MPIX_Dev_ call of DESIGN.md section 4 in one kernel, so a
+ * change that breaks the public device header fails the check.  maint/check-gpu runs
+ * kernels for real. */
+#include <mpi.h>
+#include <mpix_gdr_device.cuh>
+
+__global__ void every_call(MPIX_Win_device w, const double *src, double *dst, uint64_t *result)
+{
+    int me = MPIX_Dev_gdr(w)->rank, right = (me + 1) % MPIX_Dev_gdr(w)->nranks;
+    MPIX_Dev_put(w, src, 8, right, 0);
+    MPIX_Dev_put_signal(w, src, 8, right, 8, 0, 1, MPIX_SIGNAL_ADD);
+    MPIX_Dev_get(w, dst, 8, right, 0);
+    MPIX_Dev_fetch_add(w, right, 16, 1, result);
+    MPIX_Dev_flush(w, right);
+    MPIX_Dev_put_warp(w, src, 256, right, 64);
+    MPIX_Dev_flush_warp(w, right);
+    MPIX_Dev_put_block(w, src, 1024, right, 64);
+    MPIX_Dev_flush_block(w, right);
+    (void) MPIX_Dev_signal_wait_until(w, 0, MPIX_CMP_GE, 1);
+}

@@ -1,0 +1,176 @@
+/* Kernel-triggered RMA (MPIX_Win_get_device_handle, the MPIX_Dev_ calls) on the simulated
+ * GPU (test/gpusim, host-visible mode), with host threads playing the kernel: the device
+ * calls are gdr's __host__ __device__ protocol (gdr/gdr_rma_dev_api.h, installed beside
+ * mpix_gdr_device.cuh), so a C thread runs the very code a CUDA thread would.
+ *
+ * Every rank exposes a window in device memory (cuMemAlloc, MPI_Win_create), opens a
+ * lock_all epoch and takes a device handle.  THREADS "kernel" threads, ROUNDS rounds each,
+ * to the right neighbour: a put of one 8-byte cell (each thread and round its own cell),
+ * a put_signal (another cell) adding 1 to the neighbour's signal word, a fetch_add on its
+ * counter (the old value into host-pinned memory), and a flush.  Then each rank waits on
+ * its own signal word for THREADS x ROUNDS (signal_wait_until) and checks every cell its
+ * left neighbour wrote, the counter, and that the fetch_adds it made saw distinct values
+ * 0 .. THREADS x ROUNDS - 1 (no lost or duplicated update).  Misuse: a bad rank and a bad
+ * signal op are refused by the call (nothing sent); a handle freed twice, a device handle
+ * of a dynamic window: the MPI error classes.  gdr's progress thread serves the ring
+ * (MPI_THREAD_MULTIPLE).  Needs GDR_GPUSIM_MODE=host-visible (the threads load and store
+ * device memory of their own window) and a driver (MPIR_CVAR_CH4_GDR_CUDA_DRIVER). */
+#include <pthread.h>
+
+#include "gdr_mpi_test.h"
+#include "gdr_cuda_test.h"
+#include "gdr/gdr_rma_dev_api.h"
+
+enum {
+    THREADS = 4,
+    ROUNDS = 250,
+    SIGNAL = 0,                 /* byte offsets in the window (displacement unit 1) */
+    COUNTER = 8,
+    CELLS = 64,
+    WIN_BYTES = CELLS + 2 * THREADS * ROUNDS * 8
+};
+
+#define CHECK_MPI(call_) gdr_check_mpi(#call_, (call_))
+
+static void expect_class(int rc, int want, const char *what)
+{
+    int cls = MPI_SUCCESS;
+    if (rc != MPI_SUCCESS)
+        MPI_Error_class(rc, &cls);
+    if (cls != want)
+        gdr_test_fail("%s: error class %d, expected %d", what, cls, want);
+}
+
+typedef struct {
+    const gdr_dev_win_t *w;
+    int id, right, rank;
+    uint64_t *src;              /* host-pinned: the values put (live until the flush) */
+    uint64_t *olds;             /* host-pinned: fetch_add results */
+    int errors;
+} kernel_t;
+
+static uint64_t cell_value(int rank, int id, int round, int which)
+{
+    return ((uint64_t) (rank + 1) << 40) | ((uint64_t) id << 24) | ((uint64_t) round << 1)
+        | (uint64_t) which;
+}
+
+static void *kernel(void *arg)
+{
+    kernel_t *k = arg;
+    for (int i = 0; i < ROUNDS; i++) {
+        int cell = k->id * ROUNDS + i;
+        k->src[2 * i] = cell_value(k->rank, k->id, i, 0);
+        k->src[2 * i + 1] = cell_value(k->rank, k->id, i, 1);
+        k->errors += gdr_dev_put(k->w, &k->src[2 * i], 8, k->right, CELLS + 8 * cell) != 0;
+        k->errors += gdr_dev_put_signal(k->w, &k->src[2 * i + 1], 8, k->right,
+                                        CELLS + 8 * (THREADS * ROUNDS + cell), SIGNAL, 1,
+                                        GDR_SIGNAL_ADD) != 0;
+        k->errors += gdr_dev_fetch_add(k->w, k->right, COUNTER, 1, &k->olds[i]) != 0;
+        k->errors += gdr_dev_flush(k->w, k->right) != 0;
+    }
+    return NULL;
+}
+
+int main(int argc, char **argv)
+{
+    int provided, rank, size;
+    MPI_Init_thread(&argc, &argv, MPI_THREAD_MULTIPLE, &provided);
+    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    MPI_Comm_size(MPI_COMM_WORLD, &size);
+    if (provided != MPI_THREAD_MULTIPLE || cuda_open() != 0) {
+        fprintf(stderr, "rank %d: needs MPI_THREAD_MULTIPLE (got %d) and a CUDA driver\n", rank,
+                provided);
+        MPI_Abort(MPI_COMM_WORLD, 1);
+    }
+    int right = (rank + 1) % size, left = (rank + size - 1) % size;
+    uint64_t winmem;
+    uint64_t *pinned;
+    if (cu.alloc(&winmem, WIN_BYTES) != 0
+        || cu.host_alloc((void **) &pinned, (size_t) THREADS * ROUNDS * 8 * 3, 0) != 0)
+        gdr_test_die("cuMemAlloc", MPI_ERR_NO_MEM);
+    memset(pinned, 0, (size_t) THREADS * ROUNDS * 8 * 3);
+    char *zero = calloc(1, WIN_BYTES);
+    cu.copy(winmem, (uint64_t) (uintptr_t) zero, WIN_BYTES);
+
+    MPI_Win win, dyn;
+    CHECK_MPI(MPI_Win_create((void *) (uintptr_t) winmem, WIN_BYTES, 1, MPI_INFO_NULL,
+                             MPI_COMM_WORLD, &win));
+    MPI_Win_set_errhandler(win, MPI_ERRORS_RETURN);
+    MPI_Win_lock_all(0, win);
+    MPIX_Win_device dwin;
+    gdr_test_set_context("MPIX_Win_get_device_handle");
+    CHECK_MPI(MPIX_Win_get_device_handle(win, &dwin));
+    const gdr_dev_win_t *w = (const gdr_dev_win_t *) &dwin;
+
+    /* bad input: refused by the call, nothing posted */
+    uint64_t before = *w->ring.head, v = 1;
+    if (gdr_dev_put(w, &v, 8, size, 0) != GDR_DEV_ERR_RANK
+        || gdr_dev_put_signal(w, &v, 8, right, CELLS, SIGNAL, 1, 7) != GDR_DEV_ERR_ARG
+        || *w->ring.head != before)
+        gdr_test_fail("a bad rank or signal op was not refused, or reached the ring");
+
+    gdr_test_set_context("the kernel threads");
+    kernel_t k[THREADS];
+    pthread_t t[THREADS];
+    for (int i = 0; i < THREADS; i++) {
+        k[i] = (kernel_t) {.w = w,.id = i,.right = right,.rank = rank,
+            .src = pinned + (size_t) i * ROUNDS * 2,
+            .olds = pinned + (size_t) THREADS * ROUNDS * 2 + (size_t) i * ROUNDS
+        };
+        pthread_create(&t[i], NULL, kernel, &k[i]);
+    }
+    for (int i = 0; i < THREADS; i++) {
+        pthread_join(t[i], NULL);
+        if (k[i].errors)
+            gdr_test_fail("thread %d: %d device calls failed", i, k[i].errors);
+    }
+    uint64_t seen = 0;
+    gdr_dev_signal_wait_until(w, SIGNAL, GDR_CMP_GE, THREADS * ROUNDS, &seen);
+    if (seen != THREADS * ROUNDS)
+        gdr_test_fail("signal word %llu, expected %d", (unsigned long long) seen,
+                      THREADS * ROUNDS);
+    MPI_Barrier(MPI_COMM_WORLD);
+
+    gdr_test_set_context("the window after the kernels");
+    uint64_t *mine = malloc(WIN_BYTES);
+    cu.copy((uint64_t) (uintptr_t) mine, winmem, WIN_BYTES);
+    gdr_check_long("counter", 0, THREADS * ROUNDS, (long long) mine[COUNTER / 8]);
+    for (int id = 0; id < THREADS; id++)
+        for (int i = 0; i < ROUNDS; i++) {
+            int cell = id * ROUNDS + i;
+            gdr_check_long("cell", cell, (long long) cell_value(left, id, i, 0),
+                           (long long) mine[(CELLS + 8 * cell) / 8]);
+            gdr_check_long("signalled cell", cell, (long long) cell_value(left, id, i, 1),
+                           (long long) mine[(CELLS + 8 * (THREADS * ROUNDS + cell)) / 8]);
+        }
+    unsigned char *hit = calloc(THREADS * ROUNDS, 1);
+    int dup = 0;
+    for (int i = 0; i < THREADS * ROUNDS; i++) {
+        uint64_t o = pinned[(size_t) THREADS * ROUNDS * 2 + i];
+        dup += o >= THREADS * ROUNDS || hit[o]++;
+    }
+    if (dup)
+        gdr_test_fail("%d fetch_add results repeated or out of range", dup);
+
+    gdr_test_set_context("misuse");
+    MPIX_Win_device copy = dwin;
+    CHECK_MPI(MPIX_Win_free_device_handle(&dwin));
+    expect_class(MPIX_Win_free_device_handle(&copy), MPI_ERR_ARG, "a handle freed twice");
+    MPI_Win_unlock_all(win);
+    MPI_Win_create_dynamic(MPI_INFO_NULL, MPI_COMM_WORLD, &dyn);
+    MPI_Win_set_errhandler(dyn, MPI_ERRORS_RETURN);
+    MPIX_Win_device dd;
+    expect_class(MPIX_Win_get_device_handle(dyn, &dd), MPI_ERR_RMA_FLAVOR,
+                 "a device handle of a dynamic window");
+    MPI_Win_free(&dyn);
+    MPI_Win_free(&win);
+    cu.free(winmem);
+    cu.free_host(pinned);
+    free(mine);
+    free(zero);
+    free(hit);
+    long errs = gdr_test_finish();
+    MPI_Finalize();
+    return errs != 0;
+}

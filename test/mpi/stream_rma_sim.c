@@ -1,0 +1,187 @@
+/* Stream-ordered RMA (MPIX_*_enqueue, maint/patches 0014) on the simulated GPU
+ * (test/gpusim) or a real one, through the CUDA driver gdr loads
+ * (MPIR_CVAR_CH4_GDR_CUDA_DRIVER; default libcuda.so.1), reached here the same way.
+ *
+ * Every rank makes a CUDA stream, an MPIX_Stream over it, a stream communicator, and a
+ * window in device memory over that communicator (MPI_Win_lock_all on the host).  Then,
+ * all in stream order and with no host wait inside the loop, ROUNDS rounds of a ring
+ * exchange: the stream writes the round's values into a device buffer (a memset: the
+ * "kernel"), MPIX_Put_signal_enqueue sends them to the right neighbour's slot of the
+ * round and adds 1 to its signal word, MPIX_Win_signal_wait_enqueue waits until this
+ * rank's word says round i arrived, and a stream copy takes the slot out (the "kernel"
+ * that reads it).  One stream synchronisation at the end; every value of every round is
+ * checked, so a lost, duplicated or early update shows.  The origin is overwritten by the
+ * next round right after each put (the stream copied it: it must be reusable at once).
+ * Then MPIX_Get_enqueue of the right neighbour's last slot, MPIX_Accumulate_enqueue (SUM
+ * of int64 on rank 0) with MPIX_Win_flush_all_enqueue, and misuse: an enqueue outside
+ * lock_all (MPI_ERR_RMA_SYNC), on a window over MPI_COMM_WORLD (MPI_ERR_ARG), a stream
+ * wait with MPIX_CMP_NE (MPI_ERR_ARG), a bad rank (MPI_ERR_RANK).
+ * MPI_THREAD_SINGLE, as MPIX streams need under gdr (one reserved VCI:
+ * MPIR_CVAR_CH4_RESERVE_VCIS=1): gdr's progress then runs in MPI calls, so the host waits
+ * for its stream by polling it between MPI calls (sync_stream), as such an application
+ * must.  Without a GPU or driver: prints why and fails. */
+
+#include "gdr_mpi_test.h"
+#include "gdr_cuda_test.h"
+
+enum {
+    ROUNDS = 1000,
+    INTS = 16,                  /* per round */
+    SLOT = INTS * 4,
+    DATA = 64,                  /* the slots start here; the signal word at 0, a counter at 8 */
+    WIN_BYTES = DATA + ROUNDS * SLOT
+};
+
+#define CU(call_) do { if ((call_) != 0) gdr_test_die(#call_, MPI_ERR_OTHER); } while (0)
+#define CHECK_MPI(call_) gdr_check_mpi(#call_, (call_))
+
+/* rc must be an error of class want */
+static void expect_class(int rc, int want, const char *what)
+{
+    int cls = MPI_SUCCESS;
+    if (rc != MPI_SUCCESS)
+        MPI_Error_class(rc, &cls);
+    if (cls != want)
+        gdr_test_fail("%s: error class %d, expected %d", what, cls, want);
+}
+#define DEV(p_) ((uint64_t) (uintptr_t) (p_))
+
+/* Waits for the stream while MPI progresses (gdr runs the stream's operations in MPI calls
+ * here: a cuStreamSynchronize alone would wait for ever). */
+static void sync_stream(void *stream)
+{
+    int rc, flag;
+    while ((rc = cu.stream_query(stream)) == 600 /* CUDA_ERROR_NOT_READY */ )
+        MPI_Iprobe(MPI_ANY_SOURCE, MPI_ANY_TAG, MPI_COMM_WORLD, &flag, MPI_STATUS_IGNORE);
+    if (rc != 0)
+        gdr_test_die("cuStreamQuery", MPI_ERR_OTHER);
+}
+
+static int value_of(int rank, int round)
+{
+    return ((rank + 1) * 10007 + round) & 0xff;        /* a memset writes bytes */
+}
+
+int main(int argc, char **argv)
+{
+    int rank, size;
+    MPI_Init(&argc, &argv);
+    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    MPI_Comm_size(MPI_COMM_WORLD, &size);
+    if (cuda_open() != 0) {
+        fprintf(stderr, "rank %d: no CUDA driver: set MPIR_CVAR_CH4_GDR_CUDA_DRIVER\n", rank);
+        MPI_Abort(MPI_COMM_WORLD, 1);
+    }
+    MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
+    int right = (rank + 1) % size, left = (rank + size - 1) % size;
+
+    void *stream;
+    uint64_t winmem, origin;
+    unsigned char *got;
+    CU(cu.stream_create(&stream, 1 /* CU_STREAM_NON_BLOCKING */ ));
+    CU(cu.alloc(&winmem, WIN_BYTES));
+    CU(cu.alloc(&origin, SLOT));
+    CU(cu.host_alloc((void **) &got, (size_t) ROUNDS * SLOT + SLOT, 0));
+    CU(cu.memset_async(winmem, 0, WIN_BYTES, stream));
+    CU(cu.stream_sync(stream));
+
+    MPI_Info info;
+    MPIX_Stream mstream;
+    MPI_Comm scomm;
+    MPI_Win win, plain;
+    MPI_Info_create(&info);
+    MPI_Info_set(info, "type", "cudaStream_t");
+    MPIX_Info_set_hex(info, "value", &stream, sizeof(stream));
+    gdr_test_set_context("MPIX_Stream_create(cudaStream_t)");
+    CHECK_MPI(MPIX_Stream_create(info, &mstream));
+    MPI_Info_free(&info);
+    gdr_test_set_context("MPIX_Stream_comm_create");
+    CHECK_MPI(MPIX_Stream_comm_create(MPI_COMM_WORLD, mstream, &scomm));
+    CHECK_MPI(MPI_Win_create((void *) (uintptr_t) winmem, WIN_BYTES, 1, MPI_INFO_NULL, scomm,
+                                  &win));
+    MPI_Win_set_errhandler(win, MPI_ERRORS_RETURN);
+
+    /* misuse first: nothing may reach the stream */
+    int rc = MPIX_Put_enqueue((void *) (uintptr_t) origin, INTS, MPI_INT, right, DATA, INTS,
+                              MPI_INT, win);
+    expect_class(rc, MPI_ERR_RMA_SYNC, "enqueue outside MPI_Win_lock_all");
+    CHECK_MPI(MPI_Win_create((void *) (uintptr_t) winmem, WIN_BYTES, 1, MPI_INFO_NULL,
+                                  MPI_COMM_WORLD, &plain));
+    MPI_Win_set_errhandler(plain, MPI_ERRORS_RETURN);
+    MPI_Win_lock_all(0, plain);
+    rc = MPIX_Put_enqueue((void *) (uintptr_t) origin, INTS, MPI_INT, right, DATA, INTS, MPI_INT,
+                          plain);
+    expect_class(rc, MPI_ERR_ARG, "enqueue on a window without a stream");
+    MPI_Win_unlock_all(plain);
+    MPI_Win_free(&plain);
+
+    MPI_Win_lock_all(0, win);
+    rc = MPIX_Win_signal_wait_enqueue(win, 0, MPIX_CMP_NE, 1);
+    expect_class(rc, MPI_ERR_ARG, "a stream wait with MPIX_CMP_NE");
+    rc = MPIX_Put_enqueue((void *) (uintptr_t) origin, INTS, MPI_INT, size, DATA, INTS, MPI_INT,
+                          win);
+    expect_class(rc, MPI_ERR_RANK, "an enqueue to rank `size`");
+
+    /* the ring exchange */
+    gdr_test_set_context("the ring exchange");
+    for (int i = 0; i < ROUNDS; i++) {
+        CU(cu.memset_async(origin, (unsigned char) value_of(rank, i), SLOT, stream));
+        CHECK_MPI(MPIX_Put_signal_enqueue((void *) (uintptr_t) origin, INTS, MPI_INT,
+                                               right, DATA + (MPI_Aint) i * SLOT, INTS, MPI_INT,
+                                               0, 1, MPIX_SIGNAL_ADD, win));
+        CHECK_MPI(MPIX_Win_signal_wait_enqueue(win, 0, MPIX_CMP_GE, (uint64_t) i + 1));
+        CU(cu.copy_async(DEV(got + (size_t) i * SLOT), winmem + DATA + (uint64_t) i * SLOT, SLOT,
+                         stream));
+    }
+    CHECK_MPI(MPIX_Win_flush_all_enqueue(win));
+    sync_stream(stream);
+    int bad = 0;
+    for (int i = 0; i < ROUNDS; i++)
+        for (int b = 0; b < SLOT; b++)
+            bad += got[(size_t) i * SLOT + b] != value_of(left, i);
+    if (bad)
+        gdr_test_fail("%d of %d bytes from rank %d wrong after %d rounds", bad, ROUNDS * SLOT,
+                      left, ROUNDS);
+    MPI_Barrier(MPI_COMM_WORLD);        /* every rank's last round has landed */
+
+    /* a get of the right neighbour's last slot (the round rank `rank` put there) */
+    gdr_test_set_context("MPIX_Get_enqueue");
+    uint64_t dst;
+    CU(cu.alloc(&dst, SLOT));
+    CHECK_MPI(MPIX_Get_enqueue((void *) (uintptr_t) dst, SLOT, MPI_BYTE, right,
+                                    DATA + (MPI_Aint) (ROUNDS - 1) * SLOT, SLOT, MPI_BYTE, win));
+    CU(cu.copy_async(DEV(got), dst, SLOT, stream));
+    sync_stream(stream);
+    bad = 0;
+    for (int b = 0; b < SLOT; b++)
+        bad += got[b] != value_of(rank, ROUNDS - 1);
+    if (bad)
+        gdr_test_fail("the get saw %d wrong bytes", bad);
+
+    /* accumulates from every rank on one word of rank 0 */
+    gdr_test_set_context("MPIX_Accumulate_enqueue");
+    int64_t *one = (int64_t *) got;
+    one[0] = rank + 1;
+    CHECK_MPI(MPIX_Accumulate_enqueue(one, 1, MPI_INT64_T, 0, 8, 1, MPI_INT64_T, MPI_SUM,
+                                           win));
+    CHECK_MPI(MPIX_Win_flush_all_enqueue(win));
+    sync_stream(stream);
+    MPI_Barrier(MPI_COMM_WORLD);
+    if (rank == 0) {
+        int64_t sum = 0;
+        CU(cu.copy(DEV(&sum), winmem + 8, 8));
+        gdr_check_long("the accumulated word", 0, (long long) size * (size + 1) / 2, sum);
+    }
+    MPI_Win_unlock_all(win);
+    MPI_Win_free(&win);
+    MPI_Comm_free(&scomm);
+    MPIX_Stream_free(&mstream);
+    cu.free(dst);
+    cu.free(origin);
+    cu.free(winmem);
+    cu.free_host(got);
+    cu.stream_destroy(stream);
+    long errs = gdr_test_finish();
+    MPI_Finalize();
+    return errs != 0;
+}
