@@ -52,6 +52,7 @@ static int device_win_new(MPIR_Win * win, struct MPIDI_GDR_device_win **out)
     gdr_gpu_t *g = &MPIDI_GDR_global.gpu;
     int n = win->comm_ptr->local_size, me = win->comm_ptr->rank;
     size_t counters = (size_t) n * sizeof(uint64_t);
+    /* head at 0, tail at 64, the stopped word at 96 (each on its own line of 32) */
     size_t at_posted = 128, at_done = at_posted + counters, at_slots =
         (at_done + counters + 127) / 128 * 128;
     struct MPIDI_GDR_device_win *d = MPL_calloc(1, sizeof(*d), MPL_MEM_RMA);
@@ -71,6 +72,7 @@ static int device_win_new(MPIR_Win * win, struct MPIDI_GDR_device_win **out)
         d->peer_base[r] = r == me ? (char *) win->base : NULL;
     d->dw = (gdr_dev_win_t) {
         .ring = {.head = (uint64_t *) m,.tail = (volatile uint64_t *) (m + 64),
+                 .stopped = (volatile uint64_t *) (m + 96),
                  .posted = (uint64_t *) (m + at_posted),
                  .done = (volatile uint64_t *) (m + at_done),
                  .slots = (gdr_trig_slot_t *) (m + at_slots),.nslots = DEV_SLOTS,.nranks = n},

@@ -8,8 +8,10 @@
  *
  * This rank's own window is reached by loads and stores; other ranks through a descriptor
  * ring that gdr's progress serves (a progress thread under MPI_THREAD_MULTIPLE, else the
- * host's MPI calls: MPIR_CVAR_CH4_GDR_ENQUEUE_PROGRESS).  Return values: MPI_SUCCESS, or
- * MPI_ERR_RANK / MPI_ERR_ARG for a bad rank, signal op or comparison (nothing is done).
+ * host's MPI calls: MPIR_CVAR_CH4_GDR_ENQUEUE_PROGRESS).  Return values: MPI_SUCCESS,
+ * MPI_ERR_RANK / MPI_ERR_ARG for a bad rank, signal op or comparison (nothing is done), or
+ * MPI_ERR_OTHER when gdr's proxy stopped (it failed: MPI_Win_free on the host says why)
+ * instead of waiting for ever.
  * Puts and gets to other ranks are started when the call returns: the source of a put must
  * stay unchanged, and the destination of a get unread, until MPIX_Dev_flush(rank).
  * fetch_add's result is written by gdr's proxy: `result` must be host-pinned memory
@@ -32,7 +34,8 @@ __host__ __device__ inline const gdr_dev_win_t *MPIX_Dev_gdr(const MPIX_Win_devi
 
 __host__ __device__ inline int MPIX_Dev_status(int rc)
 {
-    return rc == GDR_DEV_OK ? MPI_SUCCESS : rc == GDR_DEV_ERR_RANK ? MPI_ERR_RANK : MPI_ERR_ARG;
+    return rc == GDR_DEV_OK ? MPI_SUCCESS : rc == GDR_DEV_ERR_RANK ? MPI_ERR_RANK
+        : rc == GDR_DEV_ERR_ARG ? MPI_ERR_ARG : MPI_ERR_OTHER;
 }
 
 __device__ inline int MPIX_Dev_put(MPIX_Win_device w, const void *src, size_t bytes, int rank,

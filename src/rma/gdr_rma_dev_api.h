@@ -20,7 +20,9 @@
  * - signal_wait_until waits on this rank's own window word and returns the value that met
  *   the comparison.
  * Bad input (rank out of range, an unknown signal op or comparison) returns an error and
- * touches nothing. */
+ * touches nothing.  A call that would wait on a proxy that stopped for good (it failed: the
+ * host's next MPI call on the window says why) returns GDR_DEV_ERR_STOPPED instead of
+ * waiting for ever. */
 #ifndef GDR_RMA_DEV_API_H
 #define GDR_RMA_DEV_API_H
 
@@ -33,7 +35,10 @@
 #include <string.h>
 #endif
 
-enum { GDR_DEV_OK = 0, GDR_DEV_ERR_RANK = -1, GDR_DEV_ERR_ARG = -2 };
+enum {
+    GDR_DEV_OK = 0, GDR_DEV_ERR_RANK = -1, GDR_DEV_ERR_ARG = -2,
+    GDR_DEV_ERR_STOPPED = -3    /* the proxy stopped (it failed; the host reports why) */
+};
 
 typedef struct gdr_dev_win {
     gdr_trig_ring_t ring;       /* to the proxy (targets on other nodes) */
@@ -98,9 +103,10 @@ static inline GDR_TRIG_HD int gdr_dev_put(const gdr_dev_win_t *w, const void *sr
         return GDR_DEV_ERR_RANK;
     if (w->peer_base[rank] != NULL)
         gdr_dev_copy(gdr_dev_at(w, rank, disp), (const char *) src, bytes);
-    else
-        gdr_trig_post(&w->ring, gdr_dev_desc(w, GDR_TRIG_PUT, rank, (uint64_t) (uintptr_t) src,
-                                             bytes, disp));
+    else if (gdr_trig_post(&w->ring, gdr_dev_desc(w, GDR_TRIG_PUT, rank,
+                                                  (uint64_t) (uintptr_t) src, bytes, disp))
+             == GDR_TRIG_STOPPED)
+        return GDR_DEV_ERR_STOPPED;
     return GDR_DEV_OK;
 }
 
@@ -111,9 +117,10 @@ static inline GDR_TRIG_HD int gdr_dev_get(const gdr_dev_win_t *w, void *dst, siz
         return GDR_DEV_ERR_RANK;
     if (w->peer_base[rank] != NULL)
         gdr_dev_copy((char *) dst, gdr_dev_at(w, rank, disp), bytes);
-    else
-        gdr_trig_post(&w->ring, gdr_dev_desc(w, GDR_TRIG_GET, rank, (uint64_t) (uintptr_t) dst,
-                                             bytes, disp));
+    else if (gdr_trig_post(&w->ring, gdr_dev_desc(w, GDR_TRIG_GET, rank,
+                                                  (uint64_t) (uintptr_t) dst, bytes, disp))
+             == GDR_TRIG_STOPPED)
+        return GDR_DEV_ERR_STOPPED;
     return GDR_DEV_OK;
 }
 
@@ -137,8 +144,7 @@ static inline GDR_TRIG_HD int gdr_dev_put_signal(const gdr_dev_win_t *w, const v
     d.signal_disp = signal_disp;
     d.value = value;
     d.signal_op = (uint32_t) signal_op;
-    gdr_trig_post(&w->ring, d);
-    return GDR_DEV_OK;
+    return gdr_trig_post(&w->ring, d) == GDR_TRIG_STOPPED ? GDR_DEV_ERR_STOPPED : GDR_DEV_OK;
 }
 
 static inline GDR_TRIG_HD int gdr_dev_flush(const gdr_dev_win_t *w, int rank)
@@ -150,8 +156,11 @@ static inline GDR_TRIG_HD int gdr_dev_flush(const gdr_dev_win_t *w, int rank)
         return GDR_DEV_OK;
     }
     uint64_t n = gdr_trig_posted(&w->ring, rank);
-    while (!gdr_trig_finished(&w->ring, rank, n))
+    while (!gdr_trig_finished(&w->ring, rank, n)) {
+        if (gdr_trig_stopped(&w->ring))
+            return GDR_DEV_ERR_STOPPED;
         gdr_trig_pause();
+    }
     return GDR_DEV_OK;
 }
 
@@ -174,8 +183,13 @@ static inline GDR_TRIG_HD int gdr_dev_fetch_add(const gdr_dev_win_t *w, int rank
                                      8, disp);
     d.value = value;
     uint64_t seq = gdr_trig_post(&w->ring, d);
-    while (!gdr_trig_finished(&w->ring, rank, seq + 1))
+    if (seq == GDR_TRIG_STOPPED)
+        return GDR_DEV_ERR_STOPPED;
+    while (!gdr_trig_finished(&w->ring, rank, seq + 1)) {
+        if (gdr_trig_stopped(&w->ring))
+            return GDR_DEV_ERR_STOPPED;
         gdr_trig_pause();
+    }
     return GDR_DEV_OK;
 }
 

@@ -13,6 +13,8 @@ static int fail(gdr_trig_proxy_t *p, const char *fmt, ...)
         vsnprintf(p->error, sizeof(p->error), fmt, ap);
         va_end(ap);
         p->failed = 1;
+        if (p->ring->stopped != NULL)   /* producers waiting on the proxy give up */
+            gdr_trig_store_release(p->ring->stopped, 1);
     }
     return -1;
 }

@@ -70,6 +70,8 @@ typedef struct gdr_trig_ring {
     gdr_trig_slot_t *slots;
     uint64_t *posted;           /* per target rank: operations posted (producers' fetch-add) */
     volatile uint64_t *done;    /* per target rank: operations finished without a gap (proxy) */
+    volatile uint64_t *stopped; /* nonzero once the proxy stopped for good (it failed), so that
+                                 * producers waiting on it give up; NULL: none kept */
     uint32_t nslots;            /* a power of two */
     int32_t nranks;
 } gdr_trig_ring_t;
@@ -119,8 +121,18 @@ static inline GDR_TRIG_HD void gdr_trig_pause(void)
 
 /* ---- producers ---------------------------------------------------------------------- */
 
+/* gdr_trig_post's answer when the proxy stopped while the producer waited for a slot */
+#define GDR_TRIG_STOPPED UINT64_MAX
+
+/* Whether the proxy stopped for good: whoever waits on it gives up. */
+static inline GDR_TRIG_HD int gdr_trig_stopped(const gdr_trig_ring_t *r)
+{
+    return r->stopped != NULL && gdr_trig_load_acquire(r->stopped) != 0;
+}
+
 /* Posts *d (its rank_seq is filled in) and returns the target's operation number, after
- * waiting for a free slot.  rank must be in [0, nranks): the caller checks.
+ * waiting for a free slot (GDR_TRIG_STOPPED, nothing posted, when the proxy stopped
+ * meanwhile).  rank must be in [0, nranks): the caller checks.
  * The number is taken after the slot is free, so an operation that sits in the ring behind
  * one with a higher number of the same target is fewer than nslots numbers below it: a
  * proxy that lets nslots or more operations per target be unfinished never waits, at the
@@ -128,8 +140,11 @@ static inline GDR_TRIG_HD void gdr_trig_pause(void)
 static inline GDR_TRIG_HD uint64_t gdr_trig_post(const gdr_trig_ring_t *r, gdr_trig_desc_t d)
 {
     uint64_t ticket = gdr_trig_fetch_add(r->head, 1);
-    while (ticket - gdr_trig_load_acquire(r->tail) >= r->nslots)
+    while (ticket - gdr_trig_load_acquire(r->tail) >= r->nslots) {
+        if (gdr_trig_stopped(r))
+            return GDR_TRIG_STOPPED;    /* nothing will free a slot any more */
         gdr_trig_pause();       /* full: the proxy has not taken ticket - nslots yet */
+    }
     d.rank_seq = gdr_trig_fetch_add(&r->posted[d.rank], 1);
     gdr_trig_slot_t *s = &r->slots[ticket & (r->nslots - 1)];
     s->desc = d;

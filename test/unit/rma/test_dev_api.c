@@ -250,6 +250,31 @@ static void signals(const gdr_dev_win_t *w, const gdr_dev_win_t *w1, const gdr_d
               && seen == SIGNALS, "signal_wait_until returns the value that met the wait");
 }
 
+/* A proxy that stopped for good: flush and fetch_add give up with GDR_DEV_ERR_STOPPED,
+ * and so does a put that waits for a slot of a full ring; a put with room still posts. */
+static void stopped(void)
+{
+    static ring_mem_t r;
+    static uint64_t stop_word;
+    static char *none[NRANKS];
+    memset(&r, 0, sizeof(r));
+    stop_word = 0;
+    gdr_dev_win_t w = handle(0, none);
+    w.ring = (gdr_trig_ring_t) {.head = &r.head,.tail = &r.tail,.slots = r.slots,
+        .posted = r.posted,.done = r.done,.stopped = &stop_word,.nslots = SLOTS,.nranks = NRANKS };
+    uint64_t v = 1, old = 0;
+    int posted = 0;
+    for (int i = 0; i < SLOTS; i++)
+        posted += gdr_dev_put(&w, &v, 8, 1, 0) == GDR_DEV_OK;
+    __atomic_store_n(&stop_word, 1, __ATOMIC_RELEASE);   /* as the proxy does when it fails */
+    GDR_CHECK(posted == SLOTS && gdr_dev_put(&w, &v, 8, 1, 0) == GDR_DEV_ERR_STOPPED,
+              "a full ring of %d puts and a stopped proxy: the next put gives up", SLOTS);
+    GDR_CHECK(gdr_dev_flush(&w, 1) == GDR_DEV_ERR_STOPPED, "flush gives up");
+    r.tail = SLOTS + 1;         /* room again (as if taken), still stopped */
+    GDR_CHECK(gdr_dev_fetch_add(&w, 2, COUNTER, 1, &old) == GDR_DEV_ERR_STOPPED,
+              "fetch_add posts, then gives up waiting for its result");
+}
+
 int main(void)
 {
     alarm(120);                 /* a proxy or producer stuck for good kills the test, not CI */
@@ -272,5 +297,6 @@ int main(void)
     pthread_join(pt, NULL);
     GDR_CHECK(!proxy.failed, "the proxy never failed (%s)", gdr_trig_proxy_error(&proxy));
     gdr_trig_proxy_free(&proxy);
+    stopped();
     return gdr_unit_finish();
 }

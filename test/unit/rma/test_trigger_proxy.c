@@ -121,7 +121,7 @@ static void *producer(void *p)
 }
 
 typedef struct {
-    uint64_t head, tail, posted[RANKS], done[RANKS];
+    uint64_t head, tail, posted[RANKS], done[RANKS], stopped;
     gdr_trig_slot_t slots[SLOTS];
     gdr_trig_ring_t r;
 } ring_mem_t;
@@ -130,7 +130,8 @@ static void ring_init(ring_mem_t *m)
 {
     memset(m, 0, sizeof(*m));
     m->r = (gdr_trig_ring_t) {.head = &m->head,.tail = &m->tail,.slots = m->slots,
-        .posted = m->posted,.done = m->done,.nslots = SLOTS,.nranks = RANKS };
+        .posted = m->posted,.done = m->done,.stopped = &m->stopped,.nslots = SLOTS,
+        .nranks = RANKS };
 }
 
 static double since(const struct timespec *t0)
@@ -267,6 +268,12 @@ static void failures(void)
               "a refused operation stops the proxy, naming the rank and why: \"%s\"",
               gdr_trig_proxy_error(&p));
     GDR_CHECK(gdr_trig_proxy_progress(&p, 4) == -1, "and it stays stopped");
+    int posted = 0;
+    for (int i = 0; i < SLOTS; i++)
+        posted += gdr_trig_post(&m.r, d) != GDR_TRIG_STOPPED;
+    GDR_CHECK(m.stopped == 1 && posted == SLOTS && gdr_trig_post(&m.r, d) == GDR_TRIG_STOPPED,
+              "the ring says stopped: a producer waiting for a slot gives up instead of "
+              "waiting for ever");
     gdr_trig_proxy_free(&p);
 }
 

@@ -52,7 +52,7 @@ int main(void)
     uint64_t head = 0, tail = 0, posted[2] = { 0, 0 }, done[2] = { 0, 0 };
     gdr_trig_slot_t *slots = (gdr_trig_slot_t *) aligned_alloc(128, 4 * sizeof(gdr_trig_slot_t));
     memset(slots, 0, 4 * sizeof(gdr_trig_slot_t));
-    gdr_trig_ring_t r = { &head, &tail, slots, posted, done, 4, 2 };
+    gdr_trig_ring_t r = { &head, &tail, slots, posted, done, NULL, 4, 2 };
     int ok = 1;
     uint64_t next = 0;
     for (uint64_t i = 0; i < 10; i++) {         /* wraps the 4 slots twice and more */
