@@ -90,6 +90,7 @@ static int ex_start(void *ctx, const gdr_sq_entry_t *e, char *why, size_t why_le
                               op->ttype, win, &op->req);
     if (mpi_errno != MPI_SUCCESS) {
         MPIR_Err_get_string(mpi_errno, why, why_len, NULL);
+        op_free(op);            /* the queue fails and never looks at it again */
         return -1;
     }
     op->next = eq->inflight;
@@ -263,6 +264,9 @@ static int enqueue(enq_op_t * proto, MPIR_Win * win)
     int mpi_errno = MPI_SUCCESS, took = MPIDI_GDR_engine_enter();
     struct MPIDI_GDR_enqueue *eq;
     enq_op_t *op = NULL;
+    const void *send = NULL;    /* what the stream copies, when it may */
+    size_t bytes = 0;
+    int rc;
 
     if (win->dev.netmod.gdr.s == NULL) {
         mpi_errno = MPIDI_GDR_triggered_error(MPI_ERR_WIN, "the window has no gdr state");
@@ -282,6 +286,10 @@ static int enqueue(enq_op_t * proto, MPIR_Win * win)
                                               "stopped: %s", gdr_sq_error(&eq->q));
         goto fn_exit;
     }
+    if (proto->kind == GDR_SQ_FLUSH) {
+        op = NULL;
+        goto queue_it;
+    }
     op = MPL_malloc(sizeof(*op), MPL_MEM_RMA);
     if (op == NULL) {
         mpi_errno = MPIDI_GDR_triggered_error(MPI_ERR_NO_MEM, "out of memory for an enqueued "
@@ -293,12 +301,7 @@ static int enqueue(enq_op_t * proto, MPIR_Win * win)
     MPIR_Datatype_add_ref_if_not_builtin(op->ttype);
 
     /* a contiguous origin of one basic type is copied by the stream: reusable at once */
-    const void *send = NULL;
-    size_t bytes = 0;
-    if (op->kind == GDR_SQ_FLUSH) {
-        MPL_free(op);
-        op = NULL;
-    } else if (op->kind != GDR_SQ_GET && op->ocount > 0) {
+    if (op->kind != GDR_SQ_GET && op->ocount > 0) {
         int contig;
         MPI_Aint size, true_lb, extent;
         MPI_Datatype basic = MPI_DATATYPE_NULL;
@@ -311,7 +314,7 @@ static int enqueue(enq_op_t * proto, MPIR_Win * win)
             bytes = (size_t) (size * op->ocount);
         }
     }
-    int rc;
+  queue_it:
     while ((rc = op == NULL ? gdr_sq_enqueue_flush(&eq->q, proto->target)
             : gdr_sq_enqueue(&eq->q, op->kind, op->target, send, bytes, op)) == GDR_SQ_FULL) {
         /* ENQ_ENTRIES operations the stream has not reached: its own back-pressure */
