@@ -119,6 +119,7 @@ mpi_core_sources += src/mpid/ch4/netmod/gdr/func_table.c \
                     src/mpid/ch4/netmod/gdr/gpu/gdr_gpu_rma_device.c \
                     src/mpid/ch4/netmod/gdr/gpu/gdr_gpu_rma_stream.c \
                     src/mpid/ch4/netmod/gdr/gdr_rma_staged.c \
+                    src/mpid/ch4/netmod/gdr/gdr_progress.c \
                     src/mpid/ch4/netmod/gdr/gdr_triggered_base.c \
                     src/mpid/ch4/netmod/gdr/gdr_triggered.c \
                     src/mpid/ch4/netmod/gdr/gdr_enqueue.c \

@@ -10,20 +10,13 @@ int MPIDI_GDR_staged_progress(void);
 /* gdr_triggered.c: the stream queues and trigger proxies of every window that has one */
 int MPIDI_GDR_triggered_progress(int *made_progress);
 
-/* One channel serves every VCI (gdr grants no extra ones: gdr_comm.c), so any VCI's
- * progress polls it; *made_progress is raised only when something completed. */
+/* gdr_progress.c: one round of all of gdr's progress (any VCI's progress polls the one
+ * channel; stream queues and device rings only in VCI 0's). */
+int MPIDI_GDR_progress(int vci, int *made_progress);
+
 MPL_STATIC_INLINE_PREFIX int MPIDI_NM_progress(int vci, int *made_progress)
 {
-    if (MPIDI_global.nm.gdr.ctx == NULL)
-        return MPI_SUCCESS;
-    int mpi_errno = MPI_SUCCESS;
-    if (MPIDI_GDR_global.am != NULL)
-        mpi_errno = MPIDI_GDR_progress_am(made_progress);
-    if (mpi_errno == MPI_SUCCESS && MPIDI_GDR_global.am != NULL && MPIDI_GDR_global.staged != NULL)
-        mpi_errno = MPIDI_GDR_staged_progress();
-    if (mpi_errno == MPI_SUCCESS && vci == 0 && MPIDI_GDR_global.triggered != NULL)
-        mpi_errno = MPIDI_GDR_triggered_progress(made_progress);
-    return mpi_errno;
+    return MPIDI_GDR_progress(vci, made_progress);
 }
 
 #endif /* GDR_PROGRESS_H_INCLUDED */

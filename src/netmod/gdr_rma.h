@@ -6,6 +6,7 @@
 #define GDR_RMA_H_INCLUDED
 
 #include "gdr_impl.h"
+#include "rma/gdr_rma_engine.h"       /* gdr_rma_kind_t (MPICH includes this header early) */
 
 typedef struct {
     gdr_rma_kind_t kind;

@@ -1,0 +1,23 @@
+/* The netmod's progress (MPIDI_NM_progress, gdr_progress.h): the AM channel, the staged
+ * protocol, and the stream queues and device rings of stream-ordered and kernel-triggered
+ * RMA.  Out of line: MPICH's files, which include the inline header, need not see gdr's
+ * context. */
+#include "gdr_impl.h"
+#include "gdr_progress.h"
+
+/* One channel serves every VCI (gdr grants no extra ones: gdr_comm.c), so any VCI's
+ * progress polls it; *made_progress is raised only when something completed.  The stream
+ * queues and device rings run under VCI 0's lock, in its progress only. */
+int MPIDI_GDR_progress(int vci, int *made_progress)
+{
+    if (MPIDI_global.nm.gdr.ctx == NULL)
+        return MPI_SUCCESS;
+    int mpi_errno = MPI_SUCCESS;
+    if (MPIDI_GDR_global.am != NULL)
+        mpi_errno = MPIDI_GDR_progress_am(made_progress);
+    if (mpi_errno == MPI_SUCCESS && MPIDI_GDR_global.am != NULL && MPIDI_GDR_global.staged != NULL)
+        mpi_errno = MPIDI_GDR_staged_progress();
+    if (mpi_errno == MPI_SUCCESS && vci == 0 && MPIDI_GDR_global.triggered != NULL)
+        mpi_errno = MPIDI_GDR_triggered_progress(made_progress);
+    return mpi_errno;
+}
