@@ -42,7 +42,10 @@ int MPIDI_GDR_triggered_win_free(MPIR_Win * win)
             *p = s->next_triggered;
             break;
         }
+    int last = MPIDI_GDR_global.triggered == NULL;
     MPIDI_GDR_engine_exit(took);
     s->win = NULL;
+    if (last)
+        MPIDI_GDR_triggered_stop();     /* no work left: MPI_Finalize never meets the thread */
     return mpi_errno;
 }

@@ -25,7 +25,8 @@ int MPIDI_GDR_device_win_free(MPIR_Win * win);
 
 /* The window's free hook: both parts freed, the window off the list. */
 int MPIDI_GDR_triggered_win_free(MPIR_Win * win);
-/* Finalize: the progress thread stopped. */
+/* The progress thread stopped (when the last window with work is freed, and at
+ * finalize); the next MPIDI_GDR_triggered_add starts it again. */
 void MPIDI_GDR_triggered_stop(void);
 
 #endif /* GDR_TRIGGERED_H_INCLUDED */
