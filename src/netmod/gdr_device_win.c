@@ -68,8 +68,13 @@ static int device_win_new(MPIR_Win * win, struct MPIDI_GDR_device_win **out)
     }
     char *m = d->ring_mem;
     memset(m, 0, ring_bytes);
+    /* a kernel reaches this rank's window directly only if it is device or page-locked
+     * memory; a pageable host window goes through the proxy like any other rank */
+    gdr_gpu_mem_info_t info;
+    int direct = win->size > 0 && gdr_gpu_mem_query(g, win->base, &info) == 0
+        && (info.is_device || info.is_pinned_host);
     for (int r = 0; r < n; r++)
-        d->peer_base[r] = r == me ? (char *) win->base : NULL;
+        d->peer_base[r] = r == me && direct ? (char *) win->base : NULL;
     d->dw = (gdr_dev_win_t) {
         .ring = {.head = (uint64_t *) m,.tail = (volatile uint64_t *) (m + 64),
                  .stopped = (volatile uint64_t *) (m + 96),
