@@ -230,9 +230,14 @@ int MPIDI_GDR_enqueue_drain(MPIR_Win * win)
     if (win->dev.netmod.gdr.s == NULL || GDR_WIN(win).enqueue == NULL)
         return MPI_SUCCESS;
     struct MPIDI_GDR_enqueue *eq = GDR_WIN(win).enqueue;
-    /* the stream may still be on its way to work enqueued earlier: let it get there */
-    while (mpi_errno == MPI_SUCCESS && !(gdr_sq_idle(&eq->q) && eq->inflight == NULL))
+    /* the stream may still be on its way to work enqueued earlier: let it get there (the
+     * window's operations move on its stream's VCI: progress that one too) */
+    MPIR_Stream *stream = MPIR_stream_comm_get_local_stream(win->comm_ptr);
+    while (mpi_errno == MPI_SUCCESS && !(gdr_sq_idle(&eq->q) && eq->inflight == NULL)) {
         mpi_errno = MPIDI_GDR_progress_all();
+        if (mpi_errno == MPI_SUCCESS && stream != NULL)
+            mpi_errno = MPID_Stream_progress(stream);
+    }
     if (mpi_errno == MPI_SUCCESS && eq->q.failed)
         mpi_errno = MPIDI_GDR_triggered_error(MPI_ERR_OTHER, "the window's stream queue "
                                               "stopped: %s", gdr_sq_error(&eq->q));

@@ -7,7 +7,8 @@
 
 /* One channel serves every VCI (gdr grants no extra ones: gdr_comm.c), so any VCI's
  * progress polls it; *made_progress is raised only when something completed.  The stream
- * queues and device rings run under VCI 0's lock, in its progress only. */
+ * queues and device rings too: a window over a stream communicator moves its operations
+ * on the stream's VCI, whose progress (MPIX_Stream_progress) must also run them. */
 int MPIDI_GDR_progress(int vci, int *made_progress)
 {
     if (MPIDI_global.nm.gdr.ctx == NULL)
@@ -17,7 +18,8 @@ int MPIDI_GDR_progress(int vci, int *made_progress)
         mpi_errno = MPIDI_GDR_progress_am(made_progress);
     if (mpi_errno == MPI_SUCCESS && MPIDI_GDR_global.am != NULL && MPIDI_GDR_global.staged != NULL)
         mpi_errno = MPIDI_GDR_staged_progress();
-    if (mpi_errno == MPI_SUCCESS && vci == 0 && MPIDI_GDR_global.triggered != NULL)
+    (void) vci;
+    if (mpi_errno == MPI_SUCCESS && MPIDI_GDR_global.triggered != NULL)
         mpi_errno = MPIDI_GDR_triggered_progress(made_progress);
     return mpi_errno;
 }

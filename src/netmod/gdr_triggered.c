@@ -5,10 +5,13 @@
 
 int MPIDI_GDR_triggered_progress(int *made_progress)
 {
-    int mpi_errno = MPI_SUCCESS;
-    if (MPIDI_GDR_global.triggered_progressing)
-        return MPI_SUCCESS;     /* an operation started below progresses MPICH again */
-    MPIDI_GDR_global.triggered_progressing = 1;
+    int mpi_errno = MPI_SUCCESS, idle = 0;
+    /* one runner at a time (any VCI's progress calls this), never re-entered: an operation
+     * started below progresses MPICH again */
+    if (!__atomic_compare_exchange_n(&MPIDI_GDR_global.triggered_progressing, &idle, 1, 0,
+                                     __ATOMIC_ACQUIRE, __ATOMIC_RELAXED))
+        return MPI_SUCCESS;
+    int took = MPIDI_GDR_engine_enter();
     for (struct MPIDI_GDR_win_state * s = MPIDI_GDR_global.triggered;
          s != NULL && mpi_errno == MPI_SUCCESS; s = s->next_triggered) {
         int made = 0;
@@ -19,7 +22,8 @@ int MPIDI_GDR_triggered_progress(int *made_progress)
         if (made && made_progress != NULL)
             *made_progress = 1;
     }
-    MPIDI_GDR_global.triggered_progressing = 0;
+    MPIDI_GDR_engine_exit(took);
+    __atomic_store_n(&MPIDI_GDR_global.triggered_progressing, 0, __ATOMIC_RELEASE);
     return mpi_errno;
 }
 

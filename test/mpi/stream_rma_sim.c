@@ -19,7 +19,8 @@
  * MPI_THREAD_SINGLE, as MPIX streams need under gdr (one reserved VCI:
  * MPIR_CVAR_CH4_RESERVE_VCIS=1): gdr's progress then runs in MPI calls, so the host waits
  * for its stream by polling it between MPI calls (sync_stream), as such an application
- * must.  Without a GPU or driver: prints why and fails. */
+ * must (MPIX_Stream_progress on the window's stream).  Without a GPU or driver: prints why
+ * and fails. */
 
 #include "gdr_mpi_test.h"
 #include "gdr_cuda_test.h"
@@ -46,13 +47,13 @@ static void expect_class(int rc, int want, const char *what)
 }
 #define DEV(p_) ((uint64_t) (uintptr_t) (p_))
 
-/* Waits for the stream while MPI progresses (gdr runs the stream's operations in MPI calls
- * here: a cuStreamSynchronize alone would wait for ever). */
-static void sync_stream(void *stream)
+/* Waits for the stream while MPI progresses the stream's VCI (gdr runs the stream's
+ * operations in MPI calls here: a cuStreamSynchronize alone would wait for ever). */
+static void sync_stream(void *stream, MPIX_Stream mstream)
 {
-    int rc, flag;
+    int rc;
     while ((rc = cu.stream_query(stream)) == 600 /* CUDA_ERROR_NOT_READY */ )
-        MPI_Iprobe(MPI_ANY_SOURCE, MPI_ANY_TAG, MPI_COMM_WORLD, &flag, MPI_STATUS_IGNORE);
+        MPIX_Stream_progress(mstream);  /* the window's operations move on its VCI */
     if (rc != 0)
         gdr_test_die("cuStreamQuery", MPI_ERR_OTHER);
 }
@@ -134,7 +135,7 @@ int main(int argc, char **argv)
                          stream));
     }
     CHECK_MPI(MPIX_Win_flush_all_enqueue(win));
-    sync_stream(stream);
+    sync_stream(stream, mstream);
     int bad = 0;
     for (int i = 0; i < ROUNDS; i++)
         for (int b = 0; b < SLOT; b++)
@@ -151,7 +152,7 @@ int main(int argc, char **argv)
     CHECK_MPI(MPIX_Get_enqueue((void *) (uintptr_t) dst, SLOT, MPI_BYTE, right,
                                     DATA + (MPI_Aint) (ROUNDS - 1) * SLOT, SLOT, MPI_BYTE, win));
     CU(cu.copy_async(DEV(got), dst, SLOT, stream));
-    sync_stream(stream);
+    sync_stream(stream, mstream);
     bad = 0;
     for (int b = 0; b < SLOT; b++)
         bad += got[b] != value_of(rank, ROUNDS - 1);
@@ -165,7 +166,7 @@ int main(int argc, char **argv)
     CHECK_MPI(MPIX_Accumulate_enqueue(one, 1, MPI_INT64_T, 0, 8, 1, MPI_INT64_T, MPI_SUM,
                                            win));
     CHECK_MPI(MPIX_Win_flush_all_enqueue(win));
-    sync_stream(stream);
+    sync_stream(stream, mstream);
     MPI_Barrier(MPI_COMM_WORLD);
     if (rank == 0) {
         int64_t sum = 0;
