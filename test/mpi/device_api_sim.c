@@ -83,6 +83,7 @@ int main(int argc, char **argv)
                 provided);
         MPI_Abort(MPI_COMM_WORLD, 1);
     }
+    MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);      /* handle-only calls */
     int right = (rank + 1) % size, left = (rank + size - 1) % size;
     uint64_t winmem;
     uint64_t *pinned;
