@@ -18,8 +18,7 @@ int MPIDI_GDR_progress(int vci, int *made_progress)
         mpi_errno = MPIDI_GDR_progress_am(made_progress);
     if (mpi_errno == MPI_SUCCESS && MPIDI_GDR_global.am != NULL && MPIDI_GDR_global.staged != NULL)
         mpi_errno = MPIDI_GDR_staged_progress();
-    (void) vci;
     if (mpi_errno == MPI_SUCCESS && MPIDI_GDR_global.triggered != NULL)
-        mpi_errno = MPIDI_GDR_triggered_progress(made_progress);
+        mpi_errno = MPIDI_GDR_triggered_progress(vci, made_progress);
     return mpi_errno;
 }

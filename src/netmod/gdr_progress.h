@@ -7,8 +7,9 @@
 int MPIDI_GDR_progress_am(int *made_progress);
 /* gdr_rma_staged.c: the staged protocol's round (never waits) */
 int MPIDI_GDR_staged_progress(void);
-/* gdr_triggered.c: the stream queues and trigger proxies of every window that has one */
-int MPIDI_GDR_triggered_progress(int *made_progress);
+/* gdr_triggered.c: the stream queues and trigger proxies of every window that has one
+ * (from vci's progress) */
+int MPIDI_GDR_triggered_progress(int vci, int *made_progress);
 
 /* gdr_progress.c: one round of all of gdr's progress (any VCI's progress polls the one
  * channel; stream queues and device rings only in VCI 0's). */

@@ -3,7 +3,24 @@
 
 #include "gdr_engine_lock.h"
 
-int MPIDI_GDR_triggered_progress(int *made_progress)
+/* A window over a stream communicator moves its RMA messages (and their acks, lock and
+ * unlock) on the stream's VCI, but waits on that communicator's collectives (MPI_Win_free's
+ * barrier) progress only VCI 0: a peer's late unlock would never be handled there.  VCI 0's
+ * progress therefore also runs the stream VCIs of the windows that enqueue. */
+static int progress_stream_vcis(void)
+{
+    int mpi_errno = MPI_SUCCESS;
+    for (struct MPIDI_GDR_win_state * s = MPIDI_GDR_global.triggered;
+         s != NULL && mpi_errno == MPI_SUCCESS; s = s->next_triggered) {
+        MPIR_Stream *stream = s->enqueue != NULL
+            ? MPIR_stream_comm_get_local_stream(s->win->comm_ptr) : NULL;
+        if (stream != NULL && stream->vci != 0)
+            mpi_errno = MPID_Stream_progress(stream);
+    }
+    return mpi_errno;
+}
+
+int MPIDI_GDR_triggered_progress(int vci, int *made_progress)
 {
     int mpi_errno = MPI_SUCCESS, idle = 0;
     /* one runner at a time (any VCI's progress calls this), never re-entered: an operation
@@ -23,6 +40,9 @@ int MPIDI_GDR_triggered_progress(int *made_progress)
             *made_progress = 1;
     }
     MPIDI_GDR_engine_exit(took);
+    /* still marked as running: the stream VCIs' progress comes back here and returns */
+    if (mpi_errno == MPI_SUCCESS && vci == 0 && !MPIR_ThreadInfo.isThreaded)
+        mpi_errno = progress_stream_vcis();
     __atomic_store_n(&MPIDI_GDR_global.triggered_progressing, 0, __ATOMIC_RELEASE);
     return mpi_errno;
 }
