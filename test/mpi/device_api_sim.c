@@ -30,16 +30,6 @@ enum {
     WIN_BYTES = CELLS + 2 * THREADS * ROUNDS * 8
 };
 
-#define CHECK_MPI(call_) gdr_check_mpi(#call_, (call_))
-
-static void expect_class(int rc, int want, const char *what)
-{
-    int cls = MPI_SUCCESS;
-    if (rc != MPI_SUCCESS)
-        MPI_Error_class(rc, &cls);
-    if (cls != want)
-        gdr_test_fail("%s: error class %d, expected %d", what, cls, want);
-}
 
 typedef struct {
     const gdr_dev_win_t *w;
@@ -95,13 +85,13 @@ int main(int argc, char **argv)
     cu.copy(winmem, (uint64_t) (uintptr_t) zero, WIN_BYTES);
 
     MPI_Win win, dyn;
-    CHECK_MPI(MPI_Win_create((void *) (uintptr_t) winmem, WIN_BYTES, 1, MPI_INFO_NULL,
+    GDR_CHECK_MPI(MPI_Win_create((void *) (uintptr_t) winmem, WIN_BYTES, 1, MPI_INFO_NULL,
                              MPI_COMM_WORLD, &win));
     MPI_Win_set_errhandler(win, MPI_ERRORS_RETURN);
     MPI_Win_lock_all(0, win);
     MPIX_Win_device dwin;
     gdr_test_set_context("MPIX_Win_get_device_handle");
-    CHECK_MPI(MPIX_Win_get_device_handle(win, &dwin));
+    GDR_CHECK_MPI(MPIX_Win_get_device_handle(win, &dwin));
     const gdr_dev_win_t *w = (const gdr_dev_win_t *) &dwin;
 
     /* bad input: refused by the call, nothing posted */
@@ -156,14 +146,14 @@ int main(int argc, char **argv)
 
     gdr_test_set_context("misuse");
     MPIX_Win_device copy = dwin;
-    CHECK_MPI(MPIX_Win_free_device_handle(&dwin));
-    expect_class(MPIX_Win_free_device_handle(&copy), MPI_ERR_ARG, "a handle freed twice");
+    GDR_CHECK_MPI(MPIX_Win_free_device_handle(&dwin));
+    gdr_check_class("a handle freed twice", MPIX_Win_free_device_handle(&copy), MPI_ERR_ARG);
     MPI_Win_unlock_all(win);
     MPI_Win_create_dynamic(MPI_INFO_NULL, MPI_COMM_WORLD, &dyn);
     MPI_Win_set_errhandler(dyn, MPI_ERRORS_RETURN);
     MPIX_Win_device dd;
-    expect_class(MPIX_Win_get_device_handle(dyn, &dd), MPI_ERR_RMA_FLAVOR,
-                 "a device handle of a dynamic window");
+    gdr_check_class("a device handle of a dynamic window", MPIX_Win_get_device_handle(dyn, &dd),
+                    MPI_ERR_RMA_FLAVOR);
     MPI_Win_free(&dyn);
     MPI_Win_free(&win);
     cu.free(winmem);

@@ -123,6 +123,21 @@ static inline int gdr_check_mpi(const char *call, int rc)
     return 0;
 }
 
+/* Checks that an MPI call failed with error class want (what names the case). */
+static inline int gdr_check_class(const char *what, int rc, int want)
+{
+    int cls = MPI_SUCCESS;
+    if (rc != MPI_SUCCESS)
+        MPI_Error_class(rc, &cls);
+    if (cls == want)
+        return 1;
+    gdr_test_fail("%s: error class %d, expected %d", what, cls, want);
+    return 0;
+}
+
+/* gdr_check_mpi with the call's text as its name */
+#define GDR_CHECK_MPI(call_) gdr_check_mpi(#call_, (call_))
+
 static inline long gdr_test_errors(void)
 {
     return gdr_test_state_get()->errors;

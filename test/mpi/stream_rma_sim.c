@@ -34,17 +34,6 @@ enum {
 };
 
 #define CU(call_) do { if ((call_) != 0) gdr_test_die(#call_, MPI_ERR_OTHER); } while (0)
-#define CHECK_MPI(call_) gdr_check_mpi(#call_, (call_))
-
-/* rc must be an error of class want */
-static void expect_class(int rc, int want, const char *what)
-{
-    int cls = MPI_SUCCESS;
-    if (rc != MPI_SUCCESS)
-        MPI_Error_class(rc, &cls);
-    if (cls != want)
-        gdr_test_fail("%s: error class %d, expected %d", what, cls, want);
-}
 #define DEV(p_) ((uint64_t) (uintptr_t) (p_))
 
 /* Waits for the stream while MPI progresses the stream's VCI (gdr runs the stream's
@@ -94,47 +83,47 @@ int main(int argc, char **argv)
     MPI_Info_set(info, "type", "cudaStream_t");
     MPIX_Info_set_hex(info, "value", &stream, sizeof(stream));
     gdr_test_set_context("MPIX_Stream_create(cudaStream_t)");
-    CHECK_MPI(MPIX_Stream_create(info, &mstream));
+    GDR_CHECK_MPI(MPIX_Stream_create(info, &mstream));
     MPI_Info_free(&info);
     gdr_test_set_context("MPIX_Stream_comm_create");
-    CHECK_MPI(MPIX_Stream_comm_create(MPI_COMM_WORLD, mstream, &scomm));
-    CHECK_MPI(MPI_Win_create((void *) (uintptr_t) winmem, WIN_BYTES, 1, MPI_INFO_NULL, scomm,
+    GDR_CHECK_MPI(MPIX_Stream_comm_create(MPI_COMM_WORLD, mstream, &scomm));
+    GDR_CHECK_MPI(MPI_Win_create((void *) (uintptr_t) winmem, WIN_BYTES, 1, MPI_INFO_NULL, scomm,
                                   &win));
     MPI_Win_set_errhandler(win, MPI_ERRORS_RETURN);
 
     /* misuse first: nothing may reach the stream */
     int rc = MPIX_Put_enqueue((void *) (uintptr_t) origin, INTS, MPI_INT, right, DATA, INTS,
                               MPI_INT, win);
-    expect_class(rc, MPI_ERR_RMA_SYNC, "enqueue outside MPI_Win_lock_all");
-    CHECK_MPI(MPI_Win_create((void *) (uintptr_t) winmem, WIN_BYTES, 1, MPI_INFO_NULL,
+    gdr_check_class("enqueue outside MPI_Win_lock_all", rc, MPI_ERR_RMA_SYNC);
+    GDR_CHECK_MPI(MPI_Win_create((void *) (uintptr_t) winmem, WIN_BYTES, 1, MPI_INFO_NULL,
                                   MPI_COMM_WORLD, &plain));
     MPI_Win_set_errhandler(plain, MPI_ERRORS_RETURN);
     MPI_Win_lock_all(0, plain);
     rc = MPIX_Put_enqueue((void *) (uintptr_t) origin, INTS, MPI_INT, right, DATA, INTS, MPI_INT,
                           plain);
-    expect_class(rc, MPI_ERR_ARG, "enqueue on a window without a stream");
+    gdr_check_class("enqueue on a window without a stream", rc, MPI_ERR_ARG);
     MPI_Win_unlock_all(plain);
     MPI_Win_free(&plain);
 
     MPI_Win_lock_all(0, win);
     rc = MPIX_Win_signal_wait_enqueue(win, 0, MPIX_CMP_NE, 1);
-    expect_class(rc, MPI_ERR_ARG, "a stream wait with MPIX_CMP_NE");
+    gdr_check_class("a stream wait with MPIX_CMP_NE", rc, MPI_ERR_ARG);
     rc = MPIX_Put_enqueue((void *) (uintptr_t) origin, INTS, MPI_INT, size, DATA, INTS, MPI_INT,
                           win);
-    expect_class(rc, MPI_ERR_RANK, "an enqueue to rank `size`");
+    gdr_check_class("an enqueue to rank `size`", rc, MPI_ERR_RANK);
 
     /* the ring exchange */
     gdr_test_set_context("the ring exchange");
     for (int i = 0; i < ROUNDS; i++) {
         CU(cu.memset_async(origin, (unsigned char) value_of(rank, i), SLOT, stream));
-        CHECK_MPI(MPIX_Put_signal_enqueue((void *) (uintptr_t) origin, INTS, MPI_INT,
+        GDR_CHECK_MPI(MPIX_Put_signal_enqueue((void *) (uintptr_t) origin, INTS, MPI_INT,
                                                right, DATA + (MPI_Aint) i * SLOT, INTS, MPI_INT,
                                                0, 1, MPIX_SIGNAL_ADD, win));
-        CHECK_MPI(MPIX_Win_signal_wait_enqueue(win, 0, MPIX_CMP_GE, (uint64_t) i + 1));
+        GDR_CHECK_MPI(MPIX_Win_signal_wait_enqueue(win, 0, MPIX_CMP_GE, (uint64_t) i + 1));
         CU(cu.copy_async(DEV(got + (size_t) i * SLOT), winmem + DATA + (uint64_t) i * SLOT, SLOT,
                          stream));
     }
-    CHECK_MPI(MPIX_Win_flush_all_enqueue(win));
+    GDR_CHECK_MPI(MPIX_Win_flush_all_enqueue(win));
     sync_stream(stream, mstream);
     int bad = 0;
     for (int i = 0; i < ROUNDS; i++)
@@ -149,7 +138,7 @@ int main(int argc, char **argv)
     gdr_test_set_context("MPIX_Get_enqueue");
     uint64_t dst;
     CU(cu.alloc(&dst, SLOT));
-    CHECK_MPI(MPIX_Get_enqueue((void *) (uintptr_t) dst, SLOT, MPI_BYTE, right,
+    GDR_CHECK_MPI(MPIX_Get_enqueue((void *) (uintptr_t) dst, SLOT, MPI_BYTE, right,
                                     DATA + (MPI_Aint) (ROUNDS - 1) * SLOT, SLOT, MPI_BYTE, win));
     CU(cu.copy_async(DEV(got), dst, SLOT, stream));
     sync_stream(stream, mstream);
@@ -163,9 +152,9 @@ int main(int argc, char **argv)
     gdr_test_set_context("MPIX_Accumulate_enqueue");
     int64_t *one = (int64_t *) got;
     one[0] = rank + 1;
-    CHECK_MPI(MPIX_Accumulate_enqueue(one, 1, MPI_INT64_T, 0, 8, 1, MPI_INT64_T, MPI_SUM,
+    GDR_CHECK_MPI(MPIX_Accumulate_enqueue(one, 1, MPI_INT64_T, 0, 8, 1, MPI_INT64_T, MPI_SUM,
                                            win));
-    CHECK_MPI(MPIX_Win_flush_all_enqueue(win));
+    GDR_CHECK_MPI(MPIX_Win_flush_all_enqueue(win));
     sync_stream(stream, mstream);
     MPI_Barrier(MPI_COMM_WORLD);
     if (rank == 0) {
