@@ -4,13 +4,17 @@
  * MPIX_Win_device: this rank's own window is reached by direct loads and stores; every
  * other rank through the descriptor ring (host-pinned memory the GPU writes), which gdr's
  * progress takes (gdr_rma_trigger_proxy.h) and carries out over the RMA engine
- * (gdr_rma_trigger_exec.h).  Ranks the engine cannot reach by RDMA (same node without a
+ * (gdr_rma_trigger_exec.h).  The ring's two producer counters (head, posted[]) live in
+ * device memory, where the kernels' atomics on them stay on the GPU: on an H100 over
+ * PCIe without host-native atomics, kernels of 128 threads posting through a ring whose
+ * counters were host-pinned hung 2 times in 5 (test/device/dev_kernel_ring).  Ranks the engine cannot reach by RDMA (same node without a
  * queue pair, windows whose operations go as messages) are refused by the executor with
  * the reason; IPC mappings of same-node peers are the next step. */
 #include "gdr_triggered.h"
 
 #include "gdr_engine_lock.h"
 #include "gpu/gdr_gpu_mem.h"
+#include "gpu/gdr_gpu_stream.h"
 #include "rma/gdr_rma_dev_api.h"
 #include "rma/gdr_rma_trigger_exec.h"
 
@@ -18,7 +22,8 @@ enum { DEV_SLOTS = 256 };       /* ring slots (a power of two) */
 
 struct MPIDI_GDR_device_win {
     gdr_dev_win_t dw;           /* what the handle carries */
-    void *ring_mem;             /* host-pinned: head, tail, posted[], done[], slots */
+    void *ring_mem;             /* host-pinned: tail, stopped, done[], slots */
+    void *counters;             /* device memory: head, posted[] (only kernels touch them) */
     char **peer_base;           /* host-pinned: per rank, its window here or NULL */
     gdr_rma_device_t ids;       /* buffer ids of local memory, for the executor */
     gdr_trig_executor_t exec;
@@ -44,6 +49,8 @@ static void device_win_release(struct MPIDI_GDR_device_win *d)
         gdr_gpu_host_free(g, d->peer_base);
     if (d->ring_mem != NULL)
         gdr_gpu_host_free(g, d->ring_mem);
+    if (d->counters != NULL)
+        gdr_gpu_mem_free(g, d->counters);
     MPL_free(d);
 }
 
@@ -51,16 +58,28 @@ static int device_win_new(MPIR_Win * win, struct MPIDI_GDR_device_win **out)
 {
     gdr_gpu_t *g = &MPIDI_GDR_global.gpu;
     int n = win->comm_ptr->local_size, me = win->comm_ptr->rank;
-    size_t counters = (size_t) n * sizeof(uint64_t);
-    /* head at 0, tail at 64, the stopped word at 96 (each on its own line of 32) */
-    size_t at_posted = 128, at_done = at_posted + counters, at_slots =
-        (at_done + counters + 127) / 128 * 128;
+    size_t per_rank = (size_t) n * sizeof(uint64_t);
+    /* host-pinned: tail at 0, the stopped word at 64, done[] at 128, then the slots;
+     * device: head at 0, posted[] at 128 (each group on its own lines) */
+    size_t at_done = 128, at_slots = (at_done + per_rank + 127) / 128 * 128;
+    size_t at_posted = 128, counters_bytes = at_posted + per_rank;
     struct MPIDI_GDR_device_win *d = MPL_calloc(1, sizeof(*d), MPL_MEM_RMA);
-    if (d == NULL)
+    uint64_t *zeros = MPL_calloc(1, counters_bytes, MPL_MEM_RMA);
+    if (d == NULL || zeros == NULL) {
+        MPL_free(d);
+        MPL_free(zeros);
         return MPIDI_GDR_triggered_error(MPI_ERR_NO_MEM, "out of memory for a device handle");
+    }
     size_t ring_bytes = at_slots + DEV_SLOTS * sizeof(gdr_trig_slot_t);
-    if (gdr_gpu_host_alloc(g, ring_bytes, &d->ring_mem) != 0
-        || gdr_gpu_host_alloc(g, (size_t) n * sizeof(char *), (void **) &d->peer_base) != 0) {
+    int rc = gdr_gpu_host_alloc(g, ring_bytes, &d->ring_mem);
+    if (rc == 0)
+        rc = gdr_gpu_host_alloc(g, (size_t) n * sizeof(char *), (void **) &d->peer_base);
+    if (rc == 0)
+        rc = gdr_gpu_mem_alloc(g, counters_bytes, &d->counters);
+    if (rc == 0)
+        rc = gdr_gpu_copy(g, d->counters, zeros, counters_bytes);
+    MPL_free(zeros);
+    if (rc != 0) {
         int err = MPIDI_GDR_triggered_error(MPI_ERR_OTHER, "the device handle's ring: %s",
                                             g->error);
         device_win_release(d);
@@ -76,9 +95,9 @@ static int device_win_new(MPIR_Win * win, struct MPIDI_GDR_device_win **out)
     for (int r = 0; r < n; r++)
         d->peer_base[r] = r == me && direct ? (char *) win->base : NULL;
     d->dw = (gdr_dev_win_t) {
-        .ring = {.head = (uint64_t *) m,.tail = (volatile uint64_t *) (m + 64),
-                 .stopped = (volatile uint64_t *) (m + 96),
-                 .posted = (uint64_t *) (m + at_posted),
+        .ring = {.head = (uint64_t *) d->counters,.tail = (volatile uint64_t *) m,
+                 .stopped = (volatile uint64_t *) (m + 64),
+                 .posted = (uint64_t *) ((char *) d->counters + at_posted),
                  .done = (volatile uint64_t *) (m + at_done),
                  .slots = (gdr_trig_slot_t *) (m + at_slots),.nslots = DEV_SLOTS,.nranks = n},
         .handle = ++MPIDI_GDR_global.device_handles,.rank = me,.nranks = n,
@@ -160,21 +179,25 @@ int MPIDI_GDR_device_win_progress(MPIR_Win * win, int *made)
     return MPI_SUCCESS;
 }
 
-static int device_idle(const void *arg)
+/* Whether descriptors below ticket head are still to take or to finish. */
+static int device_busy(const struct MPIDI_GDR_device_win *d, uint64_t head)
 {
-    const struct MPIDI_GDR_device_win *d = arg;
     if (d->proxy.failed)
         return gdr_trig_executor_inflight(&d->exec) != 0;
-    return gdr_trig_load_acquire((const volatile uint64_t *) d->dw.ring.head) != d->proxy.next
-        || d->proxy.holding || gdr_trig_executor_inflight(&d->exec) != 0;
+    return head != d->proxy.next || d->proxy.holding || gdr_trig_executor_inflight(&d->exec) != 0;
 }
 
 int MPIDI_GDR_device_win_free(MPIR_Win * win)
 {
     struct MPIDI_GDR_device_win *d = GDR_WIN(win).device;
     int mpi_errno = MPI_SUCCESS;
-    /* what kernels posted before the window's free is carried out first */
-    while (mpi_errno == MPI_SUCCESS && device_idle(d))
+    /* what kernels posted before the window's free is carried out first (they have
+     * finished: the handle may not be used once the free began, so head stays) */
+    uint64_t head = 0;
+    if (gdr_gpu_copy(&MPIDI_GDR_global.gpu, &head, d->counters, sizeof(head)) != 0)
+        mpi_errno = MPIDI_GDR_triggered_error(MPI_ERR_OTHER, "reading the device ring's head: "
+                                              "%s", MPIDI_GDR_global.gpu.error);
+    while (mpi_errno == MPI_SUCCESS && device_busy(d, head))
         mpi_errno = MPIDI_GDR_progress_all();
     if (mpi_errno == MPI_SUCCESS && d->proxy.failed)
         mpi_errno = MPIDI_GDR_triggered_error(MPI_ERR_OTHER, "kernel-triggered RMA on this "

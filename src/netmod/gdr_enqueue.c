@@ -16,6 +16,7 @@
 #include "gpu/gdr_gpu_stream.h"
 #include "rma/gdr_rma_signal.h"
 #include "rma/gdr_rma_stream_queue.h"
+#include "rma/gdr_rma_trigger_ring.h"
 
 enum {
     ENQ_ENTRIES = 1024,         /* operations in flight per window (a power of two) */
@@ -50,7 +51,13 @@ struct MPIDI_GDR_enqueue {
     void *stage;                /* host-pinned staging ring */
     enq_op_t *inflight;
     MPIR_Win *win;
+    /* MPIR_CVAR_CH4_GDR_VERBOSE: a queue that stops moving is described once */
+    uint64_t seen_started, seen_published;
+    double seen_at;
+    int stall_told;
 };
+
+enum { ENQ_STALL_SECONDS = 10 };
 
 static void op_free(enq_op_t * op)
 {
@@ -156,6 +163,57 @@ static int reap(struct MPIDI_GDR_enqueue *eq, int *made)
     return MPI_SUCCESS;
 }
 
+static double seconds_now(void)
+{
+    MPL_time_t now;
+    double secs;
+    MPL_wtime(&now);
+    MPL_wtime_todouble(&now, &secs);
+    return secs;
+}
+
+/* With MPIR_CVAR_CH4_GDR_VERBOSE: once a queue with work has not moved for
+ * ENQ_STALL_SECONDS, says where each operation stands (a hang becomes a diagnosis). */
+static void tell_stall(struct MPIDI_GDR_enqueue *eq)
+{
+    const gdr_stream_queue_t *q = &eq->q;
+    if (q->issued == q->published || q->started != eq->seen_started
+        || q->published != eq->seen_published || eq->seen_at == 0) {
+        eq->seen_started = q->started;
+        eq->seen_published = q->published;
+        eq->seen_at = seconds_now();
+        eq->stall_told = 0;
+        return;
+    }
+    if (eq->stall_told || seconds_now() - eq->seen_at < ENQ_STALL_SECONDS)
+        return;
+    eq->stall_told = 1;
+    fprintf(stderr, "gdr[%d]: the stream queue of window 0x%x has not moved for %d s: "
+            "enqueued %llu, reached by the stream %llu, started %llu, complete %llu%s%s\n",
+            MPIR_Process.rank, eq->win->handle, ENQ_STALL_SECONDS,
+            (unsigned long long) q->issued,
+            (unsigned long long) gdr_trig_load_acquire(q->reached),
+            (unsigned long long) q->started, (unsigned long long) q->published,
+            q->failed ? "; failed: " : "", q->failed ? q->error : "");
+    static const char *const kinds[] = { "put", "get", "accumulate", "put_signal", "flush" };
+    static const char *const stages[] = { "", ", its signal waits for the put at the target",
+        ", its signal sent"
+    };
+    int shown = 0;
+    for (const enq_op_t * op = eq->inflight; op != NULL && shown < 8; op = op->next, shown++)
+        fprintf(stderr, "gdr[%d]:   operation %llu, %s to rank %d: request %s%s\n",
+                MPIR_Process.rank, (unsigned long long) op->seq, kinds[op->kind], op->target,
+                op->req == NULL ? "none" : MPIR_Request_is_complete(op->req) ? "complete" :
+                "pending", stages[op->signal]);
+    const gdr_sq_entry_t *next = gdr_sq_entry(q, q->started + 1);
+    if (next != NULL)
+        fprintf(stderr, "gdr[%d]:   the next to start: operation %llu, %s to rank %d (%s)\n",
+                MPIR_Process.rank, (unsigned long long) next->seq, kinds[next->kind],
+                next->rank, q->started < gdr_trig_load_acquire(q->reached) ?
+                "the stream reached it; a flush waits for completion at the targets" :
+                "the stream has not reached it: the stream waits on earlier work");
+}
+
 int MPIDI_GDR_enqueue_progress(MPIR_Win * win, int *made)
 {
     struct MPIDI_GDR_enqueue *eq = GDR_WIN(win).enqueue;
@@ -165,6 +223,8 @@ int MPIDI_GDR_enqueue_progress(MPIR_Win * win, int *made)
     int n = gdr_sq_progress(&eq->q);
     if (n > 0)
         *made = 1;
+    if (MPIR_CVAR_CH4_GDR_VERBOSE > 0)
+        tell_stall(eq);
     /* a failed queue has released the stream; the error reaches the next enqueue call */
     return MPI_SUCCESS;
 }

@@ -194,6 +194,11 @@ int gdr_sq_progress(gdr_stream_queue_t *q)
     return q->failed ? GDR_SQ_FAILED : n;
 }
 
+const gdr_sq_entry_t *gdr_sq_entry(const gdr_stream_queue_t *q, uint64_t seq)
+{
+    return seq > q->published && seq <= q->issued ? entry(q, seq) : NULL;
+}
+
 int gdr_sq_idle(const gdr_stream_queue_t *q)
 {
     return q->failed || q->published == q->issued;

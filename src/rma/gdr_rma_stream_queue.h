@@ -107,6 +107,9 @@ int gdr_sq_progress(gdr_stream_queue_t *q);
 /* The executor finished entry seq (status 0), or it failed (the queue fails with why). */
 void gdr_sq_complete(gdr_stream_queue_t *q, uint64_t seq, int status, const char *why);
 
+/* The entry of seq, enqueued and not yet complete (for reports); NULL otherwise. */
+const gdr_sq_entry_t *gdr_sq_entry(const gdr_stream_queue_t *q, uint64_t seq);
+
 /* 1: every entry enqueued is complete (or the queue failed). */
 int gdr_sq_idle(const gdr_stream_queue_t *q);
 const char *gdr_sq_error(const gdr_stream_queue_t *q);

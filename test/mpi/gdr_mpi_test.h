@@ -52,12 +52,23 @@ static inline int gdr_test_rank(void)
 #if defined(__GNUC__)
 __attribute__((format(printf, 1, 2)))
 #endif
+/* Sets the context of the checks that follow; with GDR_TEST_TRACE set in the environment,
+ * also prints it (where a rank hangs or crashes). */
 static inline void gdr_test_set_context(const char *fmt, ...)
 {
     va_list ap;
     va_start(ap, fmt);
     vsnprintf(gdr_test_state_get()->context, sizeof(gdr_test_state_get()->context), fmt, ap);
     va_end(ap);
+    if (getenv("GDR_TEST_TRACE") != NULL) {
+        int rank = -1, up = 0, down = 0;
+        MPI_Initialized(&up);
+        MPI_Finalized(&down);
+        if (up && !down)
+            MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+        fprintf(stderr, "trace: rank %d: %s\n", rank, gdr_test_state_get()->context);
+        fflush(stderr);
+    }
 }
 
 static inline const char *gdr_test_context(void)

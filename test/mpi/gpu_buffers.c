@@ -17,14 +17,8 @@
 
 #define SKIPPED_EXIT 77
 
-/* Sets the context of the checks that follow; with GDR_TEST_TRACE set, also prints it
- * (to find where a crash happened). */
-#define step(...)                                                                  \
-    do {                                                                           \
-        gdr_test_set_context(__VA_ARGS__);                                         \
-        if (getenv("GDR_TEST_TRACE"))                                              \
-            fprintf(stderr, "rank %d: %s\n", gdr_test_rank(), gdr_test_context()); \
-    } while (0)
+/* the context of the checks that follow (printed with GDR_TEST_TRACE set) */
+#define step(...) gdr_test_set_context(__VA_ARGS__)
 
 static void cuda_or_die(const char *call, cudaError_t err)
 {

@@ -20,7 +20,7 @@
  * MPIR_CVAR_CH4_RESERVE_VCIS=1): gdr's progress then runs in MPI calls, so the host waits
  * for its stream by polling it between MPI calls (sync_stream), as such an application
  * must (MPIX_Stream_progress on the window's stream).  Without a GPU or driver: prints why
- * and fails. */
+ * and fails.  GDR_TEST_TRACE=1 prints each phase as a rank enters it. */
 
 #include "gdr_mpi_test.h"
 #include "gdr_cuda_test.h"
@@ -75,6 +75,7 @@ int main(int argc, char **argv)
     CU(cu.memset_async(winmem, 0, WIN_BYTES, stream));
     CU(cu.stream_sync(stream));
 
+    int rc;
     MPI_Info info;
     MPIX_Stream mstream;
     MPI_Comm scomm;
@@ -82,17 +83,21 @@ int main(int argc, char **argv)
     MPI_Info_create(&info);
     MPI_Info_set(info, "type", "cudaStream_t");
     MPIX_Info_set_hex(info, "value", &stream, sizeof(stream));
-    gdr_test_set_context("MPIX_Stream_create(cudaStream_t)");
-    GDR_CHECK_MPI(MPIX_Stream_create(info, &mstream));
+    gdr_test_set_context("MPIX_Stream_create(cudaStream_t) (needs MPIR_CVAR_CH4_RESERVE_VCIS=1)");
+    rc = MPIX_Stream_create(info, &mstream);
+    if (rc != MPI_SUCCESS)
+        gdr_test_die("MPIX_Stream_create", rc); /* nothing after it can work */
     MPI_Info_free(&info);
     gdr_test_set_context("MPIX_Stream_comm_create");
     GDR_CHECK_MPI(MPIX_Stream_comm_create(MPI_COMM_WORLD, mstream, &scomm));
+    gdr_test_set_context("MPI_Win_create over the stream communicator");
     GDR_CHECK_MPI(MPI_Win_create((void *) (uintptr_t) winmem, WIN_BYTES, 1, MPI_INFO_NULL, scomm,
                                   &win));
     MPI_Win_set_errhandler(win, MPI_ERRORS_RETURN);
 
     /* misuse first: nothing may reach the stream */
-    int rc = MPIX_Put_enqueue((void *) (uintptr_t) origin, INTS, MPI_INT, right, DATA, INTS,
+    gdr_test_set_context("misuse");
+    rc = MPIX_Put_enqueue((void *) (uintptr_t) origin, INTS, MPI_INT, right, DATA, INTS,
                               MPI_INT, win);
     gdr_check_class("enqueue outside MPI_Win_lock_all", rc, MPI_ERR_RMA_SYNC);
     GDR_CHECK_MPI(MPI_Win_create((void *) (uintptr_t) winmem, WIN_BYTES, 1, MPI_INFO_NULL,
@@ -124,6 +129,7 @@ int main(int argc, char **argv)
                          stream));
     }
     GDR_CHECK_MPI(MPIX_Win_flush_all_enqueue(win));
+    gdr_test_set_context("the ring exchange: waiting for the stream");
     sync_stream(stream, mstream);
     int bad = 0;
     for (int i = 0; i < ROUNDS; i++)
@@ -162,6 +168,7 @@ int main(int argc, char **argv)
         CU(cu.copy(DEV(&sum), winmem + 8, 8));
         gdr_check_long("the accumulated word", 0, (long long) size * (size + 1) / 2, sum);
     }
+    gdr_test_set_context("MPI_Win_unlock_all, MPI_Win_free");
     MPI_Win_unlock_all(win);
     MPI_Win_free(&win);
     MPI_Comm_free(&scomm);

@@ -1,0 +1,320 @@
+/* Kernel-triggered RMA (gdr_rma_dev_api.h) from real CUDA kernels, on a real GPU.
+ *
+ * 1. Other-node path: the kernel's threads post put_signal / fetch_add / flush descriptors
+ *    to a trigger ring in host-pinned memory mapped into the device (the layout
+ *    gdr_device_win.c gives a window's ring), and a host thread runs the proxy and its
+ *    executor over the RMA engine, with an in-memory transport standing in for the NIC
+ *    (test/unit/rma/fake_engine.h).  Checked: every update arrived once (signal and counter
+ *    totals), every fetch_add got a distinct old value, each thread's last put is in its
+ *    cell, and more producers than slots block and lose nothing.
+ * 2. Same-node path: peer windows in device memory reached by loads, stores and
+ *    system-scope atomics (peer_base), then a second kernel waiting on a signal.
+ *
+ * Prints one line per check and "N passed, N failed"; exits 77 ("skipped: ...") without a
+ * GPU.  maint/check-gpu builds and runs it; maint/check only builds it.  At most
+ * DK_CELLS - CELL_DATA threads per run (each has its own cell). */
+#include <cuda_runtime.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+extern "C" {
+#include "gdr_unit.h"
+#include "dev_kernel_host.h"
+}
+#include "rma/gdr_rma_dev_api.h"
+
+#define CELL_SIGNAL 0           /* the ADD signal word of each target */
+#define CELL_COUNTER 8          /* the fetch_add counter */
+#define CELL_DATA 16            /* thread g's put lands in cell CELL_DATA + g */
+
+static void cuda_or_die(cudaError_t e, const char *what)
+{
+    if (e != cudaSuccess) {
+        printf("FAIL %s: %s\n", what, cudaGetErrorString(e));
+        exit(1);
+    }
+}
+
+static double now_s(void)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (double) t.tv_sec + 1e-9 * (double) t.tv_nsec;
+}
+
+/* target of thread g's round i: never rank 0 (this rank) */
+static __host__ __device__ int target_of(int g, int i)
+{
+    return 1 + (i + g) % (DK_RANKS - 1);
+}
+
+static __host__ __device__ uint64_t value_of(int g, int i)
+{
+    return (uint64_t) (g + 1) << 32 | (uint64_t) i;
+}
+
+/* Every thread: rounds of put_signal (ADD 1) + fetch_add + flush, each to the next target. */
+__global__ void traffic(gdr_dev_win_t w, uint64_t *src, uint64_t *olds, int rounds,
+                        unsigned long long *errors)
+{
+    int g = blockIdx.x * blockDim.x + threadIdx.x;
+    for (int i = 0; i < rounds; i++) {
+        int t = target_of(g, i);
+        uint64_t *s = &src[(size_t) g * rounds + i];
+        *s = value_of(g, i);
+        int rc = gdr_dev_put_signal(&w, s, 8, t, CELL_DATA + g, CELL_SIGNAL, 1, GDR_SIGNAL_ADD);
+        rc |= gdr_dev_fetch_add(&w, t, CELL_COUNTER, 1, &olds[(size_t) g * rounds + i]);
+        rc |= gdr_dev_flush(&w, t);
+        if (rc != GDR_DEV_OK)
+            atomicAdd(errors, 1ULL);
+    }
+}
+
+/* Same-node: after the puts, each thread reads its own last value back with a get. */
+__global__ void get_back(gdr_dev_win_t w, uint64_t *got, int rounds, unsigned long long *errors)
+{
+    int g = blockIdx.x * blockDim.x + threadIdx.x;
+    if (gdr_dev_get(&w, &got[g], 8, target_of(g, rounds - 1), CELL_DATA + g) != GDR_DEV_OK)
+        atomicAdd(errors, 1ULL);
+}
+
+__global__ void wait_signal(gdr_dev_win_t w, uint64_t expect, uint64_t *seen,
+                            unsigned long long *errors)
+{
+    if (gdr_dev_signal_wait_until(&w, CELL_SIGNAL, GDR_CMP_GE, expect, seen) != GDR_DEV_OK)
+        atomicAdd(errors, 1ULL);
+}
+
+/* what one run left at the targets, as a getter of (rank, cell) */
+typedef uint64_t (*word_fn)(int rank, int cell);
+
+static uint64_t *device_windows;        /* part 2: the windows, copied back */
+static uint64_t device_word(int rank, int cell)
+{
+    return device_windows[(size_t) rank * DK_CELLS + cell];
+}
+
+static void check_totals(const char *path, word_fn word, int n, int rounds,
+                         const uint64_t *olds, unsigned long long errors)
+{
+    uint64_t signals = 0, counters = 0;
+    for (int r = 1; r < DK_RANKS; r++) {
+        signals += word(r, CELL_SIGNAL);
+        counters += word(r, CELL_COUNTER);
+    }
+    uint64_t want = (uint64_t) n * rounds;
+    GDR_CHECK(errors == 0 && signals == want && counters == want,
+              "%s, %d threads x %d rounds: %llu signal ADDs and %llu fetch_adds arrived "
+              "(want %llu each), %llu calls failed", path, n, rounds,
+              (unsigned long long) signals, (unsigned long long) counters,
+              (unsigned long long) want, errors);
+    int repeated = 0;
+    unsigned char *seen = (unsigned char *) calloc(want, 1);
+    for (int r = 1; r < DK_RANKS; r++) {
+        memset(seen, 0, want);
+        for (int g = 0; g < n; g++)
+            for (int i = 0; i < rounds; i++)
+                if (target_of(g, i) == r) {
+                    uint64_t o = olds[(size_t) g * rounds + i];
+                    repeated += o >= want || seen[o]++;
+                }
+    }
+    free(seen);
+    GDR_CHECK(repeated == 0, "%s: every fetch_add got a distinct old value (%d repeated)",
+              path, repeated);
+    int wrong = 0;
+    for (int g = 0; g < n; g++)
+        wrong += word(target_of(g, rounds - 1), CELL_DATA + g) != value_of(g, rounds - 1);
+    GDR_CHECK(wrong == 0, "%s: each thread's last put is in its cell at its last target "
+              "(%d wrong)", path, wrong);
+}
+
+/* Part 1: the ring in mapped host-pinned memory, the proxy on this thread.  counters_on_gpu:
+ * head and posted[] (only producers' atomics touch them) in device memory instead. */
+static void through_ring(int blocks, int threads, int rounds, uint32_t nslots,
+                         int counters_on_gpu)
+{
+    int n = blocks * threads;
+    /* head, tail, stopped, posted[], done[], slots: one mapped allocation, as the library's */
+    size_t at_posted = 128, at_done = at_posted + 64, at_slots = 512;
+    size_t bytes = at_slots + nslots * sizeof(gdr_trig_slot_t);
+    char *m, *dm;
+    cuda_or_die(cudaHostAlloc((void **) &m, bytes, cudaHostAllocMapped), "cudaHostAlloc ring");
+    memset(m, 0, bytes);
+    cuda_or_die(cudaHostGetDevicePointer((void **) &dm, m, 0), "ring device pointer");
+    gdr_trig_ring_t host_ring = { (uint64_t *) m, (volatile uint64_t *) (m + 64),
+        (gdr_trig_slot_t *) (m + at_slots), (uint64_t *) (m + at_posted),
+        (volatile uint64_t *) (m + at_done), (volatile uint64_t *) (m + 96), nslots, DK_RANKS };
+    gdr_trig_ring_t dev_ring = { (uint64_t *) dm, (volatile uint64_t *) (dm + 64),
+        (gdr_trig_slot_t *) (dm + at_slots), (uint64_t *) (dm + at_posted),
+        (volatile uint64_t *) (dm + at_done), (volatile uint64_t *) (dm + 96), nslots, DK_RANKS };
+    uint64_t *counters = NULL;  /* head, then posted[] */
+    if (counters_on_gpu) {
+        cuda_or_die(cudaMalloc((void **) &counters, (1 + DK_RANKS) * 8), "cudaMalloc counters");
+        cuda_or_die(cudaMemset(counters, 0, (1 + DK_RANKS) * 8), "cudaMemset counters");
+        dev_ring.head = counters;
+        dev_ring.posted = counters + 1;
+    }
+    const char *where = counters_on_gpu ? "ring (head, posted[] on the GPU)" : "ring (all pinned)";
+
+    char **no_peers;            /* every target on another node */
+    uint64_t *src, *olds;
+    unsigned long long *errors;
+    cuda_or_die(cudaMalloc((void **) &no_peers, DK_RANKS * sizeof(char *)), "cudaMalloc");
+    cuda_or_die(cudaMemset(no_peers, 0, DK_RANKS * sizeof(char *)), "cudaMemset");
+    cuda_or_die(cudaHostAlloc((void **) &src, (size_t) n * rounds * 8, cudaHostAllocMapped),
+                "cudaHostAlloc src");
+    cuda_or_die(cudaHostAlloc((void **) &olds, (size_t) n * rounds * 8, cudaHostAllocMapped),
+                "cudaHostAlloc olds");
+    cuda_or_die(cudaHostAlloc((void **) &errors, 8, cudaHostAllocMapped), "cudaHostAlloc");
+    memset(olds, 0xff, (size_t) n * rounds * 8);
+    *errors = 0;
+    uint64_t *dsrc, *dolds;
+    unsigned long long *derrors;
+    cudaHostGetDevicePointer((void **) &dsrc, src, 0);
+    cudaHostGetDevicePointer((void **) &dolds, olds, 0);
+    cudaHostGetDevicePointer((void **) &derrors, errors, 0);
+
+    if (dk_host_start(&host_ring) != 0)
+        exit(1);
+    gdr_dev_win_t w = { dev_ring, DK_HANDLE, 0, DK_RANKS, 8, no_peers };
+    cudaStream_t s;
+    cuda_or_die(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking), "cudaStreamCreate");
+    double t0 = now_s();
+    traffic<<<blocks, threads, 0, s>>>(w, dsrc, dolds, rounds, derrors);
+    cuda_or_die(cudaGetLastError(), "launch traffic");
+    int rc = 0;
+    cudaError_t q;
+    while ((q = cudaStreamQuery(s)) == cudaErrorNotReady) {
+        if (rc == 0 && dk_host_pump() != 0) {
+            rc = -1;
+            *(volatile uint64_t *) (m + 96) = 1;        /* stopped: producers give up */
+        }
+        if (now_s() - t0 > 20) {
+            printf("FAIL %s, %d threads: the kernel has not finished after 20 s "
+                   "(proxy started %llu descriptors, want %llu; head %llu tail %llu)\n", where,
+                   n, (unsigned long long) dk_host_started(), 2ULL * n * rounds,
+                   (unsigned long long) (counters_on_gpu ? 0 : *(volatile uint64_t *) m),
+                   (unsigned long long) *(volatile uint64_t *) (m + 64));
+            exit(1);            /* a stuck kernel ends with the process */
+        }
+    }
+    double dt = now_s() - t0;
+    cuda_or_die(q, "traffic kernel");
+    GDR_CHECK(rc == 0, "%s, %d threads: the proxy ran without failing (%s)", where, n,
+              rc == 0 ? "ok" : dk_host_error());
+    check_totals(where, dk_host_word, n, rounds, olds, *errors);
+    GDR_CHECK(dk_host_started() == 2ULL * n * rounds, "%s: the proxy started %llu "
+              "descriptors (want %llu)", where, (unsigned long long) dk_host_started(),
+              2ULL * n * rounds);
+    printf("info: %s, %d blocks x %d threads x %d rounds, %u slots: %.1f us per "
+           "put_signal+fetch_add+flush round trip per thread (not a benchmark)\n", where,
+           blocks, threads, rounds, nslots, dt * 1e6 / rounds);
+    dk_host_stop();
+    cudaStreamDestroy(s);
+    cudaFree(no_peers);
+    cudaFreeHost(src);
+    cudaFreeHost(olds);
+    cudaFreeHost(errors);
+    cudaFreeHost(m);
+    cudaFree(counters);
+}
+
+/* Part 2: every peer window in device memory, mapped (peer_base), no proxy. */
+static void same_node(int blocks, int threads, int rounds)
+{
+    int n = blocks * threads;
+    size_t win_bytes = DK_CELLS * 8;
+    char *wins;
+    char **peer_base, *bases[DK_RANKS];
+    uint64_t *src, *olds, *got, *seen;
+    unsigned long long *errors;
+    cuda_or_die(cudaMalloc((void **) &wins, DK_RANKS * win_bytes), "cudaMalloc windows");
+    cuda_or_die(cudaMemset(wins, 0, DK_RANKS * win_bytes), "cudaMemset windows");
+    for (int r = 0; r < DK_RANKS; r++)
+        bases[r] = wins + r * win_bytes;
+    cuda_or_die(cudaMalloc((void **) &peer_base, sizeof(bases)), "cudaMalloc");
+    cudaMemcpy(peer_base, bases, sizeof(bases), cudaMemcpyHostToDevice);
+    cuda_or_die(cudaMalloc((void **) &src, (size_t) n * rounds * 8), "cudaMalloc src");
+    cuda_or_die(cudaMalloc((void **) &olds, (size_t) n * rounds * 8), "cudaMalloc olds");
+    cuda_or_die(cudaMalloc((void **) &got, (size_t) n * 8), "cudaMalloc got");
+    cuda_or_die(cudaMalloc((void **) &seen, 8), "cudaMalloc");
+    cuda_or_die(cudaMalloc((void **) &errors, 8), "cudaMalloc");
+    cudaMemset(errors, 0, 8);
+    gdr_trig_ring_t none;
+    memset(&none, 0, sizeof(none));
+    none.nranks = DK_RANKS;
+    gdr_dev_win_t w = { none, DK_HANDLE, 0, DK_RANKS, 8, peer_base };
+
+    traffic<<<blocks, threads>>>(w, src, olds, rounds, errors);
+    get_back<<<blocks, threads>>>(w, got, rounds, errors);
+    /* rank 1 waits for every signal sent to it */
+    uint64_t to_rank1 = 0;
+    for (int g = 0; g < n; g++)
+        for (int i = 0; i < rounds; i++)
+            to_rank1 += target_of(g, i) == 1;
+    gdr_dev_win_t w1 = w;
+    w1.rank = 1;
+    wait_signal<<<1, 1>>>(w1, to_rank1, seen, errors);
+    cuda_or_die(cudaDeviceSynchronize(), "same-node kernels");
+
+    device_windows = (uint64_t *) malloc(DK_RANKS * win_bytes);
+    uint64_t *h_olds = (uint64_t *) malloc((size_t) n * rounds * 8);
+    uint64_t *h_got = (uint64_t *) malloc((size_t) n * 8), h_seen;
+    unsigned long long h_errors;
+    cudaMemcpy(device_windows, wins, DK_RANKS * win_bytes, cudaMemcpyDeviceToHost);
+    cudaMemcpy(h_olds, olds, (size_t) n * rounds * 8, cudaMemcpyDeviceToHost);
+    cudaMemcpy(h_got, got, (size_t) n * 8, cudaMemcpyDeviceToHost);
+    cudaMemcpy(&h_seen, seen, 8, cudaMemcpyDeviceToHost);
+    cudaMemcpy(&h_errors, errors, 8, cudaMemcpyDeviceToHost);
+    check_totals("same-node", device_word, n, rounds, h_olds, h_errors);
+    int wrong = 0;
+    for (int g = 0; g < n; g++)
+        wrong += h_got[g] != value_of(g, rounds - 1);
+    GDR_CHECK(wrong == 0, "same-node: a get of each thread's cell returns its last put "
+              "(%d wrong)", wrong);
+    GDR_CHECK(h_seen == to_rank1, "same-node: signal_wait_until(GE %llu) at rank 1 returned "
+              "%llu", (unsigned long long) to_rank1, (unsigned long long) h_seen);
+    free(device_windows);
+    free(h_olds);
+    free(h_got);
+    cudaFree(wins);
+    cudaFree(peer_base);
+    cudaFree(src);
+    cudaFree(olds);
+    cudaFree(got);
+    cudaFree(seen);
+    cudaFree(errors);
+}
+
+/* argv[1]: "ring" (the library's layout: every ring word host-pinned), "ring-gpu-counters"
+ * (head and posted[] in device memory), "same-node"; none: all three. */
+int main(int argc, char **argv)
+{
+    const char *only = argc > 1 ? argv[1] : NULL;
+    int ndev = 0;
+    if (cudaGetDeviceCount(&ndev) != cudaSuccess || ndev == 0) {
+        printf("skipped: no GPU (cudaGetDeviceCount)\n");
+        return 77;
+    }
+    cudaDeviceProp p;
+    cudaGetDeviceProperties(&p, 0);
+    int native = 0, pageable = 0;
+    cudaDeviceGetAttribute(&native, cudaDevAttrHostNativeAtomicSupported, 0);
+    cudaDeviceGetAttribute(&pageable, cudaDevAttrPageableMemoryAccess, 0);
+    printf("info: %s, compute capability %d.%d, host-native atomics %d, pageable access %d\n",
+           p.name, p.major, p.minor, native, pageable);
+    for (int gpu_counters = 0; gpu_counters < 2; gpu_counters++) {
+        if (only && strcmp(only, gpu_counters ? "ring-gpu-counters" : "ring") != 0)
+            continue;
+        through_ring(1, 1, 200, 64, gpu_counters);      /* one producer: the round trip */
+        through_ring(4, 32, 20, 64, gpu_counters);      /* 128 producers, 64 slots: back-pressure */
+        through_ring(6, 64, 4, 64, gpu_counters);       /* 384 producers */
+    }
+    if (!only || strcmp(only, "same-node") == 0) {
+        same_node(1, 1, 200);
+        same_node(3, 128, 8);
+    }
+    return gdr_unit_finish();
+}
