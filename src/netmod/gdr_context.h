@@ -10,6 +10,7 @@
 #include "verbs/gdr_verbs_rma.h"
 #include "rma/gdr_rma_win.h"
 #include "gpu/gdr_gpu.h"
+#include "gpu/gdr_gpu_ipc.h"
 #include "gpu/gdr_gpu_rma_device.h"
 
 struct gdr_rma_dev;             /* the staged protocol (rma/gdr_rma_dev.h) */
@@ -59,8 +60,17 @@ struct MPIDI_GDR_context {
 /* Per window (MPIDI_GDR_win_t points to it from the window's first gdr hook to its free
  * hook): the engine's registry (every target's size, unit, base, key and peer; operations
  * in flight; dynamic windows' regions) and the parts of the protocols that use it. */
+/* A rank of this node whose window is device memory, as the card exchange told it: what
+ * maps that memory here (CUDA IPC) when a same-node path first needs it. */
+struct MPIDI_GDR_peer_ipc {
+    gdr_gpu_ipc_handle_t h;
+    uint64_t size, disp_unit;
+    int ok;                     /* h is valid: same node, device memory, IPC on both sides */
+};
+
 struct MPIDI_GDR_win_state {
     gdr_rma_win_t rma;
+    struct MPIDI_GDR_peer_ipc *peer_ipc;        /* per rank (gdr_win.c), or NULL: none */
     struct gdr_rma_dev_win *staged;     /* the staged protocol's part, or NULL */
     struct MPIDI_GDR_enqueue *enqueue;  /* stream-ordered RMA (gdr_enqueue.c), or NULL */
     struct MPIDI_GDR_device_win *device;        /* kernel-triggered RMA (gdr_device_win.c) */

@@ -1,8 +1,10 @@
 /* Kernel-triggered RMA (DESIGN.md section 4): a window's device handle
  * (MPIX_Win_get_device_handle, maint/patches 0014) and the proxy that serves it.  The
  * handle is src/rma/gdr_rma_dev_api.h's gdr_dev_win_t, copied into the opaque
- * MPIX_Win_device: this rank's own window is reached by direct loads and stores; every
- * other rank through the descriptor ring (host-pinned memory the GPU writes), which gdr's
+ * MPIX_Win_device: this rank's own window, and the device windows of ranks on this node
+ * (their CUDA IPC handles came with the window's cards, gdr_win.c; mapped here when the
+ * first handle is made, unmapped at the window's free), are reached by direct loads and
+ * stores; every other rank through the descriptor ring (host-pinned memory the GPU writes), which gdr's
  * progress takes (gdr_rma_trigger_proxy.h) and carries out over the RMA engine
  * (gdr_rma_trigger_exec.h).  The ring's two producer counters (head, posted[]) live in
  * device memory, where the kernels' atomics on them stay on the GPU: on an H100 over
@@ -13,6 +15,7 @@
 #include "gdr_triggered.h"
 
 #include "gdr_engine_lock.h"
+#include "gpu/gdr_gpu_ipc.h"
 #include "gpu/gdr_gpu_mem.h"
 #include "gpu/gdr_gpu_stream.h"
 #include "rma/gdr_rma_dev_api.h"
@@ -24,7 +27,8 @@ struct MPIDI_GDR_device_win {
     gdr_dev_win_t dw;           /* what the handle carries */
     void *ring_mem;             /* host-pinned: tail, stopped, done[], slots */
     void *counters;             /* device memory: head, posted[] (only kernels touch them) */
-    char **peer_base;           /* host-pinned: per rank, its window here or NULL */
+    gdr_dev_peer_t *peers;      /* host-pinned: per rank, its window here (base NULL: ring) */
+    int me;
     gdr_rma_device_t ids;       /* buffer ids of local memory, for the executor */
     gdr_trig_executor_t exec;
     gdr_trig_proxy_t proxy;
@@ -45,8 +49,12 @@ static void device_win_release(struct MPIDI_GDR_device_win *d)
     gdr_gpu_t *g = &MPIDI_GDR_global.gpu;
     if (d->proxy.done != NULL)
         gdr_trig_proxy_free(&d->proxy);
-    if (d->peer_base != NULL)
-        gdr_gpu_host_free(g, d->peer_base);
+    if (d->peers != NULL) {
+        for (int r = 0; r < d->dw.nranks; r++)
+            if (r != d->me && d->peers[r].base != NULL)
+                gdr_gpu_ipc_close(g, d->peers[r].base);
+        gdr_gpu_host_free(g, d->peers);
+    }
     if (d->ring_mem != NULL)
         gdr_gpu_host_free(g, d->ring_mem);
     if (d->counters != NULL)
@@ -73,7 +81,7 @@ static int device_win_new(MPIR_Win * win, struct MPIDI_GDR_device_win **out)
     size_t ring_bytes = at_slots + DEV_SLOTS * sizeof(gdr_trig_slot_t);
     int rc = gdr_gpu_host_alloc(g, ring_bytes, &d->ring_mem);
     if (rc == 0)
-        rc = gdr_gpu_host_alloc(g, (size_t) n * sizeof(char *), (void **) &d->peer_base);
+        rc = gdr_gpu_host_alloc(g, (size_t) n * sizeof(gdr_dev_peer_t), (void **) &d->peers);
     if (rc == 0)
         rc = gdr_gpu_mem_alloc(g, counters_bytes, &d->counters);
     if (rc == 0)
@@ -92,16 +100,33 @@ static int device_win_new(MPIR_Win * win, struct MPIDI_GDR_device_win **out)
     gdr_gpu_mem_info_t info;
     int direct = win->size > 0 && gdr_gpu_mem_query(g, win->base, &info) == 0
         && (info.is_device || info.is_pinned_host);
-    for (int r = 0; r < n; r++)
-        d->peer_base[r] = r == me && direct ? (char *) win->base : NULL;
+    memset(d->peers, 0, (size_t) n * sizeof(gdr_dev_peer_t));
+    d->me = me;
+    d->dw.nranks = n;           /* for device_win_release, should a mapping fail below */
+    if (direct)
+        d->peers[me] = (gdr_dev_peer_t) {.base = win->base,.size = (uint64_t) win->size,
+            .disp_unit = (uint64_t) win->disp_unit };
+    const struct MPIDI_GDR_peer_ipc *ipc = GDR_WIN(win).peer_ipc;
+    for (int r = 0; ipc != NULL && r < n; r++) {
+        void *p;
+        if (!ipc[r].ok)
+            continue;
+        if (gdr_gpu_ipc_open(g, &ipc[r].h, &p) == 0)
+            d->peers[r] = (gdr_dev_peer_t) {.base = p,.size = ipc[r].size,
+                .disp_unit = ipc[r].disp_unit };
+        else if (MPIR_CVAR_CH4_GDR_VERBOSE > 0)
+            /* still correct: rank r then goes through the ring, whose executor says why
+             * it cannot reach it */
+            fprintf(stderr, "gdr[%d]: device handle: rank %d's window not mapped: %s\n",
+                    MPIR_Process.rank, r, g->error);
+    }
     d->dw = (gdr_dev_win_t) {
         .ring = {.head = (uint64_t *) d->counters,.tail = (volatile uint64_t *) m,
                  .stopped = (volatile uint64_t *) (m + 64),
                  .posted = (uint64_t *) ((char *) d->counters + at_posted),
                  .done = (volatile uint64_t *) (m + at_done),
                  .slots = (gdr_trig_slot_t *) (m + at_slots),.nslots = DEV_SLOTS,.nranks = n},
-        .handle = ++MPIDI_GDR_global.device_handles,.rank = me,.nranks = n,
-        .disp_unit = (uint64_t) win->disp_unit,.peer_base = d->peer_base
+        .handle = ++MPIDI_GDR_global.device_handles,.rank = me,.nranks = n,.peers = d->peers
     };
     d->ids = (gdr_rma_device_t) {.buffer_id = buffer_id };
     gdr_trig_executor_init(&d->exec, &GDR_WIN(win).rma, d->dw.handle, &d->ids,

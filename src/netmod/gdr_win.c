@@ -9,6 +9,7 @@
 #include "gdr_noinline.h"
 #include "gdr_rma.h"
 #include "gdr_engine_lock.h"
+#include "gpu/gdr_gpu_ipc.h"
 #include "gpu/gdr_gpu_mem.h"
 
 #include <strings.h>      /* after MPICH's headers, which set the feature macros */
@@ -34,10 +35,50 @@ static unsigned declared_ops(MPIR_Win * win)
     return d;
 }
 
+/* What a rank tells the others of its window: the engine's card, and for device memory
+ * its CUDA IPC handle, which ranks of the same node map (gdr_device_win.c). */
+typedef struct win_card {
+    gdr_rma_card_t rma;
+    gdr_gpu_ipc_handle_t ipc;
+    int32_t ipc_ok;
+    int32_t pad;
+} win_card_t;
+
+/* This rank's IPC handle for a window in device memory (nothing for other memory). */
+static void card_ipc(MPIR_Win * win, win_card_t * c)
+{
+    c->ipc_ok = win->create_flavor != MPI_WIN_FLAVOR_DYNAMIC && win->size > 0
+        && MPIDI_GDR_global.gpu.on && MPIDI_GDR_gpu_buffer_id(win->base) != 0
+        && gdr_gpu_ipc_handle_get(&MPIDI_GDR_global.gpu, win->base, &c->ipc) == 0;
+}
+
+/* The same-node device windows among the cards, for the IPC paths. */
+static void keep_peer_ipc(MPIR_Win * win, const win_card_t * cards)
+{
+    int n = win->comm_ptr->local_size, me = win->comm_ptr->rank;
+    int my_grank = MPIDIU_get_grank(me, win->comm_ptr), found = 0;
+    for (int i = 0; i < n; i++)
+        found |= i != me && cards[i].ipc_ok;
+    if (!found || my_grank < 0)
+        return;
+    struct MPIDI_GDR_peer_ipc *p = MPL_calloc(n, sizeof(*p), MPL_MEM_RMA);
+    if (p == NULL)
+        return;                 /* only a shortcut lost: the ring and messages remain */
+    for (int i = 0; i < n; i++) {
+        int g = MPIDIU_get_grank(i, win->comm_ptr);
+        p[i] = (struct MPIDI_GDR_peer_ipc) {.h = cards[i].ipc,.size = cards[i].rma.size,
+            .disp_unit = cards[i].rma.disp_unit,
+            .ok = i != me && cards[i].ipc_ok && g >= 0
+                && MPIR_Process.node_map[g] == MPIR_Process.node_map[my_grank]
+        };
+    }
+    GDR_WIN(win).peer_ipc = p;
+}
+
 /* Collective over the window's communicator: every rank learns every target's card
  * (size, displacement unit, whether its memory is device memory and its GPU layer on
- * and, when RDMA can reach it, registered base and key), and
- * the ranks agree on the accumulate rule (gdr_rma_path.h). */
+ * and, when RDMA can reach it, registered base and key; a device window's IPC handle),
+ * and the ranks agree on the accumulate rule (gdr_rma_path.h). */
 static int win_table_init(MPIR_Win * win, int rdma)
 {
     int mpi_errno = MPI_SUCCESS;
@@ -47,7 +88,7 @@ static int win_table_init(MPIR_Win * win, int rdma)
                              "**nomem %s", "gdr window state");
     gdr_rma_win_t *w = &GDR_WIN(win).rma;
     int n = win->comm_ptr->local_size, me = win->comm_ptr->rank;
-    gdr_rma_card_t *cards = MPL_malloc(n * sizeof(*cards), MPL_MEM_RMA);
+    win_card_t *cards = MPL_calloc(n, sizeof(*cards), MPL_MEM_RMA);
 
     /* RDMA needs the engine, and a queue pair to every rank it reaches */
     rdma = rdma && MPIDI_GDR_global.have_engine;
@@ -76,8 +117,9 @@ static int win_table_init(MPIR_Win * win, int rdma)
     took = MPIDI_GDR_engine_enter();
     int exposed = gdr_rma_win_expose(w, win->base, (uint64_t) win->size,
                                      (uint64_t) win->disp_unit,
-                                     MPIDI_GDR_gpu_expose_flags(win->base), &cards[me], why,
-                                     sizeof(why));
+                                     MPIDI_GDR_gpu_expose_flags(win->base), &cards[me].rma,
+                                     why, sizeof(why));
+    card_ipc(win, &cards[me]);
     MPIDI_GDR_engine_exit(took);
     if (exposed != 0 && MPIR_CVAR_CH4_GDR_VERBOSE > 0)
         /* still correct: every operation on this window then goes as a message */
@@ -87,7 +129,8 @@ static int win_table_init(MPIR_Win * win, int rdma)
     MPIR_ERR_CHECK(mpi_errno);
     took = MPIDI_GDR_engine_enter();
     for (int i = 0; i < n; i++)
-        gdr_rma_win_set_card(w, i, &cards[i]);
+        gdr_rma_win_set_card(w, i, &cards[i].rma);
+    keep_peer_ipc(win, cards);
     MPIDI_GDR_engine_exit(took);
   fn_exit:
     MPL_free(cards);
@@ -97,6 +140,7 @@ static int win_table_init(MPIR_Win * win, int rdma)
         took = MPIDI_GDR_engine_enter();
         gdr_rma_win_free(&GDR_WIN(win).rma);
         MPIDI_GDR_engine_exit(took);
+        MPL_free(GDR_WIN(win).peer_ipc);
         MPL_free(win->dev.netmod.gdr.s);
         win->dev.netmod.gdr.s = NULL;
     }
@@ -296,6 +340,7 @@ int MPIDI_GDR_mpi_win_free_hook(MPIR_Win * win)
     MPIDI_GDR_staged_win_free(win);
     gdr_rma_win_free(&GDR_WIN(win).rma);        /* the key dies here */
     MPIDI_GDR_engine_exit(took);
+    MPL_free(GDR_WIN(win).peer_ipc);
     MPL_free(win->dev.netmod.gdr.s);
     win->dev.netmod.gdr.s = NULL;
     return mpi_errno;

@@ -6,11 +6,12 @@
  *     kernel<<<grid, block, 0, stream>>>(dwin, ...);  // MPIX_Dev_put(dwin, ...) etc.
  *     MPIX_Win_free_device_handle(&dwin);            // once the kernels finished
  *
- * This rank's own window is reached by loads and stores; other ranks through a descriptor
- * ring that gdr's progress serves (a progress thread under MPI_THREAD_MULTIPLE, else the
- * host's MPI calls: MPIR_CVAR_CH4_GDR_ENQUEUE_PROGRESS).  Return values: MPI_SUCCESS,
- * MPI_ERR_RANK / MPI_ERR_ARG for a bad rank, signal op or comparison (nothing is done), or
- * MPI_ERR_OTHER when gdr's proxy stopped (it failed: MPI_Win_free on the host says why)
+ * This rank's own window, and the device windows of ranks on this node (CUDA IPC), are
+ * reached by loads and stores; other ranks through a descriptor ring that gdr's progress
+ * serves (a progress thread under MPI_THREAD_MULTIPLE, else the host's MPI calls:
+ * MPIR_CVAR_CH4_GDR_ENQUEUE_PROGRESS).  Return values: MPI_SUCCESS, MPI_ERR_RANK /
+ * MPI_ERR_ARG for a bad rank, signal op or comparison, MPI_ERR_RMA_RANGE for a
+ * displacement outside a directly reached window (nothing is done), or MPI_ERR_OTHER when gdr's proxy stopped (it failed: MPI_Win_free on the host says why)
  * instead of waiting for ever.
  * Puts and gets to other ranks are started when the call returns: the source of a put must
  * stay unchanged, and the destination of a get unread, until MPIX_Dev_flush(rank).
@@ -35,7 +36,8 @@ __host__ __device__ inline const gdr_dev_win_t *MPIX_Dev_gdr(const MPIX_Win_devi
 __host__ __device__ inline int MPIX_Dev_status(int rc)
 {
     return rc == GDR_DEV_OK ? MPI_SUCCESS : rc == GDR_DEV_ERR_RANK ? MPI_ERR_RANK
-        : rc == GDR_DEV_ERR_ARG ? MPI_ERR_ARG : MPI_ERR_OTHER;
+        : rc == GDR_DEV_ERR_ARG ? MPI_ERR_ARG : rc == GDR_DEV_ERR_RANGE ? MPI_ERR_RMA_RANGE
+        : MPI_ERR_OTHER;
 }
 
 __device__ inline int MPIX_Dev_put(MPIX_Win_device w, const void *src, size_t bytes, int rank,
@@ -84,9 +86,10 @@ __device__ inline int MPIX_Dev_put_warp(MPIX_Win_device w, const void *src, size
 {
     const gdr_dev_win_t *d = MPIX_Dev_gdr(w);
     int lane = threadIdx.x % 32, rc = GDR_DEV_OK;
-    if (gdr_dev_rank_ok(d, rank) && d->peer_base[rank] != NULL) {
+    char *dst = gdr_dev_rank_ok(d, rank) && gdr_dev_direct(d, rank)
+        ? gdr_dev_at(d, rank, disp, bytes) : NULL;
+    if (dst != NULL) {
         /* same node: the warp copies 8-byte words together, the tail by lane 0 */
-        char *dst = gdr_dev_at(d, rank, disp);
         const char *s = static_cast<const char *>(src);
         size_t words = ((((uintptr_t) dst | (uintptr_t) s) & 7) == 0) ? bytes / 8 : 0;
         for (size_t i = lane; i < words; i += 32)
@@ -110,8 +113,9 @@ __device__ inline int MPIX_Dev_put_block(MPIX_Win_device w, const void *src, siz
     if (t == 0)
         rc = GDR_DEV_OK;
     __syncthreads();
-    if (gdr_dev_rank_ok(d, rank) && d->peer_base[rank] != NULL) {
-        char *dst = gdr_dev_at(d, rank, disp);
+    char *dst = gdr_dev_rank_ok(d, rank) && gdr_dev_direct(d, rank)
+        ? gdr_dev_at(d, rank, disp, bytes) : NULL;
+    if (dst != NULL) {
         const char *s = static_cast<const char *>(src);
         size_t words = ((((uintptr_t) dst | (uintptr_t) s) & 7) == 0) ? bytes / 8 : 0;
         for (size_t i = t; i < words; i += nt)

@@ -2,8 +2,8 @@
  * __host__ __device__ code: the public device header wraps these for CUDA kernels, and
  * tests and the simulated GPU run them on CPU threads.  One window's device handle
  * reaches each target one of two ways:
- * - same node (and this rank): peer_base[rank] maps the target's window here (CUDA IPC),
- *   so the call moves the data itself with loads and stores;
+ * - same node (and this rank): peers[rank] maps the target's window here (CUDA IPC), so
+ *   the call moves the data itself with loads and stores, inside the window's bounds;
  * - other nodes: a descriptor on the trigger ring (gdr_rma_trigger_ring.h) that the proxy
  *   executes; completion through the ring's per-target counters.
  *
@@ -19,8 +19,9 @@
  *   the proxy's NIC atomic).  result must be memory the proxy can write (host-pinned).
  * - signal_wait_until waits on this rank's own window word and returns the value that met
  *   the comparison.
- * Bad input (rank out of range, an unknown signal op or comparison) returns an error and
- * touches nothing.  A call that would wait on a proxy that stopped for good (it failed: the
+ * Bad input (rank out of range, an unknown signal op or comparison, a displacement
+ * outside a directly mapped window) returns an error and touches nothing; the proxy checks
+ * the ranges of what goes through the ring (it stops, and the host says why).  A call that would wait on a proxy that stopped for good (it failed: the
  * host's next MPI call on the window says why) returns GDR_DEV_ERR_STOPPED instead of
  * waiting for ever. */
 #ifndef GDR_RMA_DEV_API_H
@@ -37,15 +38,23 @@
 
 enum {
     GDR_DEV_OK = 0, GDR_DEV_ERR_RANK = -1, GDR_DEV_ERR_ARG = -2,
-    GDR_DEV_ERR_STOPPED = -3    /* the proxy stopped (it failed; the host reports why) */
+    GDR_DEV_ERR_STOPPED = -3,   /* the proxy stopped (it failed; the host reports why) */
+    GDR_DEV_ERR_RANGE = -4      /* outside the target's window */
 };
+
+/* A target's window as a kernel reaches it directly (this rank, or a peer on the node
+ * through its IPC mapping); base NULL: through the ring. */
+typedef struct gdr_dev_peer {
+    char *base;
+    uint64_t size;              /* bytes */
+    uint64_t disp_unit;
+} gdr_dev_peer_t;
 
 typedef struct gdr_dev_win {
     gdr_trig_ring_t ring;       /* to the proxy (targets on other nodes) */
     uint32_t handle;            /* this window in the proxy's table */
     int32_t rank, nranks;
-    uint64_t disp_unit;
-    char *const *peer_base;     /* per rank: its window mapped here, or NULL (other node) */
+    const gdr_dev_peer_t *peers;        /* per rank, in memory the kernel reads */
 } gdr_dev_win_t;
 
 static inline GDR_TRIG_HD void gdr_dev_copy(char *dst, const char *src, size_t n)
@@ -72,9 +81,22 @@ static inline GDR_TRIG_HD void gdr_dev_fence(void)
 #endif
 }
 
-static inline GDR_TRIG_HD char *gdr_dev_at(const gdr_dev_win_t *w, int rank, int64_t disp)
+/* Whether rank is reached by loads and stores (rank already checked). */
+static inline GDR_TRIG_HD int gdr_dev_direct(const gdr_dev_win_t *w, int rank)
 {
-    return w->peer_base[rank] + disp * (int64_t) w->disp_unit;
+    return w->peers[rank].base != NULL;
+}
+
+/* The address of bytes at disp in rank's directly mapped window, or NULL when they are
+ * not all inside it. */
+static inline GDR_TRIG_HD char *gdr_dev_at(const gdr_dev_win_t *w, int rank, int64_t disp,
+                                           uint64_t bytes)
+{
+    const gdr_dev_peer_t *p = &w->peers[rank];
+    if (disp < 0 || bytes > p->size
+        || (p->disp_unit != 0 && (uint64_t) disp > (p->size - bytes) / p->disp_unit))
+        return NULL;
+    return p->base + (uint64_t) disp * p->disp_unit;
 }
 
 static inline GDR_TRIG_HD gdr_trig_desc_t gdr_dev_desc(const gdr_dev_win_t *w, uint32_t op,
@@ -101,9 +123,12 @@ static inline GDR_TRIG_HD int gdr_dev_put(const gdr_dev_win_t *w, const void *sr
 {
     if (!gdr_dev_rank_ok(w, rank))
         return GDR_DEV_ERR_RANK;
-    if (w->peer_base[rank] != NULL)
-        gdr_dev_copy(gdr_dev_at(w, rank, disp), (const char *) src, bytes);
-    else if (gdr_trig_post(&w->ring, gdr_dev_desc(w, GDR_TRIG_PUT, rank,
+    if (gdr_dev_direct(w, rank)) {
+        char *dst = gdr_dev_at(w, rank, disp, bytes);
+        if (dst == NULL)
+            return GDR_DEV_ERR_RANGE;
+        gdr_dev_copy(dst, (const char *) src, bytes);
+    } else if (gdr_trig_post(&w->ring, gdr_dev_desc(w, GDR_TRIG_PUT, rank,
                                                   (uint64_t) (uintptr_t) src, bytes, disp))
              == GDR_TRIG_STOPPED)
         return GDR_DEV_ERR_STOPPED;
@@ -115,9 +140,12 @@ static inline GDR_TRIG_HD int gdr_dev_get(const gdr_dev_win_t *w, void *dst, siz
 {
     if (!gdr_dev_rank_ok(w, rank))
         return GDR_DEV_ERR_RANK;
-    if (w->peer_base[rank] != NULL)
-        gdr_dev_copy((char *) dst, gdr_dev_at(w, rank, disp), bytes);
-    else if (gdr_trig_post(&w->ring, gdr_dev_desc(w, GDR_TRIG_GET, rank,
+    if (gdr_dev_direct(w, rank)) {
+        const char *src = gdr_dev_at(w, rank, disp, bytes);
+        if (src == NULL)
+            return GDR_DEV_ERR_RANGE;
+        gdr_dev_copy((char *) dst, src, bytes);
+    } else if (gdr_trig_post(&w->ring, gdr_dev_desc(w, GDR_TRIG_GET, rank,
                                                   (uint64_t) (uintptr_t) dst, bytes, disp))
              == GDR_TRIG_STOPPED)
         return GDR_DEV_ERR_STOPPED;
@@ -133,10 +161,13 @@ static inline GDR_TRIG_HD int gdr_dev_put_signal(const gdr_dev_win_t *w, const v
         return GDR_DEV_ERR_RANK;
     if (!gdr_signal_op_valid(signal_op))
         return GDR_DEV_ERR_ARG;
-    if (w->peer_base[rank] != NULL) {
-        gdr_dev_copy(gdr_dev_at(w, rank, disp), (const char *) src, bytes);
+    if (gdr_dev_direct(w, rank)) {
+        char *dst = gdr_dev_at(w, rank, disp, bytes), *sig = gdr_dev_at(w, rank, signal_disp, 8);
+        if (dst == NULL || sig == NULL)
+            return GDR_DEV_ERR_RANGE;
+        gdr_dev_copy(dst, (const char *) src, bytes);
         gdr_dev_fence();        /* the data before the signal, for whoever waits on it */
-        gdr_signal_apply(signal_op, (uint64_t *) gdr_dev_at(w, rank, signal_disp), value);
+        gdr_signal_apply(signal_op, (uint64_t *) sig, value);
         return GDR_DEV_OK;
     }
     gdr_trig_desc_t d = gdr_dev_desc(w, GDR_TRIG_PUT_SIGNAL, rank, (uint64_t) (uintptr_t) src,
@@ -151,7 +182,7 @@ static inline GDR_TRIG_HD int gdr_dev_flush(const gdr_dev_win_t *w, int rank)
 {
     if (!gdr_dev_rank_ok(w, rank))
         return GDR_DEV_ERR_RANK;
-    if (w->peer_base[rank] != NULL) {
+    if (gdr_dev_direct(w, rank)) {
         gdr_dev_fence();
         return GDR_DEV_OK;
     }
@@ -169,8 +200,10 @@ static inline GDR_TRIG_HD int gdr_dev_fetch_add(const gdr_dev_win_t *w, int rank
 {
     if (!gdr_dev_rank_ok(w, rank))
         return GDR_DEV_ERR_RANK;
-    if (w->peer_base[rank] != NULL) {
-        uint64_t *word = (uint64_t *) gdr_dev_at(w, rank, disp);
+    if (gdr_dev_direct(w, rank)) {
+        uint64_t *word = (uint64_t *) gdr_dev_at(w, rank, disp, 8);
+        if (word == NULL)
+            return GDR_DEV_ERR_RANGE;
 #if defined(__CUDA_ARCH__)
         *result = (uint64_t) atomicAdd_system((unsigned long long *) word,
                                               (unsigned long long) value);
@@ -193,7 +226,8 @@ static inline GDR_TRIG_HD int gdr_dev_fetch_add(const gdr_dev_win_t *w, int rank
     return GDR_DEV_OK;
 }
 
-/* Waits until this rank's word at signal_disp meets (cmp, value); *seen is that value. */
+/* Waits until this rank's word at signal_disp meets (cmp, value); *seen is that value.
+ * The window must be one kernels reach directly (device or page-locked memory). */
 static inline GDR_TRIG_HD int gdr_dev_signal_wait_until(const gdr_dev_win_t *w,
                                                         int64_t signal_disp, int cmp,
                                                         uint64_t value, uint64_t *seen)
@@ -201,7 +235,9 @@ static inline GDR_TRIG_HD int gdr_dev_signal_wait_until(const gdr_dev_win_t *w,
     if (!gdr_signal_cmp_valid(cmp))
         return GDR_DEV_ERR_ARG;
     const volatile uint64_t *word = (const volatile uint64_t *) gdr_dev_at(w, w->rank,
-                                                                          signal_disp);
+                                                                          signal_disp, 8);
+    if (word == NULL)
+        return GDR_DEV_ERR_RANGE;
     uint64_t cur;
     while (!gdr_signal_met(cmp, cur = gdr_trig_load_acquire(word), value))
         gdr_trig_pause();

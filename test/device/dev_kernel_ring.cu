@@ -8,7 +8,8 @@
  *    totals), every fetch_add got a distinct old value, each thread's last put is in its
  *    cell, and more producers than slots block and lose nothing.
  * 2. Same-node path: peer windows in device memory reached by loads, stores and
- *    system-scope atomics (peer_base), then a second kernel waiting on a signal.
+ *    system-scope atomics (peers[]), then a second kernel waiting on a signal, and
+ *    displacements outside a window refused.
  *
  * Prints one line per check and "N passed, N failed"; exits 77 ("skipped: ...") without a
  * GPU.  maint/check-gpu builds and runs it; maint/check only builds it.  At most
@@ -77,6 +78,21 @@ __global__ void get_back(gdr_dev_win_t w, uint64_t *got, int rounds, unsigned lo
     int g = blockIdx.x * blockDim.x + threadIdx.x;
     if (gdr_dev_get(&w, &got[g], 8, target_of(g, rounds - 1), CELL_DATA + g) != GDR_DEV_OK)
         atomicAdd(errors, 1ULL);
+}
+
+/* Every call with a displacement past the window's end must be refused with RANGE. */
+__global__ void out_of_range(gdr_dev_win_t w, uint64_t *buf, unsigned long long *errors)
+{
+    uint64_t r;
+    int bad = 0;
+    bad += gdr_dev_put(&w, buf, 8, 1, DK_CELLS) != GDR_DEV_ERR_RANGE;
+    bad += gdr_dev_put(&w, buf, 16, 1, DK_CELLS - 1) != GDR_DEV_ERR_RANGE;
+    bad += gdr_dev_get(&w, buf, 8, 2, -1) != GDR_DEV_ERR_RANGE;
+    bad += gdr_dev_put_signal(&w, buf, 8, 3, 0, DK_CELLS, 1, GDR_SIGNAL_ADD) != GDR_DEV_ERR_RANGE;
+    bad += gdr_dev_fetch_add(&w, 1, DK_CELLS, 1, &r) != GDR_DEV_ERR_RANGE;
+    bad += gdr_dev_fetch_add(&w, 1, INT64_MAX / 4, 1, &r) != GDR_DEV_ERR_RANGE;
+    if (bad)
+        atomicAdd(errors, (unsigned long long) bad);
 }
 
 __global__ void wait_signal(gdr_dev_win_t w, uint64_t expect, uint64_t *seen,
@@ -158,11 +174,11 @@ static void through_ring(int blocks, int threads, int rounds, uint32_t nslots,
     }
     const char *where = counters_on_gpu ? "ring (head, posted[] on the GPU)" : "ring (all pinned)";
 
-    char **no_peers;            /* every target on another node */
+    gdr_dev_peer_t *no_peers;   /* every target on another node */
     uint64_t *src, *olds;
     unsigned long long *errors;
-    cuda_or_die(cudaMalloc((void **) &no_peers, DK_RANKS * sizeof(char *)), "cudaMalloc");
-    cuda_or_die(cudaMemset(no_peers, 0, DK_RANKS * sizeof(char *)), "cudaMemset");
+    cuda_or_die(cudaMalloc((void **) &no_peers, DK_RANKS * sizeof(*no_peers)), "cudaMalloc");
+    cuda_or_die(cudaMemset(no_peers, 0, DK_RANKS * sizeof(*no_peers)), "cudaMemset");
     cuda_or_die(cudaHostAlloc((void **) &src, (size_t) n * rounds * 8, cudaHostAllocMapped),
                 "cudaHostAlloc src");
     cuda_or_die(cudaHostAlloc((void **) &olds, (size_t) n * rounds * 8, cudaHostAllocMapped),
@@ -178,7 +194,7 @@ static void through_ring(int blocks, int threads, int rounds, uint32_t nslots,
 
     if (dk_host_start(&host_ring) != 0)
         exit(1);
-    gdr_dev_win_t w = { dev_ring, DK_HANDLE, 0, DK_RANKS, 8, no_peers };
+    gdr_dev_win_t w = { dev_ring, DK_HANDLE, 0, DK_RANKS, no_peers };
     cudaStream_t s;
     cuda_or_die(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking), "cudaStreamCreate");
     double t0 = now_s();
@@ -221,21 +237,21 @@ static void through_ring(int blocks, int threads, int rounds, uint32_t nslots,
     cudaFree(counters);
 }
 
-/* Part 2: every peer window in device memory, mapped (peer_base), no proxy. */
+/* Part 2: every peer window in device memory, mapped (peers[]), no proxy. */
 static void same_node(int blocks, int threads, int rounds)
 {
     int n = blocks * threads;
     size_t win_bytes = DK_CELLS * 8;
     char *wins;
-    char **peer_base, *bases[DK_RANKS];
+    gdr_dev_peer_t *peers, views[DK_RANKS];
     uint64_t *src, *olds, *got, *seen;
     unsigned long long *errors;
     cuda_or_die(cudaMalloc((void **) &wins, DK_RANKS * win_bytes), "cudaMalloc windows");
     cuda_or_die(cudaMemset(wins, 0, DK_RANKS * win_bytes), "cudaMemset windows");
     for (int r = 0; r < DK_RANKS; r++)
-        bases[r] = wins + r * win_bytes;
-    cuda_or_die(cudaMalloc((void **) &peer_base, sizeof(bases)), "cudaMalloc");
-    cudaMemcpy(peer_base, bases, sizeof(bases), cudaMemcpyHostToDevice);
+        views[r] = gdr_dev_peer_t { wins + r * win_bytes, win_bytes, 8 };
+    cuda_or_die(cudaMalloc((void **) &peers, sizeof(views)), "cudaMalloc");
+    cudaMemcpy(peers, views, sizeof(views), cudaMemcpyHostToDevice);
     cuda_or_die(cudaMalloc((void **) &src, (size_t) n * rounds * 8), "cudaMalloc src");
     cuda_or_die(cudaMalloc((void **) &olds, (size_t) n * rounds * 8), "cudaMalloc olds");
     cuda_or_die(cudaMalloc((void **) &got, (size_t) n * 8), "cudaMalloc got");
@@ -245,10 +261,12 @@ static void same_node(int blocks, int threads, int rounds)
     gdr_trig_ring_t none;
     memset(&none, 0, sizeof(none));
     none.nranks = DK_RANKS;
-    gdr_dev_win_t w = { none, DK_HANDLE, 0, DK_RANKS, 8, peer_base };
+    gdr_dev_win_t w = { none, DK_HANDLE, 0, DK_RANKS, peers };
 
     traffic<<<blocks, threads>>>(w, src, olds, rounds, errors);
     get_back<<<blocks, threads>>>(w, got, rounds, errors);
+    /* out of bounds: refused, nothing written (cell DK_CELLS is one past the window) */
+    out_of_range<<<1, 1>>>(w, src, errors);
     /* rank 1 waits for every signal sent to it */
     uint64_t to_rank1 = 0;
     for (int g = 0; g < n; g++)
@@ -280,7 +298,7 @@ static void same_node(int blocks, int threads, int rounds)
     free(h_olds);
     free(h_got);
     cudaFree(wins);
-    cudaFree(peer_base);
+    cudaFree(peers);
     cudaFree(src);
     cudaFree(olds);
     cudaFree(got);

@@ -10,9 +10,11 @@
  * counter (the old value into host-pinned memory), and a flush.  Then each rank waits on
  * its own signal word for THREADS x ROUNDS (signal_wait_until) and checks every cell its
  * left neighbour wrote, the counter, and that the fetch_adds it made saw distinct values
- * 0 .. THREADS x ROUNDS - 1 (no lost or duplicated update).  Misuse: a bad rank and a bad
- * signal op are refused by the call (nothing sent); a handle freed twice, a device handle
- * of a dynamic window: the MPI error classes.  gdr's progress thread serves the ring
+ * 0 .. THREADS x ROUNDS - 1 (no lost or duplicated update).  A neighbour on this node is
+ * reached through its window's IPC mapping (nothing on the ring; a displacement past its
+ * window refused), one on another node through the ring (3 descriptors a round).
+ * Misuse: a bad rank and a bad signal op are refused by the call (nothing sent); a
+ * handle freed twice, a device handle of a dynamic window: the MPI error classes.  gdr's progress thread serves the ring
  * (MPI_THREAD_MULTIPLE).  Needs GDR_GPUSIM_MODE=host-visible (the threads load and store
  * device memory of their own window) and a driver (MPIR_CVAR_CH4_GDR_CUDA_DRIVER). */
 #include <pthread.h>
@@ -101,6 +103,20 @@ int main(int argc, char **argv)
         || *w->ring.head != before)
         gdr_test_fail("a bad rank or signal op was not refused, or reached the ring");
 
+    /* a right neighbour on this node is reached through its IPC mapping, never the ring */
+    MPI_Comm node;
+    MPI_Group world_group, node_group;
+    int right_here = MPI_UNDEFINED;
+    MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &node);
+    MPI_Comm_group(MPI_COMM_WORLD, &world_group);
+    MPI_Comm_group(node, &node_group);
+    MPI_Group_translate_ranks(world_group, 1, &right, node_group, &right_here);
+    int same_node = right_here != MPI_UNDEFINED;
+    if (same_node && (gdr_dev_put(w, &v, 8, right, WIN_BYTES) != GDR_DEV_ERR_RANGE
+                      || gdr_dev_fetch_add(w, right, -8, 1, &v) != GDR_DEV_ERR_RANGE))
+        gdr_test_fail("same node: a displacement outside the neighbour's window was not "
+                      "refused with GDR_DEV_ERR_RANGE");
+
     gdr_test_set_context("the kernel threads");
     kernel_t k[THREADS];
     pthread_t t[THREADS];
@@ -116,6 +132,11 @@ int main(int argc, char **argv)
         if (k[i].errors)
             gdr_test_fail("thread %d: %d device calls failed", i, k[i].errors);
     }
+    uint64_t posted = *w->ring.head - before;
+    if (same_node ? posted != 0 : posted != (uint64_t) THREADS * ROUNDS * 3)
+        gdr_test_fail("%llu descriptors on the ring, expected %d (right neighbour on %s)",
+                      (unsigned long long) posted, same_node ? 0 : THREADS * ROUNDS * 3,
+                      same_node ? "this node: IPC" : "another node");
     uint64_t seen = 0;
     gdr_dev_signal_wait_until(w, SIGNAL, GDR_CMP_GE, THREADS * ROUNDS, &seen);
     if (seen != THREADS * ROUNDS)
@@ -156,6 +177,9 @@ int main(int argc, char **argv)
                     MPI_ERR_RMA_FLAVOR);
     MPI_Win_free(&dyn);
     MPI_Win_free(&win);
+    MPI_Group_free(&world_group);
+    MPI_Group_free(&node_group);
+    MPI_Comm_free(&node);
     cu.free(winmem);
     cu.free_host(pinned);
     free(mine);

@@ -92,9 +92,9 @@ static void *proxy_thread(void *arg)
 
 /* ---- handles --------------------------------------------------------------------------- */
 
-static char *view0[NRANKS], *view1[NRANKS], *view2[NRANKS];
+static gdr_dev_peer_t view0[NRANKS], view1[NRANKS], view2[NRANKS];
 
-static gdr_dev_win_t handle(int rank, char *const *view)
+static gdr_dev_win_t handle(int rank, const gdr_dev_peer_t *view)
 {
     gdr_dev_win_t w;
     memset(&w, 0, sizeof(w));
@@ -103,8 +103,7 @@ static gdr_dev_win_t handle(int rank, char *const *view)
     w.handle = 7;
     w.rank = rank;
     w.nranks = NRANKS;
-    w.disp_unit = 8;
-    w.peer_base = view;
+    w.peers = view;
     return w;
 }
 
@@ -122,8 +121,17 @@ static void bad_input(const gdr_dev_win_t *w)
               && gdr_dev_put_signal(w, &v, 8, 1, DATA, SIG, 1, 9) == GDR_DEV_ERR_ARG
               && gdr_dev_signal_wait_until(w, SIG, 17, 0, &seen) == GDR_DEV_ERR_ARG,
               "an unknown signal op or comparison is refused");
-    GDR_CHECK(ring.head == before && mem[1][DATA] == 0 && mem[2][DATA] == 0 && mem[1][SIG] == 0,
-              "nothing was posted or written");
+    uint64_t two[2] = { 1, 2 };
+    GDR_CHECK(gdr_dev_put(w, &v, 8, 1, CELLS) == GDR_DEV_ERR_RANGE
+              && gdr_dev_put(w, two, 16, 1, CELLS - 1) == GDR_DEV_ERR_RANGE
+              && gdr_dev_get(w, &v, 8, 1, -1) == GDR_DEV_ERR_RANGE
+              && gdr_dev_put_signal(w, &v, 8, 1, DATA, CELLS, 1, GDR_SIGNAL_ADD)
+              == GDR_DEV_ERR_RANGE
+              && gdr_dev_fetch_add(w, 1, INT64_MAX / 2, 1, &r) == GDR_DEV_ERR_RANGE
+              && gdr_dev_signal_wait_until(w, CELLS, GDR_CMP_GE, 0, &seen) == GDR_DEV_ERR_RANGE,
+              "same node: a displacement outside the mapped window is refused (RANGE)");
+    GDR_CHECK(ring.head == before && mem[1][DATA] == 0 && mem[2][DATA] == 0 && mem[1][SIG] == 0
+              && mem[1][CELLS - 1] == 0, "nothing was posted or written");
 }
 
 static void put_get(const gdr_dev_win_t *w)
@@ -256,7 +264,7 @@ static void stopped(void)
 {
     static ring_mem_t r;
     static uint64_t stop_word;
-    static char *none[NRANKS];
+    static gdr_dev_peer_t none[NRANKS];
     memset(&r, 0, sizeof(r));
     stop_word = 0;
     gdr_dev_win_t w = handle(0, none);
@@ -278,9 +286,11 @@ static void stopped(void)
 int main(void)
 {
     alarm(120);                 /* a proxy or producer stuck for good kills the test, not CI */
-    view0[0] = view1[0] = (char *) mem[0];
-    view0[1] = view1[1] = (char *) mem[1];
-    view2[2] = (char *) mem[2];        /* rank 2 sees only itself */
+    for (int r = 0; r < 2; r++)
+        view0[r] = view1[r] = (gdr_dev_peer_t) {.base = (char *) mem[r],.size = sizeof(mem[r]),
+            .disp_unit = 8 };
+    view2[2] = (gdr_dev_peer_t) {.base = (char *) mem[2],.size = sizeof(mem[2]),.disp_unit = 8 };
+    /* rank 2 sees only itself */
     gdr_dev_win_t w = handle(0, view0), w1 = handle(1, view1), w2 = handle(2, view2);
     gdr_trig_exec_t ops = {.start = exec_start,.progress = exec_progress };
     ex.proxy = &proxy;

@@ -25,7 +25,7 @@ typedef struct {
 } ring_mem_t;
 
 static ring_mem_t ring;
-static char *no_peers[NRANKS];  /* every target on another node: all through the ring */
+static gdr_dev_peer_t no_peers[NRANKS];        /* every target on another node: all through the ring */
 
 /* device memory, as a fake device seam sees it: one buffer of id 99 */
 static uint8_t device_buf[256];
@@ -55,7 +55,7 @@ static void setup(setup_t *s, unsigned declared, int device_by_nic)
     s->dw = (gdr_dev_win_t) {.ring = {.head = &ring.head,.tail = &ring.tail,.slots = ring.slots,
                                       .posted = ring.posted,.done = ring.done,.nslots = SLOTS,
                                       .nranks = NRANKS},
-        .handle = HANDLE,.rank = 0,.nranks = NRANKS,.disp_unit = 8,.peer_base = no_peers };
+        .handle = HANDLE,.rank = 0,.nranks = NRANKS,.peers = no_peers };
     gdr_trig_executor_init(&s->x, &s->w, HANDLE, &fake_dev, device_by_nic);
     if (gdr_trig_proxy_init(&s->proxy, &s->dw.ring, SLOTS, &gdr_trig_executor_ops, &s->x) != 0)
         abort();
