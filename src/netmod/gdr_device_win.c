@@ -4,14 +4,14 @@
  * MPIX_Win_device: this rank's own window, and the device windows of ranks on this node
  * (their CUDA IPC handles came with the window's cards, gdr_win.c; mapped here when the
  * first handle is made, unmapped at the window's free), are reached by direct loads and
- * stores; every other rank through the descriptor ring (host-pinned memory the GPU writes), which gdr's
- * progress takes (gdr_rma_trigger_proxy.h) and carries out over the RMA engine
- * (gdr_rma_trigger_exec.h).  The ring's two producer counters (head, posted[]) live in
- * device memory, where the kernels' atomics on them stay on the GPU: on an H100 over
- * PCIe without host-native atomics, kernels of 128 threads posting through a ring whose
- * counters were host-pinned hung 2 times in 5 (test/device/dev_kernel_ring).  Ranks the engine cannot reach by RDMA (same node without a
- * queue pair, windows whose operations go as messages) are refused by the executor with
- * the reason; IPC mappings of same-node peers are the next step. */
+ * stores; every other rank through the descriptor ring (host-pinned memory the GPU
+ * writes), which gdr's progress takes (gdr_rma_trigger_proxy.h) and carries out over the
+ * RMA engine (gdr_rma_trigger_exec.h).  The ring's two producer counters (head, posted[])
+ * live in device memory, where the kernels' atomics on them stay on the GPU: on an H100
+ * over PCIe without host-native atomics, kernels of 128 threads posting through a ring
+ * whose counters were host-pinned hung 2 times in 5 (test/device/dev_kernel_ring).  Ranks
+ * the engine cannot reach by RDMA (windows whose operations go as messages, same-node
+ * windows not in device memory) are refused by the executor with the reason. */
 #include "gdr_triggered.h"
 
 #include "gdr_engine_lock.h"
@@ -28,7 +28,6 @@ struct MPIDI_GDR_device_win {
     void *ring_mem;             /* host-pinned: tail, stopped, done[], slots */
     void *counters;             /* device memory: head, posted[] (only kernels touch them) */
     gdr_dev_peer_t *peers;      /* host-pinned: per rank, its window here (base NULL: ring) */
-    int me;
     gdr_rma_device_t ids;       /* buffer ids of local memory, for the executor */
     gdr_trig_executor_t exec;
     gdr_trig_proxy_t proxy;
@@ -51,7 +50,7 @@ static void device_win_release(struct MPIDI_GDR_device_win *d)
         gdr_trig_proxy_free(&d->proxy);
     if (d->peers != NULL) {
         for (int r = 0; r < d->dw.nranks; r++)
-            if (r != d->me && d->peers[r].base != NULL)
+            if (r != d->dw.rank && d->peers[r].base != NULL)
                 gdr_gpu_ipc_close(g, d->peers[r].base);
         gdr_gpu_host_free(g, d->peers);
     }
@@ -101,8 +100,8 @@ static int device_win_new(MPIR_Win * win, struct MPIDI_GDR_device_win **out)
     int direct = win->size > 0 && gdr_gpu_mem_query(g, win->base, &info) == 0
         && (info.is_device || info.is_pinned_host);
     memset(d->peers, 0, (size_t) n * sizeof(gdr_dev_peer_t));
-    d->me = me;
-    d->dw.nranks = n;           /* for device_win_release, should a mapping fail below */
+    d->dw.rank = me;            /* for device_win_release (set again below) */
+    d->dw.nranks = n;
     if (direct)
         d->peers[me] = (gdr_dev_peer_t) {.base = win->base,.size = (uint64_t) win->size,
             .disp_unit = (uint64_t) win->disp_unit };

@@ -177,8 +177,12 @@ static double seconds_now(void)
 static void tell_stall(struct MPIDI_GDR_enqueue *eq)
 {
     const gdr_stream_queue_t *q = &eq->q;
-    if (q->issued == q->published || q->started != eq->seen_started
-        || q->published != eq->seen_published || eq->seen_at == 0) {
+    if (q->issued == q->published) {
+        eq->seen_at = 0;        /* idle: no clock read (a system call under UML) */
+        return;
+    }
+    if (q->started != eq->seen_started || q->published != eq->seen_published
+        || eq->seen_at == 0) {
         eq->seen_started = q->started;
         eq->seen_published = q->published;
         eq->seen_at = seconds_now();
