@@ -12,3 +12,13 @@ extern "C" __global__ void gdr_gpu_acc_kernel(gdr_gpu_acc_args_t args)
     uint64_t first = (uint64_t)blockIdx.x * blockDim.x + threadIdx.x;
     gdr_gpu_acc_range(&args, first, (uint64_t)gridDim.x * blockDim.x);
 }
+
+/* gdr_gpu_module.h's signal add (GDR_GPU_SIGNAL_ADD_KERNEL): one thread adds to a 64-bit
+ * signal word, which may be a same-node peer's window mapped through CUDA IPC, with a
+ * system-scope atomic (the word's owner and other origins may add to it at once). */
+extern "C" __global__ void gdr_gpu_signal_add_kernel(unsigned long long *word,
+                                                     unsigned long long value)
+{
+    if (blockIdx.x == 0 && threadIdx.x == 0)
+        atomicAdd_system(word, value);
+}

@@ -84,6 +84,43 @@ int gdr_gpu_launch(gdr_gpu_t *g, gdr_gpu_stream_t s, const char *name, unsigned 
     return rc == GDR_CUDA_SUCCESS ? 0 : gdr_gpu_fail(g, "cuLaunchKernel", rc, NULL);
 }
 
+int gdr_gpu_kernel_ready(gdr_gpu_t *g, const char *name, const void *image, size_t size)
+{
+    gdr_cu_function_t fn;
+
+    if (!g->on)
+        return gdr_gpu_off(g);
+    if (!(g->features & GDR_GPU_KERNELS))
+        return gdr_gpu_refuse(g, ENOTSUP, "kernels are not supported here (%s)", g->features_off);
+    pthread_mutex_lock(&g->lock);
+    gdr_cu_result_t rc = find_function(g, name, &fn);
+    pthread_mutex_unlock(&g->lock);
+    if (rc == GDR_CUDA_SUCCESS)
+        return 0;
+    if (rc != GDR_CUDA_ERROR_NOT_FOUND)
+        return gdr_gpu_fail(g, "cuModuleGetFunction", rc, NULL);
+    int err = gdr_gpu_module_load(g, image, size);
+    if (err != 0)
+        return err;
+    pthread_mutex_lock(&g->lock);
+    rc = find_function(g, name, &fn);
+    pthread_mutex_unlock(&g->lock);
+    if (rc == GDR_CUDA_ERROR_NOT_FOUND)
+        return gdr_gpu_refuse(g, ENOENT, "kernel %s is not in gdr's kernel image (%zu bytes)",
+                              name, size);
+    return rc == GDR_CUDA_SUCCESS ? 0 : gdr_gpu_fail(g, "cuModuleGetFunction", rc, NULL);
+}
+
+int gdr_gpu_signal_add_launch(gdr_gpu_t *g, gdr_gpu_stream_t s, uint64_t *word, uint64_t value)
+{
+    void *params[] = { &word, &value };
+
+    if (word == NULL || (uintptr_t) word % 8 != 0)
+        return gdr_gpu_refuse(g, EINVAL, "signal add: the word %p is not 8-byte aligned",
+                              (void *) word);
+    return gdr_gpu_launch(g, s, GDR_GPU_SIGNAL_ADD_KERNEL, 1, 1, params);
+}
+
 unsigned gdr_gpu_acc_grid(uint64_t count)
 {
     uint64_t blocks = count / GDR_GPU_ACC_BLOCK + (count % GDR_GPU_ACC_BLOCK != 0);

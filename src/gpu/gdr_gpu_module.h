@@ -32,4 +32,16 @@ unsigned gdr_gpu_acc_grid(uint64_t count);
  * nothing. */
 int gdr_gpu_acc_launch(gdr_gpu_t *g, gdr_gpu_stream_t s, const gdr_gpu_acc_args_t *args);
 
+/* 0 when kernel `name` can be launched: found in a loaded image, else found after
+ * loading `image` (size bytes); else the error of gdr_gpu_module_load or -ENOENT.  For
+ * users that may come before (or without) whoever loads gdr's image at start-up. */
+int gdr_gpu_kernel_ready(gdr_gpu_t *g, const char *name, const void *image, size_t size);
+
+#define GDR_GPU_SIGNAL_ADD_KERNEL "gdr_gpu_signal_add_kernel"
+
+/* Queues an atomic add of value to the 8-byte aligned word (device memory, a peer's
+ * memory mapped through CUDA IPC, or pinned host memory) on s: atomic with respect to
+ * other adds from any GPU or process, after the work queued before it on s. */
+int gdr_gpu_signal_add_launch(gdr_gpu_t *g, gdr_gpu_stream_t s, uint64_t *word, uint64_t value);
+
 #endif /* GDR_GPU_MODULE_H */

@@ -15,7 +15,6 @@
 #include "gdr_triggered.h"
 
 #include "gdr_engine_lock.h"
-#include "gpu/gdr_gpu_ipc.h"
 #include "gpu/gdr_gpu_mem.h"
 #include "gpu/gdr_gpu_stream.h"
 #include "rma/gdr_rma_dev_api.h"
@@ -28,6 +27,7 @@ struct MPIDI_GDR_device_win {
     void *ring_mem;             /* host-pinned: tail, stopped, done[], slots */
     void *counters;             /* device memory: head, posted[] (only kernels touch them) */
     gdr_dev_peer_t *peers;      /* host-pinned: per rank, its window here (base NULL: ring) */
+    MPIR_Win *win;
     gdr_rma_device_t ids;       /* buffer ids of local memory, for the executor */
     gdr_trig_executor_t exec;
     gdr_trig_proxy_t proxy;
@@ -50,8 +50,7 @@ static void device_win_release(struct MPIDI_GDR_device_win *d)
         gdr_trig_proxy_free(&d->proxy);
     if (d->peers != NULL) {
         for (int r = 0; r < d->dw.nranks; r++)
-            if (r != d->dw.rank && d->peers[r].base != NULL)
-                gdr_gpu_ipc_close(g, d->peers[r].base);
+            MPIDI_GDR_peer_window_close(d->win, r, &d->peers[r]);
         gdr_gpu_host_free(g, d->peers);
     }
     if (d->ring_mem != NULL)
@@ -79,8 +78,9 @@ static int device_win_new(MPIR_Win * win, struct MPIDI_GDR_device_win **out)
     }
     size_t ring_bytes = at_slots + DEV_SLOTS * sizeof(gdr_trig_slot_t);
     int rc = gdr_gpu_host_alloc(g, ring_bytes, &d->ring_mem);
-    if (rc == 0)
-        rc = gdr_gpu_host_alloc(g, (size_t) n * sizeof(gdr_dev_peer_t), (void **) &d->peers);
+    if (rc == 0 && (rc = gdr_gpu_host_alloc(g, (size_t) n * sizeof(gdr_dev_peer_t),
+                                            (void **) &d->peers)) == 0)
+        memset(d->peers, 0, (size_t) n * sizeof(gdr_dev_peer_t));
     if (rc == 0)
         rc = gdr_gpu_mem_alloc(g, counters_bytes, &d->counters);
     if (rc == 0)
@@ -94,31 +94,12 @@ static int device_win_new(MPIR_Win * win, struct MPIDI_GDR_device_win **out)
     }
     char *m = d->ring_mem;
     memset(m, 0, ring_bytes);
-    /* a kernel reaches this rank's window directly only if it is device or page-locked
-     * memory; a pageable host window goes through the proxy like any other rank */
-    gdr_gpu_mem_info_t info;
-    int direct = win->size > 0 && gdr_gpu_mem_query(g, win->base, &info) == 0
-        && (info.is_device || info.is_pinned_host);
-    memset(d->peers, 0, (size_t) n * sizeof(gdr_dev_peer_t));
-    d->dw.rank = me;            /* for device_win_release (set again below) */
+    /* this rank's window and same-node peers' directly (a pageable host window of this
+     * rank goes through the proxy like any other rank); the rest through the ring */
+    d->win = win;
     d->dw.nranks = n;
-    if (direct)
-        d->peers[me] = (gdr_dev_peer_t) {.base = win->base,.size = (uint64_t) win->size,
-            .disp_unit = (uint64_t) win->disp_unit };
-    const struct MPIDI_GDR_peer_ipc *ipc = GDR_WIN(win).peer_ipc;
-    for (int r = 0; ipc != NULL && r < n; r++) {
-        void *p;
-        if (!ipc[r].ok)
-            continue;
-        if (gdr_gpu_ipc_open(g, &ipc[r].h, &p) == 0)
-            d->peers[r] = (gdr_dev_peer_t) {.base = p,.size = ipc[r].size,
-                .disp_unit = ipc[r].disp_unit };
-        else if (MPIR_CVAR_CH4_GDR_VERBOSE > 0)
-            /* still correct: rank r then goes through the ring, whose executor says why
-             * it cannot reach it */
-            fprintf(stderr, "gdr[%d]: device handle: rank %d's window not mapped: %s\n",
-                    MPIR_Process.rank, r, g->error);
-    }
+    for (int r = 0; r < n; r++)
+        (void) MPIDI_GDR_peer_window_open(win, r, &d->peers[r]);
     d->dw = (gdr_dev_win_t) {
         .ring = {.head = (uint64_t *) d->counters,.tail = (volatile uint64_t *) m,
                  .stopped = (volatile uint64_t *) (m + 64),

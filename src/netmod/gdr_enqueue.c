@@ -1,7 +1,15 @@
 /* Stream-ordered RMA (DESIGN.md section 4): MPIX_Put_enqueue and the other enqueue calls
- * of maint/patches 0014, over the stream queue of src/rma/gdr_rma_stream_queue.h.  The
- * window's communicator is a stream communicator whose local stream is a CUDA stream; the
- * calls queue stream memory operations and return.  gdr's progress starts each operation
+ * of maint/patches 0014.  The window's communicator is a stream communicator whose local
+ * stream is a CUDA stream; every call queues work on that stream and returns.
+ *
+ * Direct path: puts, gets and put_signals to a window the stream reaches itself (this
+ * rank's in device or page-locked memory, a same-node rank's device window through the
+ * CUDA IPC handle its card carried) are one copy on the stream, and for a put_signal a
+ * stream write (SET) or gdr's atomic add kernel (ADD) after it: no host in the path, and
+ * stream order is their completion (a flush of ranks reached only so queues nothing).
+ *
+ * Queue path, for everything else, over the stream queue of src/rma/gdr_rma_stream_queue.h:
+ * the calls queue stream memory operations.  gdr's progress starts each operation
  * when the stream reaches it, as MPICH's own request-based RMA (MPID_Rput, MPID_Rget,
  * MPID_Raccumulate: RDMA, the staged protocol or active messages, whatever the window
  * takes), and completes it when its request has; a put_signal's signal is an accumulate
@@ -11,7 +19,9 @@
 
 #include "gdr_engine_lock.h"
 #include "gdr_rma.h"
+#include "gpu/gdr_gpu_kernels_image.h"
 #include "gpu/gdr_gpu_mem.h"
+#include "gpu/gdr_gpu_module.h"
 #include "gpu/gdr_gpu_rma_stream.h"
 #include "gpu/gdr_gpu_stream.h"
 #include "rma/gdr_rma_signal.h"
@@ -51,6 +61,17 @@ struct MPIDI_GDR_enqueue {
     void *stage;                /* host-pinned staging ring */
     enq_op_t *inflight;
     MPIR_Win *win;
+    int nranks;
+    /* the direct path: per rank, its window as the stream reaches it (base NULL: through
+     * the queue), looked at on first use; an event after the last direct operation */
+    gdr_dev_peer_t *direct;
+    unsigned char *direct_seen;
+    gdr_gpu_event_t direct_done;
+    int direct_any;             /* direct_done was recorded */
+    int add_kernel;             /* gdr's signal add kernel: 0 not tried, 1 ready, -1 not */
+    /* per rank: the queue carries operations to it that no flush has covered yet */
+    unsigned char *unflushed;
+    int unflushed_any;
     /* MPIR_CVAR_CH4_GDR_VERBOSE: a queue that stops moving is described once */
     uint64_t seen_started, seen_published;
     double seen_at;
@@ -233,6 +254,106 @@ int MPIDI_GDR_enqueue_progress(MPIR_Win * win, int *made)
     return MPI_SUCCESS;
 }
 
+/* ---- the direct path ---------------------------------------------------------------- */
+
+/* Rank's window as the stream reaches it, mapped on first use; NULL: through the queue. */
+static const gdr_dev_peer_t *direct_target(struct MPIDI_GDR_enqueue *eq, int rank)
+{
+    if (rank < 0 || rank >= eq->nranks)
+        return NULL;
+    if (!eq->direct_seen[rank]) {
+        eq->direct_seen[rank] = 1;
+        (void) MPIDI_GDR_peer_window_open(eq->win, rank, &eq->direct[rank]);
+        if (MPIR_CVAR_CH4_GDR_VERBOSE > 1)
+            fprintf(stderr, "gdr[%d]: stream RMA on window 0x%x to rank %d: %s\n",
+                    MPIR_Process.rank, eq->win->handle, rank, eq->direct[rank].base != NULL ?
+                    "straight from the stream (its window mapped here)" : "through gdr's progress");
+    }
+    return eq->direct[rank].base != NULL ? &eq->direct[rank] : NULL;
+}
+
+/* count elements of type as one contiguous span: its first byte's offset and its bytes;
+ * 0 when the type is not contiguous. */
+static int contig_span(MPI_Aint count, MPI_Datatype type, MPI_Aint * lb, MPI_Aint * bytes)
+{
+    int contig;
+    MPI_Aint size, extent;
+    MPIR_Datatype_is_contig(type, &contig);
+    if (!contig)
+        return 0;
+    MPIR_Datatype_get_size_macro(type, size);
+    MPIR_Type_get_true_extent_impl(type, lb, &extent);
+    *bytes = size * count;
+    return 1;
+}
+
+/* Memory a stream copy reads or writes in stream order: device or page-locked. */
+static int stream_memory(const void *p)
+{
+    gdr_gpu_mem_info_t info;
+    return gdr_gpu_mem_query(&MPIDI_GDR_global.gpu, p, &info) == 0
+        && (info.is_device || info.is_pinned_host);
+}
+
+/* op on the stream itself, when its target is reached directly and its buffers are
+ * contiguous stream memory.  1: queued (or an error in *mpi_errno); 0: for the queue. */
+static int try_direct(struct MPIDI_GDR_enqueue *eq, const enq_op_t * op, int *mpi_errno)
+{
+    gdr_gpu_t *g = &MPIDI_GDR_global.gpu;
+    gdr_gpu_stream_t s = (gdr_gpu_stream_t) eq->stream.stream;
+    MPI_Aint o_lb, o_bytes, t_lb, t_bytes;
+    *mpi_errno = MPI_SUCCESS;
+    if (op->kind != GDR_SQ_PUT && op->kind != GDR_SQ_GET && op->kind != GDR_SQ_PUT_SIGNAL)
+        return 0;               /* accumulates: element-wise atomic through the queue */
+    const gdr_dev_peer_t *t = direct_target(eq, op->target);
+    if (t == NULL || !contig_span(op->ocount, op->otype, &o_lb, &o_bytes)
+        || !contig_span(op->tcount, op->ttype, &t_lb, &t_bytes) || o_bytes != t_bytes)
+        return 0;
+    char *mine = (char *) op->origin + o_lb;
+    if (o_bytes > 0 && !stream_memory(mine))
+        return 0;               /* pageable: the driver would copy it now, not in order */
+    if (op->kind == GDR_SQ_PUT_SIGNAL && op->signal_op == GDR_SIGNAL_ADD && eq->add_kernel == 0)
+        eq->add_kernel = gdr_gpu_kernel_ready(g, GDR_GPU_SIGNAL_ADD_KERNEL,
+                                              gdr_gpu_kernels_image,
+                                              gdr_gpu_kernels_image_size) == 0 ? 1 : -1;
+    if (op->kind == GDR_SQ_PUT_SIGNAL && op->signal_op == GDR_SIGNAL_ADD && eq->add_kernel < 0)
+        return 0;
+    /* displacements as the target's window has them (its own unit) */
+    MPI_Aint unit = (MPI_Aint) t->disp_unit, size = (MPI_Aint) t->size;
+    MPI_Aint at = op->tdisp * unit + t_lb, sig = op->signal_disp * unit;
+    if (op->tdisp < 0 || at < 0 || at > size || t_bytes > size - at
+        || (op->kind == GDR_SQ_PUT_SIGNAL
+            && (op->signal_disp < 0 || sig > size - 8 || ((uintptr_t) t->base + sig) % 8 != 0))) {
+        *mpi_errno = MPIDI_GDR_triggered_error(MPI_ERR_RMA_RANGE, "rank %d's window (%ld "
+                                               "bytes) does not hold the %s at displacement "
+                                               "%ld", op->target, (long) size,
+                                               op->kind == GDR_SQ_PUT_SIGNAL ?
+                                               "data or the aligned 8-byte signal word" :
+                                               "data", (long) op->tdisp);
+        return 1;
+    }
+    char *theirs = t->base + at;
+    int rc = 0;
+    if (t_bytes > 0)
+        rc = op->kind == GDR_SQ_GET ? gdr_gpu_copy_async(g, s, mine, theirs, (size_t) t_bytes)
+            : gdr_gpu_copy_async(g, s, theirs, mine, (size_t) t_bytes);
+    if (rc == 0 && op->kind == GDR_SQ_PUT_SIGNAL) {
+        uint64_t *word = (uint64_t *) (t->base + sig);
+        rc = op->signal_op == GDR_SIGNAL_ADD ? gdr_gpu_signal_add_launch(g, s, word,
+                                                                         op->signal_value)
+            : gdr_gpu_stream_write_u64(g, s, word, op->signal_value);
+    }
+    if (rc == 0)
+        rc = gdr_gpu_event_record(g, eq->direct_done, s);
+    if (rc != 0)
+        *mpi_errno = MPIDI_GDR_triggered_error(MPI_ERR_OTHER, "queueing a stream RMA "
+                                               "operation to rank %d on the stream: %s",
+                                               op->target, g->error);
+    else
+        eq->direct_any = 1;
+    return 1;
+}
+
 /* ---- the window's queue ----------------------------------------------------------------- */
 
 static const gdr_sq_exec_t enqueue_exec = {.start = ex_start,.flushed = ex_flushed };
@@ -240,6 +361,16 @@ static const gdr_sq_exec_t enqueue_exec = {.start = ex_start,.flushed = ex_flush
 static void queue_free(struct MPIDI_GDR_enqueue *eq)
 {
     gdr_gpu_t *g = &MPIDI_GDR_global.gpu;
+    /* mappings go only once the stream is past every direct operation (after a failed
+     * drain it may not be: they stay mapped, as freeing them under the GPU would fault) */
+    int past = !eq->direct_any || gdr_gpu_event_query(g, eq->direct_done) == 1;
+    for (int r = 0; eq->direct != NULL && past && r < eq->nranks; r++)
+        MPIDI_GDR_peer_window_close(eq->win, r, &eq->direct[r]);
+    if (eq->direct_done != NULL)
+        (void) gdr_gpu_event_destroy(g, eq->direct_done);
+    MPL_free(eq->direct);
+    MPL_free(eq->direct_seen);
+    MPL_free(eq->unflushed);
     if (eq->q.entries != NULL)
         gdr_sq_free(&eq->q);
     if (eq->stage != NULL)
@@ -269,7 +400,16 @@ static int queue_of(MPIR_Win * win, struct MPIDI_GDR_enqueue **out)
     if (eq == NULL)
         return MPIDI_GDR_triggered_error(MPI_ERR_NO_MEM, "out of memory for a stream queue");
     eq->win = win;
+    eq->nranks = win->comm_ptr->local_size;
+    eq->direct = MPL_calloc(eq->nranks, sizeof(*eq->direct), MPL_MEM_RMA);
+    eq->direct_seen = MPL_calloc(eq->nranks, 1, MPL_MEM_RMA);
+    eq->unflushed = MPL_calloc(eq->nranks, 1, MPL_MEM_RMA);
+    if (eq->direct == NULL || eq->direct_seen == NULL || eq->unflushed == NULL) {
+        queue_free(eq);
+        return MPIDI_GDR_triggered_error(MPI_ERR_NO_MEM, "out of memory for a stream queue");
+    }
     if (gdr_gpu_rma_stream_init(g, (gdr_gpu_stream_t) stream->u.gpu_stream, &eq->stream) != 0
+        || gdr_gpu_event_create(g, &eq->direct_done) != 0
         || gdr_gpu_host_alloc(g, 64, (void **) &eq->words) != 0
         || gdr_gpu_host_alloc(g, ENQ_STAGE, &eq->stage) != 0) {
         int err = MPIDI_GDR_triggered_error(MPI_ERR_OTHER, "setting up the stream queue: %s",
@@ -297,10 +437,20 @@ int MPIDI_GDR_enqueue_drain(MPIR_Win * win)
     /* the stream may still be on its way to work enqueued earlier: let it get there (the
      * window's operations move on its stream's VCI: progress that one too) */
     MPIR_Stream *stream = MPIR_stream_comm_get_local_stream(win->comm_ptr);
-    while (mpi_errno == MPI_SUCCESS && !(gdr_sq_idle(&eq->q) && eq->inflight == NULL)) {
+    int direct_past = !eq->direct_any;
+    while (mpi_errno == MPI_SUCCESS
+           && !(gdr_sq_idle(&eq->q) && eq->inflight == NULL && direct_past)) {
         mpi_errno = MPIDI_GDR_progress_all();
         if (mpi_errno == MPI_SUCCESS && stream != NULL)
             mpi_errno = MPID_Stream_progress(stream);
+        if (!direct_past) {
+            int rc = gdr_gpu_event_query(&MPIDI_GDR_global.gpu, eq->direct_done);
+            if (rc < 0)
+                mpi_errno = MPIDI_GDR_triggered_error(MPI_ERR_OTHER, "the stream failed before "
+                                                      "its direct RMA operations completed: "
+                                                      "%s", MPIDI_GDR_global.gpu.error);
+            direct_past = rc == 1;
+        }
     }
     if (mpi_errno == MPI_SUCCESS && eq->q.failed)
         mpi_errno = MPIDI_GDR_triggered_error(MPI_ERR_OTHER, "the window's stream queue "
@@ -356,9 +506,22 @@ static int enqueue(enq_op_t * proto, MPIR_Win * win)
         goto fn_exit;
     }
     if (proto->kind == GDR_SQ_FLUSH) {
+        /* operations that went straight through the stream are complete in stream order:
+         * only those the queue carries need the flush (and its trip through the host) */
+        int r = proto->target;
+        if (r >= 0 ? !eq->unflushed[r] : !eq->unflushed_any)
+            goto fn_exit;
+        if (r >= 0)
+            eq->unflushed[r] = 0;
+        else {
+            memset(eq->unflushed, 0, (size_t) eq->nranks);
+            eq->unflushed_any = 0;
+        }
         op = NULL;
         goto queue_it;
     }
+    if (try_direct(eq, proto, &mpi_errno))
+        goto fn_exit;
     op = MPL_malloc(sizeof(*op), MPL_MEM_RMA);
     if (op == NULL) {
         mpi_errno = MPIDI_GDR_triggered_error(MPI_ERR_NO_MEM, "out of memory for an enqueued "
@@ -394,6 +557,10 @@ static int enqueue(enq_op_t * proto, MPIR_Win * win)
     if (rc != GDR_SQ_OK) {
         mpi_errno = MPIDI_GDR_triggered_error(MPI_ERR_OTHER, "%s", gdr_sq_error(&eq->q));
         goto fn_exit;
+    }
+    if (op != NULL && op->target >= 0 && op->target < eq->nranks) {
+        eq->unflushed[op->target] = 1;
+        eq->unflushed_any = 1;
     }
     op = NULL;
   fn_exit:

@@ -1,11 +1,13 @@
 /* What stream-ordered RMA (gdr_enqueue.c) and kernel-triggered RMA (gdr_device_win.c)
  * share: the windows that have a stream queue or a device handle, their progress (from
- * MPICH's progress, never re-entered), the progress thread, and the check that a
- * target's operations are complete there without waiting for it. */
+ * MPICH's progress, never re-entered), the progress thread, the check that a target's
+ * operations are complete there without waiting for it, and the windows GPU work
+ * reaches directly (this rank's, same-node peers' through CUDA IPC). */
 #ifndef GDR_TRIGGERED_H_INCLUDED
 #define GDR_TRIGGERED_H_INCLUDED
 
 #include "gdr_impl.h"
+#include "rma/gdr_rma_dev_api.h"
 
 /* Puts win on the progress list (its state's enqueue or device part is being set up)
  * and starts the progress thread when MPIR_CVAR_CH4_GDR_ENQUEUE_PROGRESS asks for one. */
@@ -15,6 +17,14 @@ int MPIDI_GDR_triggered_add(MPIR_Win * win);
 int MPIDI_GDR_triggered_remote_done(MPIR_Win * win, int rank);
 /* An MPI error (MPI_ERR_OTHER, **gdr_triggered) carrying a sentence. */
 int MPIDI_GDR_triggered_error(int err_class, const char *fmt, ...);
+
+/* Rank's window as this rank's GPU work reaches it directly, in *out: this rank's own
+ * window in device or page-locked memory, or a same-node rank's device window through
+ * the CUDA IPC handle its card carried (mapped by this call).  1 when it is reachable so
+ * (close it with MPIDI_GDR_peer_window_close once the GPU work using it has completed),
+ * 0 when not (out zeroed: the ring or the stream queue then). */
+int MPIDI_GDR_peer_window_open(MPIR_Win * win, int rank, gdr_dev_peer_t * out);
+void MPIDI_GDR_peer_window_close(MPIR_Win * win, int rank, gdr_dev_peer_t * p);
 
 /* gdr_enqueue.c / gdr_device_win.c: one round of a window's part (never waits); the part
  * freed at window free (waits for what is in flight).  made: set when anything moved. */

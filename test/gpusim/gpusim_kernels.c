@@ -4,18 +4,20 @@
  * be pinned or registered host memory; anything else is the GPU's illegal address). */
 #include "gpusim.h"
 #include "gpu/gdr_gpu_acc.h"
+#include "gpu/gdr_gpu_module.h"
 
 #include <string.h>
 
 /* Translates one pointer argument of `bytes` bytes; 0, or -1 when a GPU would fault. */
-static int reach_arg(const void *p, size_t bytes, const char *what, void **out)
+static int reach_arg(const char *kernel, const void *p, size_t bytes, const char *what,
+                     void **out)
 {
     pthread_mutex_lock(&gpusim.lock);
     *out = gpusim_reach((uintptr_t) p, bytes, 0);
     pthread_mutex_unlock(&gpusim.lock);
     if (*out == NULL) {
         gpusim_debug("%s: %s %p+%zu is neither device memory nor pinned host memory",
-                     GDR_GPU_ACC_KERNEL, what, p, bytes);
+                     kernel, what, p, bytes);
         return -1;
     }
     return 0;
@@ -32,10 +34,11 @@ static gdr_cu_result_t run_acc(const gpusim_launch_t *launch)
     if (size == 0 || a.count > SIZE_MAX / size)
         return GDR_CUDA_ERROR_LAUNCH_FAILED;
     size_t bytes = (size_t) a.count * size;
-    if (reach_arg(a.target, bytes, "target", &target) != 0
-        || (a.op != GDR_GPU_OP_NO_OP && reach_arg(a.origin, bytes, "origin", &origin) != 0)
-        || (a.result != NULL && reach_arg(a.result, bytes, "result", &result) != 0)
-        || (a.op == GDR_GPU_OP_CSWAP && reach_arg(a.compare, bytes, "compare", &compare) != 0))
+    const char *k = GDR_GPU_ACC_KERNEL;
+    if (reach_arg(k, a.target, bytes, "target", &target) != 0
+        || (a.op != GDR_GPU_OP_NO_OP && reach_arg(k, a.origin, bytes, "origin", &origin) != 0)
+        || (a.result != NULL && reach_arg(k, a.result, bytes, "result", &result) != 0)
+        || (a.op == GDR_GPU_OP_CSWAP && reach_arg(k, a.compare, bytes, "compare", &compare) != 0))
         return GDR_CUDA_ERROR_ILLEGAL_ADDRESS;
     h = a;
     h.target = target;
@@ -46,7 +49,25 @@ static gdr_cu_result_t run_acc(const gpusim_launch_t *launch)
     return GDR_CUDA_SUCCESS;
 }
 
+/* gdr_gpu_signal_add_kernel(uint64_t *word, uint64_t value): a host atomic, which other
+ * processes mapping the same memfd see as the GPU's system-scope atomic. */
+static gdr_cu_result_t run_signal_add(const gpusim_launch_t *launch)
+{
+    uint64_t *word, value;
+    void *at;
+
+    memcpy(&word, launch->params, sizeof(word));
+    memcpy(&value, launch->params + sizeof(word), sizeof(value));
+    if ((uintptr_t) word % 8 != 0)
+        return GDR_CUDA_ERROR_ILLEGAL_ADDRESS;  /* (a GPU: misaligned address) */
+    if (reach_arg(GDR_GPU_SIGNAL_ADD_KERNEL, word, sizeof(*word), "signal word", &at) != 0)
+        return GDR_CUDA_ERROR_ILLEGAL_ADDRESS;
+    __atomic_fetch_add((uint64_t *) at, value, __ATOMIC_SEQ_CST);
+    return GDR_CUDA_SUCCESS;
+}
+
 struct CUfunc_st gpusim_kernels[] = {
     { GDR_GPU_ACC_KERNEL, 1, { sizeof(gdr_gpu_acc_args_t) }, run_acc },
+    { GDR_GPU_SIGNAL_ADD_KERNEL, 2, { sizeof(uint64_t *), sizeof(uint64_t) }, run_signal_add },
 };
 const size_t gpusim_nkernels = sizeof(gpusim_kernels) / sizeof(gpusim_kernels[0]);

@@ -12,10 +12,15 @@
  * that reads it).  One stream synchronisation at the end; every value of every round is
  * checked, so a lost, duplicated or early update shows.  The origin is overwritten by the
  * next round right after each put (the stream copied it: it must be reusable at once).
- * Then MPIX_Get_enqueue of the right neighbour's last slot, MPIX_Accumulate_enqueue (SUM
- * of int64 on rank 0) with MPIX_Win_flush_all_enqueue, and misuse: an enqueue outside
- * lock_all (MPI_ERR_RMA_SYNC), on a window over MPI_COMM_WORLD (MPI_ERR_ARG), a stream
- * wait with MPIX_CMP_NE (MPI_ERR_ARG), a bad rank (MPI_ERR_RANK).
+ * When every rank shares one node, the ring must complete on the streams alone, with no
+ * MPI call while they run (gdr's direct path: copies and signal adds straight into the
+ * neighbour's window through CUDA IPC); between nodes the host carries it (the queue).
+ * Then MPIX_Get_enqueue of the right neighbour's last slot, a put_signal with
+ * MPIX_SIGNAL_SET waited for with MPIX_CMP_EQ, MPIX_Accumulate_enqueue (SUM of int64 on
+ * rank 0) with MPIX_Win_flush_all_enqueue, and misuse: an enqueue outside lock_all
+ * (MPI_ERR_RMA_SYNC), on a window over MPI_COMM_WORLD (MPI_ERR_ARG), a stream wait with
+ * MPIX_CMP_NE (MPI_ERR_ARG), a bad rank (MPI_ERR_RANK), and on one node a put beyond the
+ * neighbour's window (MPI_ERR_RMA_RANGE, at once).
  * MPI_THREAD_SINGLE, as MPIX streams need under gdr (one reserved VCI:
  * MPIR_CVAR_CH4_RESERVE_VCIS=1): gdr's progress then runs in MPI calls, so the host waits
  * for its stream by polling it between MPI calls (sync_stream), as such an application
@@ -29,7 +34,8 @@ enum {
     ROUNDS = 1000,
     INTS = 16,                  /* per round */
     SLOT = INTS * 4,
-    DATA = 64,                  /* the slots start here; the signal word at 0, a counter at 8 */
+    DATA = 64,                  /* the slots start here; the signal word at 0, a counter at 8,
+                                   a SET signal at 16 */
     WIN_BYTES = DATA + ROUNDS * SLOT
 };
 
@@ -45,6 +51,16 @@ static void sync_stream(void *stream, MPIX_Stream mstream)
         MPIX_Stream_progress(mstream);  /* the window's operations move on its VCI */
     if (rc != 0)
         gdr_test_die("cuStreamQuery", MPI_ERR_OTHER);
+}
+
+/* Waits for the stream without any MPI call, up to `seconds`: 1 when it finished. */
+static int stream_alone(void *stream, double seconds)
+{
+    double until = MPI_Wtime() + seconds;
+    int rc;
+    while ((rc = cu.stream_query(stream)) == 600 && MPI_Wtime() < until)
+        ;
+    return rc == 0;
 }
 
 static int value_of(int rank, int round)
@@ -64,6 +80,12 @@ int main(int argc, char **argv)
     }
     MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
     int right = (rank + 1) % size, left = (rank + size - 1) % size;
+    MPI_Comm node;
+    int node_size;
+    MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &node);
+    MPI_Comm_size(node, &node_size);
+    MPI_Comm_free(&node);
+    int one_node = node_size == size;
 
     void *stream;
     uint64_t winmem, origin;
@@ -130,6 +152,9 @@ int main(int argc, char **argv)
     }
     GDR_CHECK_MPI(MPIX_Win_flush_all_enqueue(win));
     gdr_test_set_context("the ring exchange: waiting for the stream");
+    if (one_node && !stream_alone(stream, 120))
+        gdr_test_fail("on one node the ring did not complete on the streams alone in 120 s: "
+                      "an operation took the host's path instead of the direct one");
     sync_stream(stream, mstream);
     int bad = 0;
     for (int i = 0; i < ROUNDS; i++)
@@ -153,6 +178,30 @@ int main(int argc, char **argv)
         bad += got[b] != value_of(rank, ROUNDS - 1);
     if (bad)
         gdr_test_fail("the get saw %d wrong bytes", bad);
+
+    /* a SET signal: the right neighbour's word at 16 gets this rank's mark */
+    gdr_test_set_context("MPIX_Put_signal_enqueue with MPIX_SIGNAL_SET");
+    CU(cu.memset_async(dst, 0x5a, SLOT, stream));
+    GDR_CHECK_MPI(MPIX_Put_signal_enqueue((void *) (uintptr_t) dst, INTS, MPI_INT, right, DATA,
+                                           INTS, MPI_INT, 16, 0xabc00 + (uint64_t) rank,
+                                           MPIX_SIGNAL_SET, win));
+    GDR_CHECK_MPI(MPIX_Win_signal_wait_enqueue(win, 16, MPIX_CMP_EQ, 0xabc00 + (uint64_t) left));
+    CU(cu.copy_async(DEV(got), winmem, DATA + SLOT, stream));
+    sync_stream(stream, mstream);
+    uint64_t word;
+    memcpy(&word, got + 16, 8);
+    gdr_check_long("the SET signal from the left", 0, 0xabc00 + left, (long long) word);
+    bad = 0;
+    for (int b = 0; b < SLOT; b++)
+        bad += got[DATA + b] != 0x5a;
+    if (bad)
+        gdr_test_fail("the data of the SET put_signal: %d wrong bytes", bad);
+    if (one_node) {
+        rc = MPIX_Put_enqueue((void *) (uintptr_t) dst, INTS, MPI_INT, right, WIN_BYTES - 8, INTS,
+                              MPI_INT, win);
+        gdr_check_class("a put beyond the neighbour's window", rc, MPI_ERR_RMA_RANGE);
+    }
+    MPI_Barrier(MPI_COMM_WORLD);
 
     /* accumulates from every rank on one word of rank 0 */
     gdr_test_set_context("MPIX_Accumulate_enqueue");

@@ -1,5 +1,6 @@
 /* Kernels on the simulated GPU, in both modes: the accumulate kernel launched through
- * gdr_gpu_acc_launch on device memory (values read back by copies), parameters copied at
+ * gdr_gpu_acc_launch on device memory (values read back by copies), the signal add, a
+ * kernel made ready by loading its image on demand, parameters copied at
  * the launch, pinned host memory as a kernel operand, unknown kernels, and the sticky
  * fault of a kernel that touches memory the device cannot reach. */
 #include "gpusim_modes.h"
@@ -118,6 +119,32 @@ static void test_fault(gdr_gpu_t *g, gdr_gpu_stream_t s)
     free(pageable);
 }
 
+/* The signal add: atomic adds from two streams on one device word, pinned host memory as
+ * the word, and the refusals. */
+static void test_signal_add(gdr_gpu_t *g, gdr_gpu_stream_t s)
+{
+    uint64_t *word, *pinned, back = 0;
+    gdr_gpu_stream_t s2;
+    GDR_CHECK(gdr_gpu_mem_alloc(g, 16, (void **) &word) == 0 && gdr_gpu_stream_create(g, &s2) == 0
+              && gdr_gpu_copy(g, word, &back, 8) == 0, "a device word, zeroed; a second stream");
+    int ok = 1;
+    for (uint64_t i = 1; i <= 100; i++)
+        ok &= gdr_gpu_signal_add_launch(g, i % 2 ? s : s2, word, i) == 0;
+    GDR_CHECK(ok && gdr_gpu_stream_sync(g, s) == 0 && gdr_gpu_stream_sync(g, s2) == 0
+              && gdr_gpu_copy(g, &back, word, 8) == 0 && back == 5050,
+              "100 adds of 1..100 from two streams: 5050 (got %llu)", (unsigned long long) back);
+    GDR_CHECK(gdr_gpu_host_alloc(g, 8, (void **) &pinned) == 0, "a pinned host word");
+    *pinned = 40;
+    GDR_CHECK(gdr_gpu_signal_add_launch(g, s, pinned, 2) == 0 && gdr_gpu_stream_sync(g, s) == 0
+              && *pinned == 42, "an add on pinned host memory: 42 (got %llu)",
+              (unsigned long long) *pinned);
+    GDR_CHECK(gdr_gpu_signal_add_launch(g, s, (uint64_t *) ((char *) word + 4), 1) == -EINVAL
+              && strstr(g->error, "not 8-byte aligned"), "a misaligned word: -EINVAL (%s)",
+              g->error);
+    GDR_CHECK(gdr_gpu_host_free(g, pinned) == 0 && gdr_gpu_mem_free(g, word) == 0
+              && gdr_gpu_stream_destroy(g, s2) == 0, "free");
+}
+
 static void body(const char *lib, const char *mode)
 {
     gdr_gpu_t g;
@@ -137,7 +164,15 @@ static void body(const char *lib, const char *mode)
     GDR_CHECK(gdr_gpu_launch(&g, s, "gdr_no_such_kernel", 1, 1, NULL) == -ENOENT
               && strstr(g.error, "gdr_no_such_kernel is in none of the 1 loaded"),
               "an unknown kernel: -ENOENT naming it (%s)", g.error);
+    int loaded = g.n_modules;
+    GDR_CHECK(gdr_gpu_kernel_ready(&g, GDR_GPU_SIGNAL_ADD_KERNEL, empty, 0) == 0
+              && g.n_modules == loaded, "a kernel of a loaded image is ready: nothing loaded");
+    GDR_CHECK(gdr_gpu_kernel_ready(&g, "gdr_no_such_kernel", empty, 0) == -ENOENT
+              && strstr(g.error, "gdr_no_such_kernel is not in gdr's kernel image")
+              && g.n_modules == loaded + 1, "a kernel in no image: loads it, then -ENOENT (%s)",
+              g.error);
     test_accumulate(&g, s);
+    test_signal_add(&g, s);
     test_params_copied(&g, s);
     test_pinned_operand(&g, s);
     test_fault(&g, s);
