@@ -3,6 +3,7 @@
  * in gdr: each kernel is a thin launch shell around a __host__ __device__ header, so the
  * host (unit tests, the simulated GPU) runs the same element code. */
 #include "gdr_gpu_acc_body.h"
+#include "../rma/gdr_rma_signal.h"
 
 /* gdr_gpu_acc.h's executor (GDR_GPU_ACC_KERNEL): thread k of the grid applies the
  * operation to elements k, k + N, k + 2N, ... of the range, N being the grid's thread
@@ -21,4 +22,16 @@ extern "C" __global__ void gdr_gpu_signal_add_kernel(unsigned long long *word,
 {
     if (blockIdx.x == 0 && threadIdx.x == 0)
         atomicAdd_system(word, value);
+}
+
+/* gdr_gpu_module.h's signal wait (GDR_GPU_SIGNAL_WAIT_KERNEL): one thread polls the word
+ * until it meets the comparison (gdr_rma_signal.h), for the comparisons stream memory
+ * operations lack; the work queued after it on the stream waits for it. */
+extern "C" __global__ void gdr_gpu_signal_wait_kernel(const unsigned long long *word,
+                                                      unsigned long long value, int cmp)
+{
+    if (blockIdx.x != 0 || threadIdx.x != 0)
+        return;
+    while (!gdr_signal_met(cmp, *(volatile const unsigned long long *)word, value))
+        __nanosleep(256);
 }

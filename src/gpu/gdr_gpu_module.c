@@ -1,6 +1,7 @@
 /* Kernel images, function lookup (cached per context) and launches. */
 #include "gdr_gpu_module.h"
 #include "gdr_gpu_internal.h"
+#include "rma/gdr_rma_signal.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -119,6 +120,19 @@ int gdr_gpu_signal_add_launch(gdr_gpu_t *g, gdr_gpu_stream_t s, uint64_t *word, 
         return gdr_gpu_refuse(g, EINVAL, "signal add: the word %p is not 8-byte aligned",
                               (void *) word);
     return gdr_gpu_launch(g, s, GDR_GPU_SIGNAL_ADD_KERNEL, 1, 1, params);
+}
+
+int gdr_gpu_signal_wait_launch(gdr_gpu_t *g, gdr_gpu_stream_t s, const uint64_t *word,
+                               uint64_t value, int cmp)
+{
+    void *params[] = { &word, &value, &cmp };
+
+    if (word == NULL || (uintptr_t) word % 8 != 0)
+        return gdr_gpu_refuse(g, EINVAL, "signal wait: the word %p is not 8-byte aligned",
+                              (const void *) word);
+    if (!gdr_signal_cmp_valid(cmp))
+        return gdr_gpu_refuse(g, EINVAL, "signal wait: comparison %d is none of GDR_CMP_*", cmp);
+    return gdr_gpu_launch(g, s, GDR_GPU_SIGNAL_WAIT_KERNEL, 1, 1, params);
 }
 
 unsigned gdr_gpu_acc_grid(uint64_t count)

@@ -44,4 +44,12 @@ int gdr_gpu_kernel_ready(gdr_gpu_t *g, const char *name, const void *image, size
  * other adds from any GPU or process, after the work queued before it on s. */
 int gdr_gpu_signal_add_launch(gdr_gpu_t *g, gdr_gpu_stream_t s, uint64_t *word, uint64_t value);
 
+#define GDR_GPU_SIGNAL_WAIT_KERNEL "gdr_gpu_signal_wait_kernel"
+
+/* Queues a kernel of one thread that polls the 8-byte aligned word until it meets
+ * comparison cmp (GDR_CMP_*, src/rma/gdr_rma_signal.h: unsigned) against value: the work
+ * queued after it on s waits.  It holds a slot of the GPU while it polls. */
+int gdr_gpu_signal_wait_launch(gdr_gpu_t *g, gdr_gpu_stream_t s, const uint64_t *word,
+                               uint64_t value, int cmp);
+
 #endif /* GDR_GPU_MODULE_H */

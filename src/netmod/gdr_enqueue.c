@@ -638,13 +638,15 @@ int MPIR_Win_signal_wait_enqueue_impl(MPIR_Win * win_ptr, MPI_Aint signal_disp, 
 {
     gdr_gpu_t *g = &MPIDI_GDR_global.gpu;
     gdr_gpu_wait_cmp_t how = GDR_GPU_WAIT_EQ;
+    /* EQ, GE and GT are stream memory operations; the others a polling kernel of gdr's */
+    int by_kernel = 0;
     if (cmp == GDR_CMP_GE || cmp == GDR_CMP_GT)
         how = GDR_GPU_WAIT_GEQ;
     else if (cmp != GDR_CMP_EQ)
-        return MPIDI_GDR_triggered_error(MPI_ERR_ARG, "comparison %d: a stream waits only for "
-                                         "MPIX_CMP_EQ, _GE or _GT (stream memory operations); "
-                                         "use MPIX_Dev_signal_wait_until in a kernel for the "
-                                         "others", cmp);
+        by_kernel = 1;
+    if (!gdr_signal_cmp_valid(cmp))
+        return MPIDI_GDR_triggered_error(MPI_ERR_ARG, "comparison %d is none of MPIX_CMP_EQ, "
+                                         "_NE, _GT, _GE, _LT, _LE", cmp);
     if (cmp == GDR_CMP_GT && value == UINT64_MAX)
         return MPIDI_GDR_triggered_error(MPI_ERR_ARG, "no value is greater than UINT64_MAX");
     uint64_t v = cmp == GDR_CMP_GT ? value + 1 : value;
@@ -662,8 +664,16 @@ int MPIR_Win_signal_wait_enqueue_impl(MPIR_Win * win_ptr, MPI_Aint signal_disp, 
                                      || (!info.is_device && !info.is_pinned_host)))
         mpi_errno = MPIDI_GDR_triggered_error(MPI_ERR_ARG, "a stream can wait only on device "
                                               "or page-locked memory; this window's is neither");
-    if (mpi_errno == MPI_SUCCESS
-        && gdr_gpu_stream_wait_u64(g, (gdr_gpu_stream_t) eq->stream.stream, word, v, how) != 0)
+    gdr_gpu_stream_t s = mpi_errno == MPI_SUCCESS ? (gdr_gpu_stream_t) eq->stream.stream : NULL;
+    if (mpi_errno == MPI_SUCCESS && by_kernel
+        && gdr_gpu_kernel_ready(g, GDR_GPU_SIGNAL_WAIT_KERNEL, gdr_gpu_kernels_image,
+                                gdr_gpu_kernels_image_size) != 0)
+        mpi_errno = MPIDI_GDR_triggered_error(MPI_ERR_OTHER, "a stream waits for MPIX_CMP_NE, "
+                                              "_LT and _LE with gdr's kernel, which cannot run "
+                                              "here (%s); EQ, GE and GT need none", g->error);
+    else if (mpi_errno == MPI_SUCCESS
+             && (by_kernel ? gdr_gpu_signal_wait_launch(g, s, word, value, cmp)
+                 : gdr_gpu_stream_wait_u64(g, s, word, v, how)) != 0)
         mpi_errno = MPIDI_GDR_triggered_error(MPI_ERR_OTHER, "queueing the wait: %s", g->error);
     MPIDI_GDR_engine_exit(took);
     return mpi_errno;

@@ -102,6 +102,9 @@ int gpusim_va_map(uintptr_t addr, size_t mapped, int fd);  /* maps fd's pages th
 void *gpusim_reach(uintptr_t addr, size_t len, int pageable_ok);
 
 /* gpusim_stream.c */
+/* Polls like the GPU (yielding, then backing off to 1 ms) until done(arg) or the
+ * simulator shuts down: stream waits and waiting kernels. */
+void gpusim_spin_until(int (*done)(const void *arg), const void *arg);
 void gpusim_streams_fini(void);                 /* stops and joins every worker */
 void gpusim_wait_idle(void);                    /* until no stream has work (lock held) */
 gdr_cu_result_t gpusim_stream_resolve(gdr_cu_stream_t h, struct CUstream_st **s);  /* lock held */

@@ -5,6 +5,7 @@
 #include "gpusim.h"
 #include "gpu/gdr_gpu_acc.h"
 #include "gpu/gdr_gpu_module.h"
+#include "rma/gdr_rma_signal.h"
 
 #include <string.h>
 
@@ -66,8 +67,42 @@ static gdr_cu_result_t run_signal_add(const gpusim_launch_t *launch)
     return GDR_CUDA_SUCCESS;
 }
 
+typedef struct signal_wait {
+    const uint64_t *word;
+    uint64_t value;
+    int cmp;
+} signal_wait_t;
+
+static int signal_wait_done(const void *arg)
+{
+    const signal_wait_t *w = arg;
+    return gdr_signal_met(w->cmp, __atomic_load_n(w->word, __ATOMIC_ACQUIRE), w->value);
+}
+
+/* gdr_gpu_signal_wait_kernel(const uint64_t *word, uint64_t value, int cmp): the one
+ * thread polls until the word meets the comparison, holding its stream as the GPU's does. */
+static gdr_cu_result_t run_signal_wait(const gpusim_launch_t *launch)
+{
+    signal_wait_t w;
+    const uint64_t *word;
+    void *at;
+
+    memcpy(&word, launch->params, sizeof(word));
+    memcpy(&w.value, launch->params + 8, sizeof(w.value));
+    memcpy(&w.cmp, launch->params + 16, sizeof(w.cmp));
+    if ((uintptr_t) word % 8 != 0)
+        return GDR_CUDA_ERROR_ILLEGAL_ADDRESS;  /* (a GPU: misaligned address) */
+    if (reach_arg(GDR_GPU_SIGNAL_WAIT_KERNEL, word, sizeof(*word), "signal word", &at) != 0)
+        return GDR_CUDA_ERROR_ILLEGAL_ADDRESS;
+    w.word = at;
+    gpusim_spin_until(signal_wait_done, &w);
+    return GDR_CUDA_SUCCESS;
+}
+
 struct CUfunc_st gpusim_kernels[] = {
     { GDR_GPU_ACC_KERNEL, 1, { sizeof(gdr_gpu_acc_args_t) }, run_acc },
     { GDR_GPU_SIGNAL_ADD_KERNEL, 2, { sizeof(uint64_t *), sizeof(uint64_t) }, run_signal_add },
+    { GDR_GPU_SIGNAL_WAIT_KERNEL, 3, { sizeof(uint64_t *), sizeof(uint64_t), sizeof(int) },
+      run_signal_wait },
 };
 const size_t gpusim_nkernels = sizeof(gpusim_kernels) / sizeof(gpusim_kernels[0]);

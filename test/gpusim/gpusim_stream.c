@@ -69,12 +69,11 @@ static int value_satisfies(uint64_t v, uint64_t value, unsigned cmp)
     }
 }
 
-/* Polls the word like the GPU's front end, backing off to 1 ms between looks. */
-static void wait_value(const uint64_t *word, uint64_t value, unsigned cmp)
+void gpusim_spin_until(int (*done)(const void *arg), const void *arg)
 {
     long ns = 1000;
     for (int spins = 0; !shutting_down(); spins++) {
-        if (value_satisfies(__atomic_load_n(word, __ATOMIC_ACQUIRE), value, cmp))
+        if (done(arg))
             return;
         if (spins < 64) {
             sched_yield();
@@ -85,6 +84,25 @@ static void wait_value(const uint64_t *word, uint64_t value, unsigned cmp)
         if (ns < 1000000)
             ns *= 2;
     }
+}
+
+typedef struct value_wait {
+    const uint64_t *word;
+    uint64_t value;
+    unsigned cmp;
+} value_wait_t;
+
+static int value_wait_done(const void *arg)
+{
+    const value_wait_t *w = arg;
+    return value_satisfies(__atomic_load_n(w->word, __ATOMIC_ACQUIRE), w->value, w->cmp);
+}
+
+/* Polls the word like the GPU's front end. */
+static void wait_value(const uint64_t *word, uint64_t value, unsigned cmp)
+{
+    value_wait_t w = { word, value, cmp };
+    gpusim_spin_until(value_wait_done, &w);
 }
 
 static void *reach(uintptr_t addr, size_t len, int pageable_ok)

@@ -16,11 +16,12 @@
  * MPI call while they run (gdr's direct path: copies and signal adds straight into the
  * neighbour's window through CUDA IPC); between nodes the host carries it (the queue).
  * Then MPIX_Get_enqueue of the right neighbour's last slot, a put_signal with
- * MPIX_SIGNAL_SET waited for with MPIX_CMP_EQ, MPIX_Accumulate_enqueue (SUM of int64 on
- * rank 0) with MPIX_Win_flush_all_enqueue, and misuse: an enqueue outside lock_all
- * (MPI_ERR_RMA_SYNC), on a window over MPI_COMM_WORLD (MPI_ERR_ARG), a stream wait with
- * MPIX_CMP_NE (MPI_ERR_ARG), a bad rank (MPI_ERR_RANK), and on one node a put beyond the
- * neighbour's window (MPI_ERR_RMA_RANGE, at once).
+ * MPIX_SIGNAL_SET waited for with MPIX_CMP_EQ, three SETs waited for with MPIX_CMP_NE,
+ * _LT and _LE, MPIX_Accumulate_enqueue (SUM of int64 on rank 0) with
+ * MPIX_Win_flush_all_enqueue, and misuse: an enqueue outside lock_all (MPI_ERR_RMA_SYNC),
+ * on a window over MPI_COMM_WORLD (MPI_ERR_ARG), a stream wait with an unknown comparison
+ * (MPI_ERR_ARG), a bad rank (MPI_ERR_RANK), and on one node a put beyond the neighbour's
+ * window (MPI_ERR_RMA_RANGE, at once).
  * MPI_THREAD_SINGLE, as MPIX streams need under gdr (one reserved VCI:
  * MPIR_CVAR_CH4_RESERVE_VCIS=1): gdr's progress then runs in MPI calls, so the host waits
  * for its stream by polling it between MPI calls (sync_stream), as such an application
@@ -35,7 +36,7 @@ enum {
     INTS = 16,                  /* per round */
     SLOT = INTS * 4,
     DATA = 64,                  /* the slots start here; the signal word at 0, a counter at 8,
-                                   a SET signal at 16 */
+                                   SET signals at 16 and 24 */
     WIN_BYTES = DATA + ROUNDS * SLOT
 };
 
@@ -133,8 +134,8 @@ int main(int argc, char **argv)
     MPI_Win_free(&plain);
 
     MPI_Win_lock_all(0, win);
-    rc = MPIX_Win_signal_wait_enqueue(win, 0, MPIX_CMP_NE, 1);
-    gdr_check_class("a stream wait with MPIX_CMP_NE", rc, MPI_ERR_ARG);
+    rc = MPIX_Win_signal_wait_enqueue(win, 0, 99, 1);
+    gdr_check_class("a stream wait with comparison 99", rc, MPI_ERR_ARG);
     rc = MPIX_Put_enqueue((void *) (uintptr_t) origin, INTS, MPI_INT, size, DATA, INTS, MPI_INT,
                           win);
     gdr_check_class("an enqueue to rank `size`", rc, MPI_ERR_RANK);
@@ -196,6 +197,22 @@ int main(int argc, char **argv)
         bad += got[DATA + b] != 0x5a;
     if (bad)
         gdr_test_fail("the data of the SET put_signal: %d wrong bytes", bad);
+    /* the comparisons stream memory operations lack (gdr's waiting kernel): the word at 24
+     * goes 0 -> 100 -> 50 -> 10 by SETs from the left, each waited for */
+    gdr_test_set_context("stream waits with MPIX_CMP_NE, _LT, _LE");
+    static const struct { uint64_t set; int cmp; uint64_t than; } steps[] = {
+        { 100, MPIX_CMP_NE, 0 }, { 50, MPIX_CMP_LT, 100 }, { 10, MPIX_CMP_LE, 10 }
+    };
+    for (int k = 0; k < 3; k++) {
+        GDR_CHECK_MPI(MPIX_Put_signal_enqueue((void *) (uintptr_t) dst, 0, MPI_INT, right, DATA,
+                                               0, MPI_INT, 24, steps[k].set, MPIX_SIGNAL_SET,
+                                               win));
+        GDR_CHECK_MPI(MPIX_Win_signal_wait_enqueue(win, 24, steps[k].cmp, steps[k].than));
+    }
+    CU(cu.copy_async(DEV(got), winmem + 24, 8, stream));
+    sync_stream(stream, mstream);
+    memcpy(&word, got, 8);
+    gdr_check_long("the word after waits NE 0, LT 100, LE 10", 0, 10, (long long) word);
     if (one_node) {
         rc = MPIX_Put_enqueue((void *) (uintptr_t) dst, INTS, MPI_INT, right, WIN_BYTES - 8, INTS,
                               MPI_INT, win);

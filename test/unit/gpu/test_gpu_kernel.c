@@ -1,5 +1,6 @@
 /* Kernels on the simulated GPU, in both modes: the accumulate kernel launched through
- * gdr_gpu_acc_launch on device memory (values read back by copies), the signal add, a
+ * gdr_gpu_acc_launch on device memory (values read back by copies), the signal add and
+ * wait (every comparison), a
  * kernel made ready by loading its image on demand, parameters copied at
  * the launch, pinned host memory as a kernel operand, unknown kernels, and the sticky
  * fault of a kernel that touches memory the device cannot reach. */
@@ -8,6 +9,8 @@
 #include <stdint.h>
 #include "gpu/gdr_gpu_mem.h"
 #include "gpu/gdr_gpu_module.h"
+#include "rma/gdr_rma_signal.h"
+#include <time.h>
 
 #define N 3000                  /* more than one block of 256 */
 
@@ -145,6 +148,41 @@ static void test_signal_add(gdr_gpu_t *g, gdr_gpu_stream_t s)
               && gdr_gpu_stream_destroy(g, s2) == 0, "free");
 }
 
+/* The signal wait, each comparison: the stream holds until the host makes the word meet
+ * it (the add queued behind it shows whether the stream went on). */
+static void test_signal_wait(gdr_gpu_t *g, gdr_gpu_stream_t s)
+{
+    static const struct {
+        int cmp;
+        uint64_t not_met, met;
+        const char *name;
+    } cases[] = {
+        { GDR_CMP_EQ, 6, 7, "EQ" }, { GDR_CMP_NE, 7, 8, "NE" }, { GDR_CMP_GT, 7, 8, "GT" },
+        { GDR_CMP_GE, 6, 7, "GE" }, { GDR_CMP_LT, 7, 6, "LT" }, { GDR_CMP_LE, 8, 7, "LE" },
+    };
+    uint64_t *word, *after;
+    GDR_CHECK(gdr_gpu_host_alloc(g, 8, (void **) &word) == 0
+              && gdr_gpu_host_alloc(g, 8, (void **) &after) == 0, "two pinned words");
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        __atomic_store_n(word, cases[i].not_met, __ATOMIC_RELEASE);
+        *after = 0;
+        int rc = gdr_gpu_signal_wait_launch(g, s, word, 7, cases[i].cmp);
+        rc = rc ? rc : gdr_gpu_signal_add_launch(g, s, after, 1);
+        struct timespec pause = { 0, 20 * 1000 * 1000 };
+        nanosleep(&pause, NULL);
+        int held = gdr_gpu_stream_query(g, s) == 0 && __atomic_load_n(after, __ATOMIC_ACQUIRE) == 0;
+        __atomic_store_n(word, cases[i].met, __ATOMIC_RELEASE);
+        GDR_CHECK(rc == 0 && held && gdr_gpu_stream_sync(g, s) == 0 && *after == 1,
+                  "wait %s 7: held at %llu, released at %llu (rc %d, %s)", cases[i].name,
+                  (unsigned long long) cases[i].not_met, (unsigned long long) cases[i].met, rc,
+                  rc ? g->error : "");
+    }
+    GDR_CHECK(gdr_gpu_signal_wait_launch(g, s, word, 7, 99) == -EINVAL
+              && strstr(g->error, "comparison 99"), "an unknown comparison: -EINVAL (%s)",
+              g->error);
+    GDR_CHECK(gdr_gpu_host_free(g, word) == 0 && gdr_gpu_host_free(g, after) == 0, "free");
+}
+
 static void body(const char *lib, const char *mode)
 {
     gdr_gpu_t g;
@@ -173,6 +211,7 @@ static void body(const char *lib, const char *mode)
               g.error);
     test_accumulate(&g, s);
     test_signal_add(&g, s);
+    test_signal_wait(&g, s);
     test_params_copied(&g, s);
     test_pinned_operand(&g, s);
     test_fault(&g, s);
