@@ -14,9 +14,9 @@
 
 /* On Soft-RoCE, a fetching atomic's result slot holds this until the NIC writes the
  * target's value there: rxe in Linux 6.1 completes an atomic without writing it when its
- * responder acks a retried write up to it (packet loss; maint/rxe.d/pending/0004 is the
- * guests' kernel fix, not yet applied), and the operation then fails, naming the cause,
- * instead of returning the slot's stale value.  (A target value equal to it fails too:
+ * responder acks a retried write up to it (packet loss; maint/rxe.d/patches/0004 fixes
+ * it in maint/rxe's guests, not in a host's own kernel), and the operation then fails,
+ * naming the cause, instead of returning the slot's stale value.  (A target value equal to it fails too:
  * 1 in 2^64.) */
 #define UNWRITTEN_RESULT 0x9e3779b97f4a7c15ULL
 
@@ -75,8 +75,8 @@ static int on_complete(void *ctx, const struct ibv_wc *wc)
                 op->failed = 1;
                 gdr_verbs_am_fail_peer(rma->am, op->head.peer, "%s completed an atomic to rank "
                                        "%d without writing its result (a Soft-RoCE bug under "
-                                       "packet loss in Linux 6.1's rxe; the guest-kernel "
-                                       "fix: maint/rxe.d/pending/0004)", rma->dev->name,
+                                       "packet loss in Linux 6.1's rxe; gdr's fix for "
+                                       "that kernel: maint/rxe.d/patches/0004)", rma->dev->name,
                                        op->head.peer);
                 break;
             }
