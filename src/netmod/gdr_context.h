@@ -48,6 +48,7 @@ struct MPIDI_GDR_context {
     gdr_gpu_rma_device_t gpu_device;    /* its device seam over gpu */
     gdr_rma_device_t device_seam;
     unsigned long long staged_count[GDR_RMA_KINDS];     /* MPI_T */
+    unsigned long long local_count[GDR_RMA_KINDS];      /* MPI_T: same-node device path */
     /* windows with a stream queue or a device handle, for progress (gdr_triggered.c) */
     struct MPIDI_GDR_win_state *triggered;
     int triggered_progressing;  /* their progress is running: not re-entered */
@@ -74,6 +75,7 @@ struct MPIDI_GDR_win_state {
     struct gdr_rma_dev_win *staged;     /* the staged protocol's part, or NULL */
     struct MPIDI_GDR_enqueue *enqueue;  /* stream-ordered RMA (gdr_enqueue.c), or NULL */
     struct MPIDI_GDR_device_win *device;        /* kernel-triggered RMA (gdr_device_win.c) */
+    struct MPIDI_GDR_local_win *local;  /* same-node device path (gdr_rma_local.c), or NULL */
     struct MPIR_Win *win;       /* the window (set with enqueue or device) */
     struct MPIDI_GDR_win_state *next_triggered; /* in MPIDI_GDR_global.triggered */
 };

@@ -57,6 +57,9 @@ unsigned MPIDI_GDR_gpu_expose_flags(const void *base);
 const char *MPIDI_GDR_gpudirect_name(int mode);
 /* The pieces of a target access as offsets from its displacement; *pieces is small
  * (one piece) or allocated (MPL_free it).  *n 0 with MPI_SUCCESS: too scattered. */
+/* count x type at buf as absolute pieces, in out->iov (allocated: MPL_free it). */
+int MPIDI_GDR_list_buf(const void *buf, MPI_Aint count, MPI_Datatype type, MPI_Aint bytes,
+                       uint64_t device_id, gdr_rma_buf_t * out);
 int MPIDI_GDR_target_pieces(MPI_Aint count, MPI_Datatype type, MPI_Aint bytes,
                             gdr_rma_kind_t kind, struct iovec *small, struct iovec **pieces,
                             size_t *n);
@@ -66,6 +69,7 @@ int MPIDI_GDR_target_pieces(MPI_Aint count, MPI_Datatype type, MPI_Aint bytes,
  * send_msg), each window's part.  Its progress: gdr_progress.h. */
 int MPIDI_GDR_staged_register_handler(void);
 void MPIDI_GDR_staged_register_pvars(void);
+void MPIDI_GDR_local_register_pvars(void);
 void MPIDI_GDR_staged_start(void);
 void MPIDI_GDR_staged_stop(void);
 void MPIDI_GDR_staged_win_new(MPIR_Win * win);

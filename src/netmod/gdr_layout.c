@@ -91,3 +91,25 @@ int MPIDI_GDR_target_pieces(MPI_Aint count, MPI_Datatype type, MPI_Aint bytes,
   fn_fail:
     return mpi_errno;
 }
+
+int MPIDI_GDR_list_buf(const void *buf, MPI_Aint count, MPI_Datatype type, MPI_Aint bytes,
+                       uint64_t device_id, gdr_rma_buf_t * out)
+{
+    int mpi_errno = MPI_SUCCESS;
+    MPI_Aint niov = 0, iov_bytes = 0, got = 0;
+    *out = (gdr_rma_buf_t) {.device_id = device_id,.scattered = 1 };
+    mpi_errno = MPIR_Typerep_iov_len(count, type, bytes, &niov, &iov_bytes);
+    MPIR_ERR_CHECK(mpi_errno);
+    struct iovec *iov = MPL_malloc(MPL_MAX(niov, 1) * sizeof(*iov), MPL_MEM_RMA);
+    MPIR_ERR_CHKANDJUMP1(iov == NULL, mpi_errno, MPI_ERR_NO_MEM, "**nomem", "**nomem %s",
+                         "gdr piece list");
+    mpi_errno = MPIR_Typerep_to_iov_offset(buf, count, type, 0, iov, niov, &got);
+    if (mpi_errno != MPI_SUCCESS) {
+        MPL_free(iov);
+        goto fn_fail;
+    }
+    out->iov = iov;
+    out->n = (size_t) got;
+  fn_fail:
+    return mpi_errno;
+}

@@ -6,6 +6,7 @@
 #include "gdr_noinline.h"
 #include "gdr_engine_lock.h"
 #include "gdr_rma.h"
+#include "gdr_rma_local.h"
 #include "rma/gdr_rma_issue.h"
 
 static const char *const pvar_names[2][GDR_RMA_KINDS][2] = {
@@ -42,10 +43,11 @@ void MPIDI_GDR_rma_register_pvars(void)
 int MPIDI_GDR_rma_wait_all(MPIR_Win * win, int local_only)
 {
     gdr_rma_win_t *w = &GDR_WIN(win).rma;
-    if (w->eng == NULL)
-        return MPI_SUCCESS;
+    int mpi_errno = MPIDI_GDR_local_wait(win);
+    if (mpi_errno != MPI_SUCCESS || w->eng == NULL)
+        return mpi_errno;
     int took = MPIDI_GDR_engine_enter();
-    int mpi_errno = MPIDI_GDR_rma_error(gdr_rma_wait_all(&w->tracker, w->eng, local_only));
+    mpi_errno = MPIDI_GDR_rma_error(gdr_rma_wait_all(&w->tracker, w->eng, local_only));
     MPIDI_GDR_engine_exit(took);
     return mpi_errno;
 }
@@ -53,11 +55,13 @@ int MPIDI_GDR_rma_wait_all(MPIR_Win * win, int local_only)
 int MPIDI_GDR_rma_wait_target(MPIR_Win * win, int rank, int local_only)
 {
     gdr_rma_win_t *w = &GDR_WIN(win).rma;
-    if (w->eng == NULL)
-        return MPI_SUCCESS;
+    /* (the same-node copies share one stream: waiting for one rank's is waiting for all) */
+    int mpi_errno = MPIDI_GDR_local_wait(win);
+    if (mpi_errno != MPI_SUCCESS || w->eng == NULL)
+        return mpi_errno;
     int took = MPIDI_GDR_engine_enter();
-    int mpi_errno = MPIDI_GDR_rma_error(gdr_rma_wait_target(&w->tracker, w->eng, rank,
-                                                            local_only));
+    mpi_errno = MPIDI_GDR_rma_error(gdr_rma_wait_target(&w->tracker, w->eng, rank,
+                                                        local_only));
     MPIDI_GDR_engine_exit(took);
     return mpi_errno;
 }
@@ -245,7 +249,10 @@ int MPIDI_GDR_rma_native(const MPIDI_GDR_rma_args_t * a, MPIR_Win * win, MPIR_Re
                          int *handled)
 {
     int took = MPIDI_GDR_engine_enter();
-    int mpi_errno = rma_native(a, win, req, handled);
+    /* same-node device windows first: copies straight into the peer's window */
+    int mpi_errno = MPIDI_GDR_local_rma(a, win, req, handled);
+    if (mpi_errno == MPI_SUCCESS && !*handled)
+        mpi_errno = rma_native(a, win, req, handled);
     MPIDI_GDR_engine_exit(took);
     return mpi_errno;
 }

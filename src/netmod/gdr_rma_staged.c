@@ -257,29 +257,6 @@ static int gpu_op_of(MPI_Op op, gdr_rma_kind_t kind)
     return -1;
 }
 
-/* count x type at buf as absolute pieces (allocated). */
-static int list_buf(const void *buf, MPI_Aint count, MPI_Datatype type, MPI_Aint bytes,
-                    uint64_t device_id, gdr_rma_buf_t * out)
-{
-    int mpi_errno = MPI_SUCCESS;
-    MPI_Aint niov = 0, iov_bytes = 0, got = 0;
-    *out = (gdr_rma_buf_t) {.device_id = device_id,.scattered = 1 };
-    mpi_errno = MPIR_Typerep_iov_len(count, type, bytes, &niov, &iov_bytes);
-    MPIR_ERR_CHECK(mpi_errno);
-    struct iovec *iov = MPL_malloc(MPL_MAX(niov, 1) * sizeof(*iov), MPL_MEM_RMA);
-    MPIR_ERR_CHKANDJUMP1(iov == NULL, mpi_errno, MPI_ERR_NO_MEM, "**nomem", "**nomem %s",
-                         "gdr staged piece list");
-    mpi_errno = MPIR_Typerep_to_iov_offset(buf, count, type, 0, iov, niov, &got);
-    if (mpi_errno != MPI_SUCCESS) {
-        MPL_free(iov);
-        goto fn_fail;
-    }
-    out->iov = iov;
-    out->n = (size_t) got;
-  fn_fail:
-    return mpi_errno;
-}
-
 typedef struct {
     MPIR_Request *req;
 } staged_done_t;
@@ -366,8 +343,8 @@ static int rma_staged(const MPIDI_GDR_rma_args_t * a, MPIR_Win * win, MPIR_Reque
     acc.tpieces = pieces;
     /* origin, result, compare */
     if (is_get) {
-        mpi_errno = list_buf(a->origin, a->ocount, a->otype, t_size * a->tcount, r_dev,
-                             &acc.result);
+        mpi_errno = MPIDI_GDR_list_buf(a->origin, a->ocount, a->otype, t_size * a->tcount,
+                                       r_dev, &acc.result);
     } else if (a->kind == GDR_RMA_FOP || a->kind == GDR_RMA_CAS) {
         acc.origin = (gdr_rma_buf_t) {.addr = (void *) a->origin,.device_id = o_dev };
         acc.result = (gdr_rma_buf_t) {.addr = a->result,.device_id = r_dev };
@@ -375,11 +352,11 @@ static int rma_staged(const MPIDI_GDR_rma_args_t * a, MPIR_Win * win, MPIR_Reque
         acc.compare_device_id = c_dev;
     } else {
         if (!(a->kind == GDR_RMA_GET_ACC && a->op == MPI_NO_OP))
-            mpi_errno = list_buf(a->origin, a->ocount, a->otype, t_size * a->tcount, o_dev,
-                                 &acc.origin);
+            mpi_errno = MPIDI_GDR_list_buf(a->origin, a->ocount, a->otype,
+                                           t_size * a->tcount, o_dev, &acc.origin);
         if (mpi_errno == MPI_SUCCESS && a->kind == GDR_RMA_GET_ACC)
-            mpi_errno = list_buf(a->result, a->rcount, a->rtype, t_size * a->tcount, r_dev,
-                                 &acc.result);
+            mpi_errno = MPIDI_GDR_list_buf(a->result, a->rcount, a->rtype,
+                                           t_size * a->tcount, r_dev, &acc.result);
     }
     MPIR_ERR_CHECK(mpi_errno);
 

@@ -11,13 +11,20 @@
  * doubles), Fetch_and_op (SUM of int64), Compare_and_swap, Fetch_and_ops from host and
  * device operands in turn (call order holds across paths), and an origin buffer freed
  * and allocated again at the same address between epochs (the new data must land, not a
- * stale registration's), and a window from MPI_Win_allocate in device memory
+ * stale registration's), target windows freed and made again over reallocated device
+ * memory (the new window's data must land in the new memory), and a window from
+ * MPI_Win_allocate in device memory
  * (mpi_memory_alloc_kinds=cuda:device).  With GDR_TEST_EXPECT_NATIVE=1 (maint/check-rxe: one rank per
  * node, GPUDirect peermem) the MPI_T counters must show that the contiguous device
  * Put/Get went over RDMA.  With GDR_TEST_EXPECT_STAGED=1 (the staged protocol on,
  * MPIR_CVAR_CH4_GDR_STAGED) nothing on a device window may reach MPICH's active messages
  * (the gdr_rma_*_am counters stay put) and the gdr_rma_*_staged counters move: run in
  * the simulator's strict mode, a host access to device memory would crash the job.
+ * With GDR_TEST_EXPECT_LOCAL=1 (every rank on one node) every Put/Get/Rput/Rget on the
+ * created window must have gone as gdr's same-node GPU copies (MPI_T).
+ * GDR_TEST_SAME_NODE_PUTGET=1 asks for the same and runs only what that path carries:
+ * the created window's cells and the reallocated origin and target (in strict mode,
+ * nothing of them may touch device memory from the host).
  * Without a GPU or driver: prints why and fails. */
 
 #include "gdr_mpi_test.h"
@@ -247,12 +254,20 @@ static unsigned long long path_count(const char *suffix)
     return n;
 }
 
-/* MPI_T: Puts and Gets carried out as RDMA in the contiguous device-origin cells */
-static unsigned long long dev_native;
+/* MPI_T: Puts and Gets carried out as RDMA in the contiguous device-origin cells, and as
+ * same-node GPU copies in the cells of the created window */
+static unsigned long long dev_native, create_local;
+/* GDR_TEST_SAME_NODE_PUTGET: only what gdr's same-node device path carries */
+static int putget_only;
+
+static unsigned long long local_count(void)
+{
+    return pvar("gdr_rma_put_local") + pvar("gdr_rma_get_local");
+}
 
 static void matrix(int rank, int size, MPI_Group left, MPI_Group right)
 {
-    for (int dyn = 0; dyn < 2; dyn++) {
+    for (int dyn = 0; dyn < 2 - putget_only; dyn++) {
         gwin_t g;
         gwin_open(&g, dyn, size);
         for (int dev = 0; dev < 2; dev++)
@@ -264,11 +279,13 @@ static void matrix(int rank, int size, MPI_Group left, MPI_Group right)
                                              op_names[op], sync_names[s],
                                              vec ? "vector" : "contiguous");
                         unsigned long long n0 = pvar("gdr_rma_put_native")
-                            + pvar("gdr_rma_get_native");
+                            + pvar("gdr_rma_get_native"), l0 = local_count();
                         run_cell(&g, rank, size, op, s, dev, vec, left, right);
                         if (dev && !vec)
                             dev_native += pvar("gdr_rma_put_native")
                                 + pvar("gdr_rma_get_native") - n0;
+                        if (!dyn)
+                            create_local += local_count() - l0;
                     }
         gwin_close(&g);
     }
@@ -426,6 +443,37 @@ static void reallocated_origin(int rank, int size)
     gwin_close(&g);
 }
 
+/* Target windows freed and made again over device memory freed and allocated again
+ * (likely at the same address): each new window's data lands in the new memory, never
+ * through a mapping of the old one. */
+static void reallocated_target(int rank, int size)
+{
+    int right_rank = (rank + 1) % size, left_rank = (rank + size - 1) % size;
+    double v[N], got[N];
+    for (int round = 0; round < 3; round++) {
+        gdr_test_set_context("target window freed and made again, round %d", round);
+        gwin_t g;
+        gwin_open(&g, 0, size);
+        for (int i = 0; i < N; i++)
+            v[i] = -1.0;
+        copy(g.base, v, sizeof(v));
+        for (int i = 0; i < N; i++)
+            v[i] = round * 100000.0 + rank * 1000.0 + i;
+        MPI_Barrier(MPI_COMM_WORLD);
+        MPI_Win_lock_all(0, g.win);
+        MPI_Put(v, N, MPI_DOUBLE, right_rank, 0, N, MPI_DOUBLE, g.win);
+        MPI_Win_flush(right_rank, g.win);
+        MPI_Win_unlock_all(g.win);
+        MPI_Barrier(MPI_COMM_WORLD);
+        copy(got, g.base, sizeof(got));
+        for (int i = 0; i < N; i++)
+            if (!gdr_check_double("new window", i, round * 100000.0 + left_rank * 1000.0 + i,
+                                  got[i]))
+                break;
+        gwin_close(&g);
+    }
+}
+
 int main(int argc, char **argv)
 {
     int rank, size, provided;
@@ -446,6 +494,7 @@ int main(int argc, char **argv)
     MPI_Group_incl(world, 1, &l, &left);
     MPI_Group_incl(world, 1, &r, &right);
 
+    putget_only = getenv("GDR_TEST_SAME_NODE_PUTGET") != NULL;
     unsigned long long put0 = pvar("gdr_rma_put_native"), get0 = pvar("gdr_rma_get_native");
     unsigned long long am0 = path_count("am"), staged0 = path_count("staged");
     matrix(rank, size, left, right);
@@ -456,9 +505,18 @@ int main(int argc, char **argv)
         /* 2 windows x 5 syncs x 4 ops, one operation each */
         gdr_check_long("contiguous device-origin Put/Get over RDMA", 0, 40, (long long) dev_native);
     }
-    accumulates(rank, size);
+    if (getenv("GDR_TEST_EXPECT_LOCAL") != NULL || putget_only) {
+        gdr_test_set_context("MPI_T counters, same-node device path");
+        /* 2 origins x 5 syncs x 2 types x 4 ops, one operation each */
+        gdr_check_long("Put/Get/Rput/Rget on the created window as same-node GPU copies", 0,
+                       80, (long long) create_local);
+    }
+    if (!putget_only)
+        accumulates(rank, size);
     reallocated_origin(rank, size);
-    allocated_window(rank, size);
+    reallocated_target(rank, size);
+    if (!putget_only)
+        allocated_window(rank, size);
     if (getenv("GDR_TEST_EXPECT_STAGED") != NULL) {
         gdr_test_set_context("MPI_T counters, staged protocol");
         gdr_check_long("operations on device windows sent as MPICH active messages", 0, 0,

@@ -1,0 +1,28 @@
+/* The same-node path for windows in device memory (gdr_rma_local.c).  Included by gdr's
+ * .c files only: MPICH's inline code never sees it. */
+#ifndef GDR_RMA_LOCAL_H_INCLUDED
+#define GDR_RMA_LOCAL_H_INCLUDED
+
+#include "gdr_rma.h"
+
+/* At window creation (every rank): 1 when this rank reaches some target of win straight
+ * through GPU copies (its own window in device or page-locked memory, a same-node device
+ * window by CUDA IPC), so that ch4 hands RMA to ranks of this node to gdr
+ * (MPIDI_WINATTR_NM_LOCAL, MPICH patch 0015). */
+int MPIDI_GDR_local_claims(MPIR_Win * win);
+
+/* *handled = 1: a Put/Rput/Get/Rget carried out (or refused with an MPI error) as GPU
+ * copies straight into or out of the target's window; 0: not this path's (other kinds,
+ * other nodes, host windows, more pieces than it takes): the caller goes on as before.
+ * The engine lock is held. */
+int MPIDI_GDR_local_rma(const MPIDI_GDR_rma_args_t * a, MPIR_Win * win, MPIR_Request ** req,
+                        int *handled);
+
+/* Blocks until every copy this path started on win has completed (flush, fence, unlock,
+ * complete: remote and local completion are the same here). */
+int MPIDI_GDR_local_wait(MPIR_Win * win);
+
+/* At window free, after MPIDI_GDR_local_wait: the mappings and the copy stream. */
+void MPIDI_GDR_local_free(MPIR_Win * win);
+
+#endif /* GDR_RMA_LOCAL_H_INCLUDED */
