@@ -251,7 +251,8 @@ int MPIDI_GDR_rma_native(const MPIDI_GDR_rma_args_t * a, MPIR_Win * win, MPIR_Re
     int took = MPIDI_GDR_engine_enter();
     /* same-node device windows first: copies straight into the peer's window */
     int mpi_errno = MPIDI_GDR_local_rma(a, win, req, handled);
-    if (mpi_errno == MPI_SUCCESS && !*handled)
+    if (mpi_errno == MPI_SUCCESS && !*handled
+        && !MPIDI_GDR_local_only_by_message(win, a->target))
         mpi_errno = rma_native(a, win, req, handled);
     MPIDI_GDR_engine_exit(took);
     return mpi_errno;

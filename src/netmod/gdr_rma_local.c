@@ -125,7 +125,9 @@ static int pieces_of(const void *buf, MPI_Aint count, MPI_Datatype type, MPI_Ain
     MPI_Aint lb;
     MPIDI_Datatype_check_contig_lb(type, contig, lb);
     if (contig || count == 0) {
-        *one = (struct iovec) {.iov_base = (char *) buf + lb,.iov_len = (size_t) bytes };
+        /* (as integers: buf is NULL for the target's offsets) */
+        *one = (struct iovec) {.iov_base = (void *) ((uintptr_t) buf + (uintptr_t) lb),
+            .iov_len = (size_t) bytes };
         *out = one;
         *n = 1;
         return MPI_SUCCESS;
@@ -233,6 +235,13 @@ int MPIDI_GDR_local_rma(const MPIDI_GDR_rma_args_t * a, MPIR_Win * win, MPIR_Req
   fn_fail:
     *handled = 1;
     goto fn_exit;
+}
+
+int MPIDI_GDR_local_only_by_message(MPIR_Win * win, int target)
+{
+    return (MPIDI_WIN(win, winattr) & MPIDI_WINATTR_NM_LOCAL)
+        && target >= 0 && target < win->comm_ptr->local_size
+        && MPIDI_av_is_local(MPIDIU_comm_rank_to_av(win->comm_ptr, target));
 }
 
 int MPIDI_GDR_local_wait(MPIR_Win * win)

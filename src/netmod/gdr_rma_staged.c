@@ -9,6 +9,7 @@
 #include "gdr_engine_lock.h"
 #include "gdr_am.h"
 #include "gdr_rma.h"
+#include "gdr_rma_local.h"
 #include "rma/gdr_rma_dev.h"
 #include "gpu/gdr_gpu_module.h"
 #include "gpu/gdr_gpu_kernels_image.h"
@@ -423,6 +424,9 @@ void MPIDI_GDR_staged_register_pvars(void)
 int MPIDI_GDR_rma_staged(const MPIDI_GDR_rma_args_t * a, MPIR_Win * win, MPIR_Request ** req,
                          int *handled)
 {
+    *handled = 0;
+    if (MPIDI_GDR_local_only_by_message(win, a->target))
+        return MPI_SUCCESS;
     int took = MPIDI_GDR_engine_enter();
     int mpi_errno = rma_staged(a, win, req, handled);
     MPIDI_GDR_engine_exit(took);
