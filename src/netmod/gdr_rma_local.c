@@ -239,8 +239,10 @@ int MPIDI_GDR_local_rma(const MPIDI_GDR_rma_args_t * a, MPIR_Win * win, MPIR_Req
 
 int MPIDI_GDR_local_only_by_message(MPIR_Win * win, int target)
 {
+    /* (this rank itself stays with the engine: the staged protocol reaches it, and
+     * MPIDIG would apply an accumulate to device memory on the host) */
     return (MPIDI_WIN(win, winattr) & MPIDI_WINATTR_NM_LOCAL)
-        && target >= 0 && target < win->comm_ptr->local_size
+        && target >= 0 && target < win->comm_ptr->local_size && target != win->comm_ptr->rank
         && MPIDI_av_is_local(MPIDIU_comm_rank_to_av(win->comm_ptr, target));
 }
 

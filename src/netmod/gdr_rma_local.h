@@ -18,7 +18,7 @@ int MPIDI_GDR_local_claims(MPIR_Win * win);
 int MPIDI_GDR_local_rma(const MPIDI_GDR_rma_args_t * a, MPIR_Win * win, MPIR_Request ** req,
                         int *handled);
 
-/* 1 when win is claimed (MPIDI_WINATTR_NM_LOCAL) and target is a rank of this node: an
+/* 1 when win is claimed (MPIDI_WINATTR_NM_LOCAL) and target is another rank of this node: an
  * operation this path did not take then goes as MPIDIG's messages over shared memory, as
  * the shm module would have sent it, never through the RDMA engine or the staged
  * protocol (which reach ranks of other nodes only). */
