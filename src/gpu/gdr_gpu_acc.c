@@ -18,6 +18,11 @@ int gdr_gpu_acc_valid(int op, int type)
     return gdr_gpu_acc_defined(op, type);
 }
 
+int gdr_gpu_acc_atomic_ok(int type, const void *target)
+{
+    return gdr_gpu_atomic_capable(type, (uintptr_t) target);
+}
+
 void gdr_gpu_acc_apply(const gdr_gpu_acc_args_t *args)
 {
     gdr_gpu_acc_range(args, 0, 1);

@@ -31,6 +31,7 @@
 
 #include <math.h>
 #include <stdint.h>
+#include <string.h>
 #include "gdr_gpu_acc.h"
 
 #ifdef __CUDACC__
@@ -47,7 +48,6 @@ typedef struct { double re, im; } gdr_gpu_cdouble_t;
 #define GDR_GPU_CPARTS(parts, z) ((parts)[0] = (z).re, (parts)[1] = (z).im)
 #define GDR_GPU_CSET(z, parts) ((z).re = (parts)[0], (z).im = (parts)[1])
 #else
-#include <string.h>
 typedef float _Complex gdr_gpu_cfloat_t;
 typedef double _Complex gdr_gpu_cdouble_t;
 #define GDR_GPU_CPARTS(parts, z) memcpy((parts), &(z), sizeof(parts))
@@ -277,14 +277,168 @@ static inline GDR_GPU_HD void gdr_gpu_acc_element(const gdr_gpu_acc_args_t *a, u
     }
 }
 
+/* ---- GDR_GPU_ACC_ATOMIC: one element, one atomic step ------------------------------ */
+
+/* The types of at most 8 bytes: the ones an atomic step takes. */
+#define GDR_GPU_WORD_TYPES(X)                                                     \
+    GDR_GPU_INT_TYPES(X) GDR_GPU_BOOL_TYPES(X) GDR_GPU_REAL_TYPES(X)              \
+    X(GDR_GPU_T_FLOAT_COMPLEX, gdr_gpu_cfloat_t)                                  \
+    X(GDR_GPU_T_FLOAT_INT, gdr_gpu_float_int_t)                                   \
+    X(GDR_GPU_T_2INT, gdr_gpu_2int_t)                                             \
+    X(GDR_GPU_T_SHORT_INT, gdr_gpu_short_int_t)
+
+/* Bytes of an element of `type` that an atomic step takes; 0 for the others. */
+static inline GDR_GPU_HD unsigned gdr_gpu_word_type_size(int type)
+{
+    switch (type) {
+#define GDR_GPU_X(e, T) case e: return (unsigned) sizeof(T);
+        GDR_GPU_WORD_TYPES(GDR_GPU_X)
+#undef GDR_GPU_X
+    }
+    return 0;
+}
+
+/* gdr_gpu_acc_atomic_ok's rule: every element at target is aligned to its size. */
+static inline GDR_GPU_HD int gdr_gpu_atomic_capable(int type, uintptr_t target)
+{
+    unsigned size = gdr_gpu_word_type_size(type);
+    return size != 0 && target % size == 0;
+}
+
+/* The word of `bytes` at p (the device's compare-and-swap takes 4 or 8 bytes, the host's
+ * 1, 2, 4 or 8), read once. */
+static inline GDR_GPU_HD uint64_t gdr_gpu_word_load(const void *p, unsigned bytes)
+{
+#ifdef __CUDA_ARCH__
+    return bytes == 8 ? *(volatile const unsigned long long *) p : *(volatile const unsigned *) p;
+#else
+    switch (bytes) {
+    case 1: return __atomic_load_n((const uint8_t *) p, __ATOMIC_RELAXED);
+    case 2: return __atomic_load_n((const uint16_t *) p, __ATOMIC_RELAXED);
+    case 4: return __atomic_load_n((const uint32_t *) p, __ATOMIC_RELAXED);
+    default: return __atomic_load_n((const uint64_t *) p, __ATOMIC_RELAXED);
+    }
+#endif
+}
+
+/* Compare-and-swap of the word at p, system scope: 1 when it held *expect and now holds
+ * desired; else 0, and *expect gets what it held. */
+static inline GDR_GPU_HD int gdr_gpu_word_cas(void *p, unsigned bytes, uint64_t *expect,
+                                              uint64_t desired)
+{
+#ifdef __CUDA_ARCH__
+    uint64_t seen = bytes == 8
+        ? (uint64_t) atomicCAS_system((unsigned long long *) p, (unsigned long long) *expect,
+                                      (unsigned long long) desired)
+        : (uint64_t) atomicCAS_system((unsigned *) p, (unsigned) *expect, (unsigned) desired);
+    int swapped = seen == *expect;
+    *expect = seen;
+    return swapped;
+#else
+    switch (bytes) {
+#define GDR_GPU_CAS(n, T)                                                                 \
+    case n: {                                                                             \
+        T e = (T) *expect;                                                                \
+        int swapped = __atomic_compare_exchange_n((T *) p, &e, (T) desired, 0,            \
+                                                  __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST);    \
+        *expect = e;                                                                      \
+        return swapped;                                                                   \
+    }
+        GDR_GPU_CAS(1, uint8_t) GDR_GPU_CAS(2, uint16_t) GDR_GPU_CAS(4, uint32_t)
+        GDR_GPU_CAS(8, uint64_t)
+#undef GDR_GPU_CAS
+    }
+    return 0;
+#endif
+}
+
+/* The operation on one element held in el (bytes of its type, any alignment), with e's
+ * origin and compare pointing at that element's operands. */
+static inline GDR_GPU_HD void gdr_gpu_acc_in_word(const gdr_gpu_acc_args_t *e, unsigned char *el)
+{
+    switch (e->type) {
+#define GDR_GPU_X(t, T)                                  \
+    case t: {                                            \
+        T v;                                             \
+        gdr_gpu_acc_args_t one = *e;                     \
+        memcpy(&v, el, sizeof(v));                       \
+        one.target = &v;                                 \
+        gdr_gpu_acc_element(&one, 0);                    \
+        memcpy(el, &v, sizeof(v));                       \
+        return;                                          \
+    }
+        GDR_GPU_WORD_TYPES(GDR_GPU_X)
+#undef GDR_GPU_X
+    }
+}
+
+/* Element i as one atomic step: integer SUM of 4 and 8 bytes as a native fetch-add (the
+ * same two's-complement wrap as the plain step), everything else as a compare-and-swap
+ * loop on the aligned word holding the element, which computes the new value with the
+ * plain element step on a copy (so the bits are the plain step's).  A step that changes
+ * nothing is a read of the word and stores nothing.  The caller has checked
+ * gdr_gpu_atomic_capable. */
+static inline GDR_GPU_HD void gdr_gpu_acc_element_atomic(const gdr_gpu_acc_args_t *a, uint64_t i)
+{
+    unsigned size = gdr_gpu_word_type_size(a->type);
+    uintptr_t at = (uintptr_t) a->target + i * size;
+    int integer = gdr_gpu_type_class(a->type) == GDR_GPU_CLASS_INT;
+    if (a->op == GDR_GPU_OP_SUM && integer && size >= 4) {
+        uint64_t o = gdr_gpu_int_load(a->origin, i, a->type), was;
+#ifdef __CUDA_ARCH__
+        was = size == 8 ? (uint64_t) atomicAdd_system((unsigned long long *) at,
+                                                      (unsigned long long) o)
+            : (uint64_t) atomicAdd_system((unsigned *) at, (unsigned) o);
+#else
+        was = size == 8 ? __atomic_fetch_add((uint64_t *) at, o, __ATOMIC_SEQ_CST)
+            : __atomic_fetch_add((uint32_t *) at, (uint32_t) o, __ATOMIC_SEQ_CST);
+#endif
+        if (a->result != NULL)
+            gdr_gpu_int_store(a->result, i, a->type, was);
+        return;
+    }
+#ifdef __CUDA_ARCH__
+    unsigned bytes = size == 8 ? 8 : 4;
+#else
+    unsigned bytes = size;
+#endif
+    void *word = (void *) (at & ~(uintptr_t) (bytes - 1));
+    unsigned shift = (unsigned) (at & (bytes - 1));     /* little-endian: byte k is k */
+    gdr_gpu_acc_args_t e = *a;
+    e.origin = a->origin != NULL ? (const char *) a->origin + i * size : NULL;
+    e.compare = a->compare != NULL ? (const char *) a->compare + i * size : NULL;
+    e.result = NULL;
+    e.count = 1;
+    e.flags = 0;
+    uint64_t was = gdr_gpu_word_load(word, bytes), next;
+    unsigned char w[8];
+    do {
+        memcpy(w, &was, sizeof(w));
+        gdr_gpu_acc_in_word(&e, w + shift);
+        memcpy(&next, w, sizeof(next));
+    } while (next != was && !gdr_gpu_word_cas(word, bytes, &was, next));
+    if (a->result != NULL) {
+        memcpy(w, &was, sizeof(w));
+        memcpy((char *) a->result + i * size, w + shift, size);
+    }
+}
+
 /* Applies the operation to elements first, first + stride, ... below a->count: calls
  * whose (first, stride) partition [0, count) apply each element exactly once.  Touches
- * nothing when stride is 0 or gdr_gpu_acc_defined(a->op, a->type) is 0. */
+ * nothing when stride is 0, gdr_gpu_acc_defined(a->op, a->type) is 0, or the flags ask
+ * for atomic steps that gdr_gpu_atomic_capable refuses. */
 static inline GDR_GPU_HD void gdr_gpu_acc_range(const gdr_gpu_acc_args_t *a, uint64_t first,
                                                 uint64_t stride)
 {
     if (stride == 0 || !gdr_gpu_acc_defined(a->op, a->type))
         return;
+    if (a->flags & GDR_GPU_ACC_ATOMIC) {
+        if (!gdr_gpu_atomic_capable(a->type, (uintptr_t) a->target))
+            return;
+        for (uint64_t i = first; i < a->count; i += stride)
+            gdr_gpu_acc_element_atomic(a, i);
+        return;
+    }
     for (uint64_t i = first; i < a->count; i += stride)
         gdr_gpu_acc_element(a, i);
 }

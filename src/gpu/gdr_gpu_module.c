@@ -148,6 +148,10 @@ int gdr_gpu_acc_launch(gdr_gpu_t *g, gdr_gpu_stream_t s, const gdr_gpu_acc_args_
 
     if (args->count == 0)
         return 0;
+    if ((args->flags & GDR_GPU_ACC_ATOMIC) && !gdr_gpu_acc_atomic_ok(args->type, args->target))
+        return gdr_gpu_refuse(g, EINVAL, "accumulate: atomic steps on type %d at %p need an "
+                              "element of at most 8 bytes aligned to its size", args->type,
+                              args->target);
     return gdr_gpu_launch(g, s, GDR_GPU_ACC_KERNEL, gdr_gpu_acc_grid(args->count),
                           GDR_GPU_ACC_BLOCK, params);
 }

@@ -5,6 +5,7 @@
 #include "gdr_impl.h"
 #include "gdr_noinline.h"
 #include "gdr_engine_lock.h"
+#include "gdr_rma_local.h"
 #include "verbs/gdr_verbs_rma_transport.h"
 #include "rma/gdr_rma_dev.h"
 
@@ -27,13 +28,17 @@ static int host_query_region(void *ctx, void *host_win, int target, uint64_t add
     return mpi_errno != MPI_SUCCESS;
 }
 
-static int host_am_accumulates_pending(void *ctx, void *host_win, int target)
+int MPIDI_GDR_am_accumulates_pending(MPIR_Win * win, int target)
 {
-    (void) ctx;
-    MPIR_Win *win = host_win;
     MPIDIG_win_target_t *t = MPIDIG_win_target_find(win, target);
     return (t != NULL && MPIR_cc_get(t->remote_acc_cmpl_cnts) != 0)
         || MPIR_cc_get(MPIDIG_WIN(win, remote_acc_cmpl_cnts)) != 0;
+}
+
+static int host_am_accumulates_pending(void *ctx, void *host_win, int target)
+{
+    (void) ctx;
+    return MPIDI_GDR_am_accumulates_pending(host_win, target);
 }
 
 /* With MPIR_CVAR_CH4_GDR_VERBOSE > 0, a wait longer than 10 s says what it waits for

@@ -13,8 +13,10 @@ cvars:
         Same-node windows in device memory: gdr carries MPI_Put, MPI_Get, MPI_Rput
         and MPI_Rget to ranks of this node (and to this rank) itself, as copies on
         the GPU's copy engine straight between the origin buffer and the target's
-        window (mapped once through CUDA IPC at window creation).  Off: MPICH's
-        shared-memory path carries them, as before gdr had this path.
+        window (mapped once through CUDA IPC at window creation), and the
+        accumulate family as gdr's accumulate kernel applied to the target's window
+        with element-wise atomic steps.  Off: MPICH's shared-memory path carries
+        them, as before gdr had this path.
 
 === END_MPI_T_CVAR_INFO_BLOCK ===
 */
@@ -26,18 +28,29 @@ cvars:
  * target's CPU not involved.  Completion is the stream's: flush, fence, unlock and
  * complete wait on the event recorded after the last copy (remote and local completion
  * are one here).  ch4 hands such windows' same-node operations to gdr because gdr marks
- * them at creation (MPIDI_WINATTR_NM_LOCAL, MPICH patch 0015).  Accumulates still go as
- * MPIDIG's messages, which the target applies: every origin's accumulates to an element
- * then take one path, as element-wise atomicity needs. */
+ * them at creation (MPIDI_WINATTR_NM_LOCAL, MPICH patch 0015).
+ * Accumulate, Get_accumulate, Fetch_and_op and Compare_and_swap to a device window are
+ * one launch of gdr's accumulate kernel on the same stream, applied to the target's
+ * window through the mapping with element-wise atomic steps (GDR_GPU_ACC_ATOMIC): other
+ * same-node origins do the same at once, and the target's staged protocol applies
+ * other nodes' accumulates atomically too.  Operands the GPU cannot reach (pageable
+ * memory) go through a device scratch buffer in stream order.  What the kernel cannot
+ * take as one atomic launch (16-byte elements, misaligned targets, non-contiguous
+ * buffers, user-defined ops) goes as MPIDIG's messages as before; with MPI's default
+ * accumulate ordering an origin that changes a target's path first waits for the
+ * other path's accumulates to it. */
 #include "gdr_impl.h"
 #include "gdr_noinline.h"
 #include "gdr_engine_lock.h"
 #include "gdr_rma_local.h"
 #include "gdr_triggered.h"
+#include "gpu/gdr_gpu_kernels_image.h"
+#include "gpu/gdr_gpu_module.h"
 #include "gpu/gdr_gpu_mem.h"
 #include "gpu/gdr_gpu_stream.h"
 
 enum { LOCAL_PIECES_MAX = 1024 };       /* more pieces: MPIDIG's messages pack them */
+enum { LOCAL_SCRATCH_MAX = 16 << 20 };  /* larger pageable operands: MPIDIG's messages */
 
 struct MPIDI_GDR_local_win {
     int nranks;
@@ -46,18 +59,28 @@ struct MPIDI_GDR_local_win {
     gdr_gpu_stream_t stream;    /* the copies', made at the first one */
     gdr_gpu_event_t done;       /* recorded after the last copy */
     int pending;                /* copies since the last wait */
+    unsigned char *acc_here;    /* per rank: accumulates by this path since the last wait */
+    unsigned char *acc_elsewhere;       /* per rank: accumulates by another path since */
+    signed char *on_this_gpu;   /* per rank: its window is this GPU's memory (1), not (-1) */
+    char *scratch;              /* device memory for operands the GPU cannot reach */
+    size_t scratch_size;
 };
 
 void MPIDI_GDR_local_register_pvars(void)
 {
-    static const char *const names[2][2] = {
+    static const char *const names[GDR_RMA_KINDS][2] = {
         {"gdr_rma_put_local", "MPI_Put/Rput to a same-node device window as GPU copies"},
         {"gdr_rma_get_local", "MPI_Get/Rget from a same-node device window as GPU copies"},
+        {"gdr_rma_acc_local", "MPI_Accumulate to a same-node device window, gdr's kernel"},
+        {"gdr_rma_get_acc_local", "MPI_Get_accumulate on a same-node device window, gdr's "
+         "kernel"},
+        {"gdr_rma_fop_local", "MPI_Fetch_and_op on a same-node device window, gdr's kernel"},
+        {"gdr_rma_cas_local", "MPI_Compare_and_swap on a same-node device window, gdr's "
+         "kernel"},
     };
-    for (int k = 0; k < 2; k++)
+    for (int k = 0; k < GDR_RMA_KINDS; k++)
         MPIR_T_PVAR_REGISTER_impl(MPI_T_PVAR_CLASS_COUNTER, MPI_UNSIGNED_LONG_LONG, names[k][0],
-                                  &MPIDI_GDR_global.local_count[k == 0 ? GDR_RMA_PUT :
-                                                                GDR_RMA_GET], 1, NULL,
+                                  &MPIDI_GDR_global.local_count[k], 1, NULL,
                                   MPI_T_VERBOSITY_USER_BASIC, MPI_T_BIND_NO_OBJECT,
                                   MPIR_T_PVAR_FLAG_READONLY | MPIR_T_PVAR_FLAG_CONTINUOUS,
                                   NULL, NULL, "CH4_GDR", names[k][1]);
@@ -73,8 +96,13 @@ static void local_release(MPIR_Win * win, struct MPIDI_GDR_local_win *l)
         (void) gdr_gpu_event_destroy(g, l->done);
     if (l->stream != NULL)
         (void) gdr_gpu_stream_destroy(g, l->stream);
+    if (l->scratch != NULL)
+        (void) gdr_gpu_mem_free(g, l->scratch);
     MPL_free(l->peers);
     MPL_free(l->seen);
+    MPL_free(l->acc_here);
+    MPL_free(l->acc_elsewhere);
+    MPL_free(l->on_this_gpu);
     MPL_free(l);
 }
 
@@ -88,17 +116,21 @@ int MPIDI_GDR_local_claims(MPIR_Win * win)
     for (int r = 0; ipc != NULL && r < n; r++)
         any |= ipc[r].ok;
     gdr_gpu_mem_info_t info;
-    any |= win->size > 0 && gdr_gpu_mem_query(&MPIDI_GDR_global.gpu, win->base, &info) == 0
+    int self = win->size > 0 && gdr_gpu_mem_query(&MPIDI_GDR_global.gpu, win->base, &info) == 0
         && (info.is_device || info.is_pinned_host);
-    if (!any)
+    if (!any && !self)
         return 0;
     struct MPIDI_GDR_local_win *l = MPL_calloc(1, sizeof(*l), MPL_MEM_RMA);
     if (l != NULL) {
         l->nranks = n;
         l->peers = MPL_calloc(n, sizeof(*l->peers), MPL_MEM_RMA);
         l->seen = MPL_calloc(n, 1, MPL_MEM_RMA);
+        l->acc_here = MPL_calloc(n, 1, MPL_MEM_RMA);
+        l->acc_elsewhere = MPL_calloc(n, 1, MPL_MEM_RMA);
+        l->on_this_gpu = MPL_calloc(n, 1, MPL_MEM_RMA);
     }
-    if (l == NULL || l->peers == NULL || l->seen == NULL) {
+    if (l == NULL || l->peers == NULL || l->seen == NULL || l->acc_here == NULL
+        || l->acc_elsewhere == NULL || l->on_this_gpu == NULL) {
         if (l != NULL)
             local_release(win, l);
         return 0;               /* only a shortcut lost: MPICH's shared memory carries them */
@@ -171,6 +203,235 @@ static int queue_copies(struct MPIDI_GDR_local_win *l, int put, char *tbase,
     return 0;
 }
 
+static int stream_ready(struct MPIDI_GDR_local_win *l)
+{
+    gdr_gpu_t *g = &MPIDI_GDR_global.gpu;
+    if (l->stream != NULL)
+        return 0;
+    return gdr_gpu_stream_create(g, &l->stream) != 0 || gdr_gpu_event_create(g, &l->done) != 0;
+}
+
+/* A request-based operation completes before it returns (the copies and launches are
+ * short; no request stays pending on a stream): a completed request in *req. */
+static int complete_at_once(MPIR_Win * win, MPIR_Request ** req)
+{
+    int mpi_errno = MPIDI_GDR_local_wait(win);
+    if (mpi_errno != MPI_SUCCESS)
+        return mpi_errno;
+    *req = MPIR_Request_create_from_pool(MPIR_REQUEST_KIND__RMA, 0, 2);
+    if (*req == NULL)
+        return MPIR_Err_create_code(MPI_SUCCESS, MPIR_ERR_RECOVERABLE, __func__, __LINE__,
+                                    MPIX_ERR_NOREQ, "**nomemreq", NULL);
+    MPID_Request_complete(*req);
+    return MPI_SUCCESS;
+}
+
+/* ---- the accumulate family ------------------------------------------------------------ */
+
+static int is_accumulate(gdr_rma_kind_t kind)
+{
+    return kind != GDR_RMA_PUT && kind != GDR_RMA_GET;
+}
+
+/* An accumulate as one launch of the kernel: op and element type as its enums, bytes of
+ * the target run, and each buffer's contiguous run starting at its lower bound. */
+typedef struct {
+    int op, type;
+    MPI_Aint bytes, tlb, olb, rlb;
+} local_acc_t;
+
+/* 1 when a fits one launch: a predefined op on a predefined element type that MPI
+ * defines it on, and target, origin and result each one contiguous run of the same
+ * bytes (anything else is MPIDIG's, which also reports what is wrong with it). */
+static int acc_shape(const MPIDI_GDR_rma_args_t * a, local_acc_t * s)
+{
+    MPI_Datatype basic = a->ttype;
+    if (a->kind == GDR_RMA_ACC || a->kind == GDR_RMA_GET_ACC)
+        MPIR_Datatype_get_basic_type(a->ttype, basic);
+    s->op = MPIDI_GDR_gpu_op_of(a->op, a->kind);
+    s->type = MPIDI_GDR_gpu_type_of(basic);
+    if (s->op < 0 || s->type < 0 || !gdr_gpu_acc_valid(s->op, s->type))
+        return 0;
+    MPI_Aint t_size, o_size = 0, r_size = 0;
+    int contig;
+    MPIR_Datatype_get_size_macro(a->ttype, t_size);
+    s->bytes = t_size * a->tcount;
+    MPIDI_Datatype_check_contig_lb(a->ttype, contig, s->tlb);
+    if (!contig)
+        return 0;
+    s->olb = s->rlb = 0;
+    if (s->op != GDR_GPU_OP_NO_OP) {
+        MPIR_Datatype_get_size_macro(a->otype, o_size);
+        MPIDI_Datatype_check_contig_lb(a->otype, contig, s->olb);
+        if (!contig || o_size * a->ocount != s->bytes)
+            return 0;
+    }
+    if (a->kind != GDR_RMA_ACC) {
+        MPIR_Datatype_get_size_macro(a->rtype, r_size);
+        MPIDI_Datatype_check_contig_lb(a->rtype, contig, s->rlb);
+        if (!contig || r_size * a->rcount != s->bytes)
+            return 0;
+    }
+    return s->bytes % (MPI_Aint) gdr_gpu_type_size(s->type) == 0;
+}
+
+/* Whether the GPU reaches p as it is (device memory, page-locked host memory). */
+static int gpu_reaches(const void *p)
+{
+    gdr_gpu_mem_info_t info;
+    return gdr_gpu_mem_query(&MPIDI_GDR_global.gpu, p, &info) == 0
+        && (info.is_device || info.is_pinned_host);
+}
+
+static size_t round16(size_t n)
+{
+    return (n + 15) & ~(size_t) 15;
+}
+
+/* Whether rank's mapped window is memory of this process's GPU, asked once.  Another
+ * GPU's memory, reached over NVLink or PCIe peer access, does not always take the
+ * kernel's atomics natively; MPIDIG's messages carry accumulates to it. */
+static int on_this_gpu(struct MPIDI_GDR_local_win *l, int rank, const gdr_dev_peer_t * peer)
+{
+    gdr_gpu_t *g = &MPIDI_GDR_global.gpu;
+    if (l->on_this_gpu[rank] == 0) {
+        gdr_gpu_mem_info_t info;
+        int same = gdr_gpu_mem_query(g, peer->base, &info) == 0 && info.is_device
+            && info.device == g->ordinal;
+        l->on_this_gpu[rank] = same ? 1 : -1;
+    }
+    return l->on_this_gpu[rank] > 0;
+}
+
+/* Accumulates this rank sent to target another way (staged protocol, MPIDIG's messages)
+ * have been applied: MPI's default accumulate ordering, kept across the change of path. */
+static int wait_elsewhere(MPIR_Win * win, int target)
+{
+    int mpi_errno = MPIDI_GDR_rma_wait_target(win, target, 0);
+    while (mpi_errno == MPI_SUCCESS && MPIDI_GDR_am_accumulates_pending(win, target))
+        mpi_errno = MPIDI_GDR_progress_all();
+    return mpi_errno;
+}
+
+/* At least `need` bytes of scratch; a smaller one is freed once the stream is done. */
+static int scratch_ready(MPIR_Win * win, struct MPIDI_GDR_local_win *l, size_t need)
+{
+    gdr_gpu_t *g = &MPIDI_GDR_global.gpu;
+    if (need <= l->scratch_size)
+        return MPI_SUCCESS;
+    int mpi_errno = MPIDI_GDR_local_wait(win);
+    if (mpi_errno != MPI_SUCCESS)
+        return mpi_errno;
+    if (l->scratch != NULL)
+        (void) gdr_gpu_mem_free(g, l->scratch);
+    l->scratch = NULL;
+    l->scratch_size = 0;
+    size_t size = need < (64 << 10) ? (64 << 10) : need;
+    if (gdr_gpu_mem_alloc(g, size, (void **) &l->scratch) != 0)
+        return MPIR_Err_create_code(MPI_SUCCESS, MPIR_ERR_RECOVERABLE, __func__, __LINE__,
+                                    MPI_ERR_NO_MEM, "**gdr_transport", "**gdr_transport %s",
+                                    g->error);
+    l->scratch_size = size;
+    return MPI_SUCCESS;
+}
+
+/* One accumulate-family operation as the kernel on the target's mapped window. */
+static int local_acc(const MPIDI_GDR_rma_args_t * a, MPIR_Win * win,
+                     struct MPIDI_GDR_local_win *l, const gdr_dev_peer_t * peer,
+                     MPIR_Request ** req, int *handled)
+{
+    int mpi_errno = MPI_SUCCESS;
+    gdr_gpu_t *g = &MPIDI_GDR_global.gpu;
+    local_acc_t s;
+
+    /* (this rank's page-locked host window: the staged protocol, as before; where the
+     * window's accumulates all reach the NIC, its atomics are the only ones on this
+     * memory, and a GPU atomic would not be atomic with them) */
+    if ((GDR_WIN(win).rma.eng != NULL && GDR_WIN(win).rma.atomics.native)
+        || !acc_shape(a, &s) || !on_this_gpu(l, a->target, peer))
+        return MPI_SUCCESS;
+    MPI_Aint at = a->tdisp * (MPI_Aint) peer->disp_unit + s.tlb, size = (MPI_Aint) peer->size;
+    if (a->tdisp < 0 || at < 0 || s.bytes > size || at > size - s.bytes) {
+        *handled = 1;
+        MPIR_ERR_SETANDJUMP1(mpi_errno, MPI_ERR_RMA_RANGE, "**gdr_range", "**gdr_range %s",
+                             "the operation reaches outside the target's window");
+    }
+    char *target = peer->base + at;
+    if (!gdr_gpu_acc_atomic_ok(s.type, target))
+        return MPI_SUCCESS;     /* 16-byte elements, misaligned: MPIDIG's messages */
+    size_t bytes = (size_t) s.bytes, elem = gdr_gpu_type_size(s.type);
+    const char *origin = s.op != GDR_GPU_OP_NO_OP ? (const char *) a->origin + s.olb : NULL;
+    char *result = a->kind != GDR_RMA_ACC ? (char *) a->result + s.rlb : NULL;
+    const char *compare = a->kind == GDR_RMA_CAS ? (const char *) a->compare : NULL;
+    int o_bounce = origin != NULL && !gpu_reaches(origin);
+    int r_bounce = result != NULL && !gpu_reaches(result);
+    int c_bounce = compare != NULL && !gpu_reaches(compare);
+    size_t need = (o_bounce ? round16(bytes) : 0) + (c_bounce ? round16(elem) : 0)
+        + (r_bounce ? round16(bytes) : 0);
+    if (need > LOCAL_SCRATCH_MAX)
+        return MPI_SUCCESS;
+    MPIDIG_RMA_OP_CHECK_SYNC(a->target, win);
+    *handled = 1;
+    if (l->acc_elsewhere[a->target]) {
+        mpi_errno = wait_elsewhere(win, a->target);
+        MPIR_ERR_CHECK(mpi_errno);
+        l->acc_elsewhere[a->target] = 0;
+    }
+    if (stream_ready(l) != 0
+        || gdr_gpu_kernel_ready(g, GDR_GPU_ACC_KERNEL, gdr_gpu_kernels_image,
+                                gdr_gpu_kernels_image_size) != 0)
+        MPIR_ERR_SETANDJUMP1(mpi_errno, MPI_ERR_OTHER, "**gdr_transport", "**gdr_transport %s",
+                             g->error);
+    mpi_errno = scratch_ready(win, l, need);
+    MPIR_ERR_CHECK(mpi_errno);
+    gdr_gpu_acc_args_t args = {.target = target,.origin = origin,.result = result,
+        .compare = compare,.count = bytes / elem,.op = s.op,.type = s.type,
+        .flags = GDR_GPU_ACC_ATOMIC
+    };
+    char *bounce = l->scratch;
+    int rc = 0;
+    if (bytes > 0 && o_bounce) {
+        rc |= gdr_gpu_copy_async(g, l->stream, bounce, origin, bytes);
+        args.origin = bounce;
+        bounce += round16(bytes);
+    }
+    if (bytes > 0 && c_bounce) {
+        rc |= gdr_gpu_copy_async(g, l->stream, bounce, compare, elem);
+        args.compare = bounce;
+        bounce += round16(elem);
+    }
+    if (r_bounce)
+        args.result = bounce;
+    if (bytes > 0) {
+        rc = rc || gdr_gpu_acc_launch(g, l->stream, &args)
+            || (r_bounce && gdr_gpu_copy_async(g, l->stream, result, args.result, bytes))
+            || gdr_gpu_event_record(g, l->done, l->stream);
+        if (rc != 0)
+            MPIR_ERR_SETANDJUMP1(mpi_errno, MPI_ERR_OTHER, "**gdr_transport",
+                                 "**gdr_transport %s", g->error);
+        l->pending = 1;
+        l->acc_here[a->target] = 1;
+    }
+    MPIDI_GDR_global.local_count[a->kind]++;
+    if (req != NULL)
+        mpi_errno = complete_at_once(win, req);
+  fn_exit:
+    return mpi_errno;
+  fn_fail:
+    goto fn_exit;
+}
+
+/* An accumulate this path does not take goes another way: with MPI's default ordering,
+ * this path's accumulates to that target land first, and the next one here waits for
+ * the other way's. */
+static int acc_goes_elsewhere(MPIR_Win * win, struct MPIDI_GDR_local_win *l, int target)
+{
+    l->acc_elsewhere[target] = 1;
+    if (!l->acc_here[target])
+        return MPI_SUCCESS;
+    return MPIDI_GDR_local_wait(win);
+}
+
 int MPIDI_GDR_local_rma(const MPIDI_GDR_rma_args_t * a, MPIR_Win * win, MPIR_Request ** req,
                         int *handled)
 {
@@ -182,8 +443,17 @@ int MPIDI_GDR_local_rma(const MPIDI_GDR_rma_args_t * a, MPIR_Win * win, MPIR_Req
     const gdr_dev_peer_t *peer;
 
     *handled = 0;
-    if (l == NULL || (!put && a->kind != GDR_RMA_GET) || a->target < 0
-        || a->target >= l->nranks || (peer = peer_of(win, l, a->target)) == NULL)
+    if (l == NULL || a->target < 0 || a->target >= l->nranks)
+        return MPI_SUCCESS;
+    peer = peer_of(win, l, a->target);
+    if (is_accumulate(a->kind)) {
+        if (peer != NULL)
+            mpi_errno = local_acc(a, win, l, peer, req, handled);
+        if (mpi_errno == MPI_SUCCESS && !*handled)
+            mpi_errno = acc_goes_elsewhere(win, l, a->target);
+        return mpi_errno;
+    }
+    if (peer == NULL)
         return MPI_SUCCESS;
     MPI_Aint t_size, o_size;
     MPIR_Datatype_get_size_macro(a->ttype, t_size);
@@ -207,8 +477,7 @@ int MPIDI_GDR_local_rma(const MPIDI_GDR_rma_args_t * a, MPIR_Win * win, MPIR_Req
     }
     MPIDIG_RMA_OP_CHECK_SYNC(a->target, win);
     *handled = 1;
-    if (l->stream == NULL && (gdr_gpu_stream_create(g, &l->stream) != 0
-                              || gdr_gpu_event_create(g, &l->done) != 0))
+    if (stream_ready(l) != 0)
         MPIR_ERR_SETANDJUMP1(mpi_errno, MPI_ERR_OTHER, "**gdr_transport", "**gdr_transport %s",
                              g->error);
     if (bytes > 0 && (queue_copies(l, put, peer->base + at, o, on, t, tn) != 0
@@ -217,15 +486,8 @@ int MPIDI_GDR_local_rma(const MPIDI_GDR_rma_args_t * a, MPIR_Win * win, MPIR_Req
                              g->error);
     l->pending |= bytes > 0;
     MPIDI_GDR_global.local_count[a->kind]++;
-    if (req != NULL) {
-        /* a request-based operation completes here (the copies are short; no request
-         * stays pending on a stream) */
-        mpi_errno = MPIDI_GDR_local_wait(win);
-        MPIR_ERR_CHECK(mpi_errno);
-        *req = MPIR_Request_create_from_pool(MPIR_REQUEST_KIND__RMA, 0, 2);
-        MPIR_ERR_CHKANDJUMP(*req == NULL, mpi_errno, MPIX_ERR_NOREQ, "**nomemreq");
-        MPID_Request_complete(*req);
-    }
+    if (req != NULL)
+        mpi_errno = complete_at_once(win, req);
   fn_exit:
     if (o != &o_one)
         MPL_free(o);
@@ -258,8 +520,10 @@ int MPIDI_GDR_local_wait(MPIR_Win * win)
         mpi_errno = MPIR_Err_create_code(MPI_SUCCESS, MPIR_ERR_RECOVERABLE, __func__, __LINE__,
                                          MPI_ERR_OTHER, "**gdr_transport", "**gdr_transport %s",
                                          MPIDI_GDR_global.gpu.error);
-    else
+    else if (l->pending) {
         l->pending = 0;
+        memset(l->acc_here, 0, (size_t) l->nranks);
+    }
     MPIDI_GDR_engine_exit(took);
     return mpi_errno;
 }

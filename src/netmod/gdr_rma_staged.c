@@ -202,7 +202,7 @@ void MPIDI_GDR_staged_win_free(MPIR_Win * win)
 /* MPICH hands the netmod internal handles for builtin types (MPI_DOUBLE arrives as
  * MPIR_FLOAT64 plus an index): classify by the raw internal kind, as
  * MPIDI_GDR_is_int64 does; pair types and C bool by their handles. */
-static int gpu_type_of(MPI_Datatype t)
+int MPIDI_GDR_gpu_type_of(MPI_Datatype t)
 {
     if (t == MPI_C_BOOL)
         return GDR_GPU_T_BOOL;
@@ -237,7 +237,7 @@ static int gpu_type_of(MPI_Datatype t)
     return -1;
 }
 
-static int gpu_op_of(MPI_Op op, gdr_rma_kind_t kind)
+int MPIDI_GDR_gpu_op_of(MPI_Op op, gdr_rma_kind_t kind)
 {
     static const struct {
         MPI_Op op;
@@ -309,8 +309,8 @@ static int rma_staged(const MPIDI_GDR_rma_args_t * a, MPIR_Win * win, MPIR_Reque
         MPIR_Datatype_get_basic_type(a->ttype, basic);
         if (a->kind == GDR_RMA_FOP || a->kind == GDR_RMA_CAS)
             basic = a->ttype;
-        acc.gpu_type = gpu_type_of(basic);
-        acc.gpu_op = gpu_op_of(a->op, a->kind);
+        acc.gpu_type = MPIDI_GDR_gpu_type_of(basic);
+        acc.gpu_op = MPIDI_GDR_gpu_op_of(a->op, a->kind);
         MPIR_ERR_CHKANDJUMP1(acc.gpu_op < 0, mpi_errno, MPI_ERR_OP, "**gdr_transport",
                              "**gdr_transport %s", "this operation is not applied to device "
                              "memory by gdr (user-defined ops are not supported there)");

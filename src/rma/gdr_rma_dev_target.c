@@ -197,7 +197,10 @@ static int apply_part(void *arg, const span_t *sp, char *addr, uint64_t n)
             .origin = c->in != NULL ? c->in + (cas ? 0 : off) : NULL,
             .result = c->out != NULL ? c->out + off : NULL,
             .compare = cas ? c->in + t->elem : NULL,.count = n / t->elem,.op = t->op,
-            .type = t->type
+            .type = t->type,
+            /* same-node origins may apply accumulates to this window at once
+             * (gdr_rma_local.c): element-wise atomic wherever the type allows */
+            .flags = gdr_gpu_acc_atomic_ok(t->type, addr) ? GDR_GPU_ACC_ATOMIC : 0
         };
         if (!t->device) {
             gdr_gpu_acc_apply(&args);

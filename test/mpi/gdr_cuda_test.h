@@ -77,4 +77,42 @@ static inline int cuda_open(void)
     return 0;
 }
 
+#ifdef GDR_MPI_TEST_H_INCLUDED
+/* Device memory for MPI tests: failures end the job (gdr_test_die). */
+static inline void *dev_alloc(size_t n)
+{
+    uint64_t p = 0;
+    if (cu.alloc(&p, n) != 0)
+        gdr_test_die("cuMemAlloc", MPI_ERR_NO_MEM);
+    return (void *) (uintptr_t) p;
+}
+
+static inline void dev_free(void *p)
+{
+    cu.free((uint64_t) (uintptr_t) p);
+}
+
+/* Any direction (unified addressing), then a context synchronisation: a cuMemcpy from
+ * pageable host memory may return before the device has the data, and MPI reads device
+ * buffers on streams of its own (CUDA-aware MPI wants buffers complete when handed over). */
+static inline void dev_copy(void *dst, const void *src, size_t n)
+{
+    if (cu.copy((uint64_t) (uintptr_t) dst, (uint64_t) (uintptr_t) src, n) != 0
+        || cu.ctx_sync() != 0)
+        gdr_test_die("cuMemcpy", MPI_ERR_OTHER);
+}
+
+/* In an MPI test after MPI_Init: the driver opened, or the job's verdict given (a failure:
+ * these tests need a GPU or the simulated one), MPI finalized and the process ended. */
+static inline void cuda_open_or_end(void)
+{
+    if (cuda_open() == 0)
+        return;
+    gdr_test_fail("no usable CUDA driver: this test needs a GPU or the simulated one");
+    long e = gdr_test_finish();
+    MPI_Finalize();
+    exit(e != 0);
+}
+#endif
+
 #endif /* GDR_CUDA_TEST_H_INCLUDED */

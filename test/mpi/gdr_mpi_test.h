@@ -186,6 +186,42 @@ static inline void gdr_test_die(const char *call, int rc)
     MPI_Abort(MPI_COMM_WORLD, 1);
 }
 
+/* An MPI_T counter's value in *v: 0, or -1 when the library has no counter of that name. */
+static inline int gdr_pvar_read(MPI_T_pvar_session session, const char *name,
+                                unsigned long long *v)
+{
+    int idx, count;
+    MPI_T_pvar_handle h;
+    *v = 0;
+    if (MPI_T_pvar_get_index(name, MPI_T_PVAR_CLASS_COUNTER, &idx) != MPI_SUCCESS)
+        return -1;
+    MPI_T_pvar_handle_alloc(session, idx, NULL, &h, &count);
+    MPI_T_pvar_read(session, h, v);
+    MPI_T_pvar_handle_free(session, &h);
+    return 0;
+}
+
+/* The groups of this rank's left and right neighbours in MPI_COMM_WORLD (a ring), for
+ * PSCW epochs; gdr_ring_groups_free frees them. */
+static inline void gdr_ring_groups(MPI_Group *left, MPI_Group *right)
+{
+    int rank, size;
+    MPI_Group world;
+    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    MPI_Comm_size(MPI_COMM_WORLD, &size);
+    MPI_Comm_group(MPI_COMM_WORLD, &world);
+    int l = (rank + size - 1) % size, r = (rank + 1) % size;
+    MPI_Group_incl(world, 1, &l, left);
+    MPI_Group_incl(world, 1, &r, right);
+    MPI_Group_free(&world);
+}
+
+static inline void gdr_ring_groups_free(MPI_Group *left, MPI_Group *right)
+{
+    MPI_Group_free(left);
+    MPI_Group_free(right);
+}
+
 /* ---- windows -------------------------------------------------------------- */
 
 typedef enum {

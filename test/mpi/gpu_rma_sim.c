@@ -32,20 +32,6 @@
 
 enum { N = 512 };                       /* doubles per window */
 
-/* ---- device memory (gdr_cuda_test.h opens the driver as gdr does) --------------------- */
-static void *dev_alloc(size_t n)
-{
-    uint64_t p = 0;
-    if (cu.alloc(&p, n) != 0)
-        gdr_test_die("cuMemAlloc", MPI_ERR_NO_MEM);
-    return (void *) (uintptr_t) p;
-}
-
-static void dev_free(void *p)
-{
-    cu.free((uint64_t) (uintptr_t) p);
-}
-
 /* 1 if p is device memory (CU_POINTER_ATTRIBUTE_MEMORY_TYPE is CU_MEMORYTYPE_DEVICE) */
 static int is_device_memory(const void *p)
 {
@@ -54,29 +40,13 @@ static int is_device_memory(const void *p)
     return cu.ptr_attrs(1, &attr, &data, (uint64_t) (uintptr_t) p) == 0 && type == 2;
 }
 
-/* any direction: unified addressing.  Then a context synchronisation: a cuMemcpy from
- * pageable host memory may return before the device has the data, and MPI reads device
- * buffers on streams of its own (CUDA-aware MPI wants buffers complete when handed over). */
-static void copy(void *dst, const void *src, size_t n)
-{
-    if (cu.copy((uint64_t) (uintptr_t) dst, (uint64_t) (uintptr_t) src, n) != 0
-        || cu.ctx_sync() != 0)
-        gdr_test_die("cuMemcpy", MPI_ERR_OTHER);
-}
-
 /* ---- MPI_T counters -------------------------------------------------------------------- */
 static MPI_T_pvar_session session;
 
 static unsigned long long pvar(const char *name)
 {
-    int idx, count;
-    unsigned long long v = 0;
-    MPI_T_pvar_handle h;
-    if (MPI_T_pvar_get_index(name, MPI_T_PVAR_CLASS_COUNTER, &idx) != MPI_SUCCESS)
-        return 0;
-    MPI_T_pvar_handle_alloc(session, idx, NULL, &h, &count);
-    MPI_T_pvar_read(session, h, &v);
-    MPI_T_pvar_handle_free(session, &h);
+    unsigned long long v;
+    (void) gdr_pvar_read(session, name, &v);
     return v;
 }
 
@@ -187,10 +157,10 @@ static void run_cell(gwin_t *g, int rank, int size, op_t op, sync_t s, int dev_o
     /* window: this rank's pattern; origin: a different one */
     for (int i = 0; i < N; i++)
         host[i] = rank * 10000.0 + i;
-    copy(g->base, host, N * sizeof(double));
+    dev_copy(g->base, host, N * sizeof(double));
     for (int i = 0; i < N; i++)
         host[i] = -(rank * 10000.0 + i) - 0.5;
-    copy(obuf, host, N * sizeof(double));
+    dev_copy(obuf, host, N * sizeof(double));
     MPI_Barrier(MPI_COMM_WORLD);
 
     epoch_open(g, s, left, right);
@@ -213,7 +183,7 @@ static void run_cell(gwin_t *g, int rank, int size, op_t op, sync_t s, int dev_o
     epoch_close(g, s, right_rank);
 
     if (is_put) {       /* my window got my left neighbour's origin data */
-        copy(host, g->base, N * sizeof(double));
+        dev_copy(host, g->base, N * sizeof(double));
         for (int i = 0; i < N; i++)
             expect[i] = rank * 10000.0 + i;
         for (int i = 0; i < count; i++)
@@ -222,7 +192,7 @@ static void run_cell(gwin_t *g, int rank, int size, op_t op, sync_t s, int dev_o
             if (!gdr_check_double("window", i, expect[i], host[i]))
                 break;
     } else {            /* my origin buffer got my right neighbour's window */
-        copy(host, obuf, N * sizeof(double));
+        dev_copy(host, obuf, N * sizeof(double));
         for (int i = 0; i < N; i++)
             expect[i] = -(rank * 10000.0 + i) - 0.5;
         for (int i = 0; i < count; i++)
@@ -299,7 +269,7 @@ static void accumulates(int rank, int size)
     double zero[N] = { 0 }, ones[8], got[N];
     for (int i = 0; i < 8; i++)
         ones[i] = 1.0 + i;
-    copy(g.base, zero, sizeof(zero));
+    dev_copy(g.base, zero, sizeof(zero));
     MPI_Barrier(MPI_COMM_WORLD);
     gdr_test_set_context("device window: accumulates");
     MPI_Win_lock_all(0, g.win);
@@ -310,7 +280,7 @@ static void accumulates(int rank, int size)
     MPI_Win_flush_all(g.win);
     MPI_Win_unlock_all(g.win);
     MPI_Barrier(MPI_COMM_WORLD);
-    copy(got, g.base, sizeof(got));
+    dev_copy(got, g.base, sizeof(got));
     for (int i = 0; i < 8; i++)
         gdr_check_double("Accumulate SUM", i, size * (1.0 + i), got[i]);
     if (rank == 0) {
@@ -320,7 +290,7 @@ static void accumulates(int rank, int size)
     }
     /* compare-and-swap: every rank tries 0 -> rank+1 at rank 0; exactly one wins */
     int64_t z = 0;
-    copy((char *) g.base + 24 * 8, &z, 8);
+    dev_copy((char *) g.base + 24 * 8, &z, 8);
     MPI_Barrier(MPI_COMM_WORLD);
     MPI_Win_lock_all(0, g.win);
     int64_t mine = rank + 1, cmp = 0, prev = -1;
@@ -335,8 +305,8 @@ static void accumulates(int rank, int size)
      * NIC atomics take the host operands, the staged protocol or MPICH's messages the
      * device one), apply in call order: each fetches the rank's own earlier additions. */
     int64_t *dev_ten = dev_alloc(8), ten = 10, one = 1, hundred = 100, o[3] = { -1, -1, -1 };
-    copy(dev_ten, &ten, 8);
-    copy((char *) g.base + 32 * 8, &z, 8);
+    dev_copy(dev_ten, &ten, 8);
+    dev_copy((char *) g.base + 32 * 8, &z, 8);
     MPI_Barrier(MPI_COMM_WORLD);
     gdr_test_set_context("device window: Fetch_and_op order across paths (host, device, host)");
     MPI_Win_lock_all(0, g.win);
@@ -349,7 +319,7 @@ static void accumulates(int rank, int size)
     MPI_Barrier(MPI_COMM_WORLD);
     if (rank == 0) {
         int64_t total = 0;
-        copy(&total, (char *) g.base + 32 * 8, 8);
+        dev_copy(&total, (char *) g.base + 32 * 8, 8);
         gdr_check_long("the word's total", 32, 111LL * size, total);
     }
     dev_free(dev_ten);
@@ -384,7 +354,7 @@ static void allocated_window(int rank, int size)
         mine[i] = rank * 1000.0 + i;
     for (int i = 0; i < 8; i++)
         ones[i] = 1.0 + i;
-    copy(base, zero, sizeof(zero));
+    dev_copy(base, zero, sizeof(zero));
     MPI_Barrier(MPI_COMM_WORLD);
     MPI_Win_lock(MPI_LOCK_EXCLUSIVE, right_rank, 0, win);
     MPI_Put(mine, N / 2, MPI_DOUBLE, right_rank, 0, N / 2, MPI_DOUBLE, win);
@@ -392,7 +362,7 @@ static void allocated_window(int rank, int size)
     MPI_Accumulate(ones, 8, MPI_DOUBLE, right_rank, N / 2, 8, MPI_DOUBLE, MPI_SUM, win);
     MPI_Win_unlock(right_rank, win);
     MPI_Barrier(MPI_COMM_WORLD);
-    copy(got, base, sizeof(got));
+    dev_copy(got, base, sizeof(got));
     for (int i = 0; i < N / 2; i++)
         if (!gdr_check_double("Put", i, left_rank * 1000.0 + i, got[i]))
             break;
@@ -427,13 +397,13 @@ static void reallocated_origin(int rank, int size)
         double *o = dev_alloc(N * sizeof(double));
         for (int i = 0; i < N; i++)
             v[i] = round * 1000.0 + i + rank;
-        copy(o, v, sizeof(v));
+        dev_copy(o, v, sizeof(v));
         MPI_Win_lock(MPI_LOCK_SHARED, right_rank, 0, g.win);
         MPI_Put(o, N, MPI_DOUBLE, right_rank, 0, N, MPI_DOUBLE, g.win);
         MPI_Win_unlock(right_rank, g.win);
         dev_free(o);
         MPI_Barrier(MPI_COMM_WORLD);
-        copy(got, g.base, sizeof(got));
+        dev_copy(got, g.base, sizeof(got));
         int left_rank = (rank + size - 1) % size;
         for (int i = 0; i < N; i++)
             if (!gdr_check_double("window", i, round * 1000.0 + i + left_rank, got[i]))
@@ -456,7 +426,7 @@ static void reallocated_target(int rank, int size)
         gwin_open(&g, 0, size);
         for (int i = 0; i < N; i++)
             v[i] = -1.0;
-        copy(g.base, v, sizeof(v));
+        dev_copy(g.base, v, sizeof(v));
         for (int i = 0; i < N; i++)
             v[i] = round * 100000.0 + rank * 1000.0 + i;
         MPI_Barrier(MPI_COMM_WORLD);
@@ -465,7 +435,7 @@ static void reallocated_target(int rank, int size)
         MPI_Win_flush(right_rank, g.win);
         MPI_Win_unlock_all(g.win);
         MPI_Barrier(MPI_COMM_WORLD);
-        copy(got, g.base, sizeof(got));
+        dev_copy(got, g.base, sizeof(got));
         for (int i = 0; i < N; i++)
             if (!gdr_check_double("new window", i, round * 100000.0 + left_rank * 1000.0 + i,
                                   got[i]))
@@ -482,17 +452,9 @@ int main(int argc, char **argv)
     MPI_T_pvar_session_create(&session);
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
     MPI_Comm_size(MPI_COMM_WORLD, &size);
-    if (cuda_open() != 0) {
-        gdr_test_fail("no usable CUDA driver: this test needs a GPU or the simulated one");
-        long e = gdr_test_finish();
-        MPI_Finalize();
-        return e != 0;
-    }
-    MPI_Group world, left, right;
-    MPI_Comm_group(MPI_COMM_WORLD, &world);
-    int l = (rank + size - 1) % size, r = (rank + 1) % size;
-    MPI_Group_incl(world, 1, &l, &left);
-    MPI_Group_incl(world, 1, &r, &right);
+    cuda_open_or_end();
+    MPI_Group left, right;
+    gdr_ring_groups(&left, &right);
 
     putget_only = getenv("GDR_TEST_SAME_NODE_PUTGET") != NULL;
     unsigned long long put0 = pvar("gdr_rma_put_native"), get0 = pvar("gdr_rma_get_native");
@@ -525,9 +487,7 @@ int main(int argc, char **argv)
                        path_count("staged") > staged0);
     }
 
-    MPI_Group_free(&left);
-    MPI_Group_free(&right);
-    MPI_Group_free(&world);
+    gdr_ring_groups_free(&left, &right);
     MPI_T_pvar_session_free(&session);
     MPI_T_finalize();
     long errors = gdr_test_finish();

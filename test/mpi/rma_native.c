@@ -29,17 +29,9 @@ static MPI_T_pvar_session session;
 
 static unsigned long long pvar(const char *name)
 {
-    int idx;
-    unsigned long long v = 0;
-    MPI_T_pvar_handle h;
-    int count;
-    if (MPI_T_pvar_get_index(name, MPI_T_PVAR_CLASS_COUNTER, &idx) != MPI_SUCCESS) {
+    unsigned long long v;
+    if (gdr_pvar_read(session, name, &v) != 0)
         gdr_test_fail("MPI_T counter %s not found", name);
-        return 0;
-    }
-    MPI_T_pvar_handle_alloc(session, idx, NULL, &h, &count);
-    MPI_T_pvar_read(session, h, &v);
-    MPI_T_pvar_handle_free(session, &h);
     return v;
 }
 

@@ -10,6 +10,7 @@
 #include <float.h>
 #include <limits.h>
 #include <math.h>
+#include <pthread.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -333,7 +334,8 @@ static void arrays_free(arrays_t *ar)
 }
 
 /* Runs op on the arrays: the executor into got/result, the reference into expect. */
-static void run_op(const type_case_t *tc, const arrays_t *ar, int op, int with_result)
+static void run_op_flags(const type_case_t *tc, const arrays_t *ar, int op, int with_result,
+                         int flags)
 {
     size_t sz = tc->size;
     memcpy(ar->got, ar->target, ar->n * sz);
@@ -344,11 +346,23 @@ static void run_op(const type_case_t *tc, const arrays_t *ar, int op, int with_r
         .origin = op == GDR_GPU_OP_NO_OP ? NULL : ar->origin,
         .result = with_result ? ar->result : NULL,
         .compare = op == GDR_GPU_OP_CSWAP ? ar->compare : NULL,
-        .count = ar->n, .op = op, .type = tc->type,
+        .count = ar->n, .op = op, .type = tc->type, .flags = flags,
     };
     gdr_gpu_acc_apply(&args);
     for (size_t k = 0; k < ar->n; k++)
         tc->ref(op, ar->expect + k * sz, ar->origin + k * sz, ar->compare + k * sz);
+}
+
+static void run_op(const type_case_t *tc, const arrays_t *ar, int op, int with_result)
+{
+    run_op_flags(tc, ar, op, with_result, 0);
+}
+
+/* The types an atomic step takes: at most 8 bytes. */
+static int atomic_type(int type)
+{
+    return type != GDR_GPU_T_DOUBLE_COMPLEX && type != GDR_GPU_T_DOUBLE_INT
+        && type != GDR_GPU_T_LONG_INT;
 }
 
 /* The first element where a and b differ, or n. */
@@ -394,6 +408,17 @@ static void check_type(const type_case_t *tc)
         GDR_CHECK(bad == ar.n && bad_plain == ar.n && bad_result == ar.n,
                   "%s %s: %zu elements as the reference, with and without a result buffer;"
                   " the result holds the old target%s", op_names[op], tc->name, ar.n, where);
+        if (!atomic_type(tc->type))
+            continue;
+        run_op_flags(tc, &ar, op, 0, GDR_GPU_ACC_ATOMIC);
+        bad_plain = first_diff(tc, ar.got, ar.expect, ar.n);
+        run_op_flags(tc, &ar, op, 1, GDR_GPU_ACC_ATOMIC);
+        bad = first_diff(tc, ar.got, ar.expect, ar.n);
+        bad_result = first_diff(tc, ar.result, ar.target, ar.n);
+        GDR_CHECK(bad == ar.n && bad_plain == ar.n && bad_result == ar.n,
+                  "%s %s, atomic steps: the same values and results as the reference (first"
+                  " differing element %zu, without a result buffer %zu, in the result %zu)",
+                  op_names[op], tc->name, bad, bad_plain, bad_result);
     }
     GDR_CHECK(invalid_ok, "%s: the %d ops MPI does not define on it touch neither target nor"
               " result", tc->name, invalid_count);
@@ -405,7 +430,7 @@ static void check_type(const type_case_t *tc)
 static void apply(int op, int type, void *target, const void *origin, void *result,
                   const void *compare, uint64_t count)
 {
-    gdr_gpu_acc_args_t args = {target, origin, result, compare, count, op, type};
+    gdr_gpu_acc_args_t args = {target, origin, result, compare, count, op, type, 0};
     gdr_gpu_acc_apply(&args);
 }
 
@@ -500,7 +525,7 @@ static void check_partitions(int op, int type)
         memcpy(compare + k * sz, vals + (k * 3 % tc->nvals) * sz, sz);
     }
     memcpy(full, init, N * sz);
-    gdr_gpu_acc_args_t a = {full, origin, full_r, compare, N, op, type};
+    gdr_gpu_acc_args_t a = {full, origin, full_r, compare, N, op, type, 0};
     gdr_gpu_acc_apply(&a);
     static const uint64_t strides[] = {1, 2, 3, 7, 32, 1000, N, 2 * N};
     int ok = 1;
@@ -520,6 +545,130 @@ static void check_partitions(int op, int type)
     GDR_CHECK(ok, "%s %s over %d elements: split passes (strides 1 to %d) give one full pass;"
               " stride 0 and first >= count touch nothing", op_names[op], tc->name, N, 2 * N);
     free(init), free(origin), free(compare), free(full), free(full_r), free(split), free(split_r);
+}
+
+/* ---- atomic steps under contention, on the host ------------------------------------- */
+
+/* Sums of 1 that threads add at once to the same elements: int8 and int16 neighbours
+ * sharing words, int32 and int64 (fetch-add), float and double (compare-and-swap loops). */
+enum { HAMMER_THREADS = 4, HAMMER_ROUNDS = 20000, HAMMER_N = 8 };
+
+typedef struct hammer_set {
+    int8_t i8[HAMMER_N];
+    int16_t i16[HAMMER_N];
+    int32_t i32[HAMMER_N];
+    int64_t i64[HAMMER_N];
+    float f32[HAMMER_N];
+    double f64[HAMMER_N];
+    uint16_t counter;                   /* a compare-and-swap counter */
+    uint64_t ticket;                    /* fetch-add with a result: tickets */
+} hammer_set_t;
+
+typedef struct hammer {
+    hammer_set_t *set;
+    int flags;
+    unsigned cas_wins;
+    uint64_t *tickets;                  /* HAMMER_ROUNDS of them */
+} hammer_t;
+
+static void *hammer_run(void *arg)
+{
+    hammer_t *h = arg;
+    static const int8_t one8[HAMMER_N] = {1, 1, 1, 1, 1, 1, 1, 1};
+    static const int16_t one16[HAMMER_N] = {1, 1, 1, 1, 1, 1, 1, 1};
+    static const int32_t one32[HAMMER_N] = {1, 1, 1, 1, 1, 1, 1, 1};
+    static const int64_t one64[HAMMER_N] = {1, 1, 1, 1, 1, 1, 1, 1};
+    static const float onef[HAMMER_N] = {1, 1, 1, 1, 1, 1, 1, 1};
+    static const double oned[HAMMER_N] = {1, 1, 1, 1, 1, 1, 1, 1};
+    hammer_set_t *s = h->set;
+    const int64_t one = 1;
+    for (int r = 0; r < HAMMER_ROUNDS; r++) {
+        gdr_gpu_acc_args_t a[] = {
+            {s->i8, one8, NULL, NULL, HAMMER_N, GDR_GPU_OP_SUM, GDR_GPU_T_INT8, h->flags},
+            {s->i16, one16, NULL, NULL, HAMMER_N, GDR_GPU_OP_SUM, GDR_GPU_T_INT16, h->flags},
+            {s->i32, one32, NULL, NULL, HAMMER_N, GDR_GPU_OP_SUM, GDR_GPU_T_INT32, h->flags},
+            {s->i64, one64, NULL, NULL, HAMMER_N, GDR_GPU_OP_SUM, GDR_GPU_T_INT64, h->flags},
+            {s->f32, onef, NULL, NULL, HAMMER_N, GDR_GPU_OP_SUM, GDR_GPU_T_FLOAT, h->flags},
+            {s->f64, oned, NULL, NULL, HAMMER_N, GDR_GPU_OP_SUM, GDR_GPU_T_DOUBLE, h->flags},
+            {&s->ticket, &one, &h->tickets[r], NULL, 1, GDR_GPU_OP_SUM, GDR_GPU_T_UINT64,
+             h->flags},
+        };
+        for (size_t k = 0; k < sizeof(a) / sizeof(a[0]); k++)
+            gdr_gpu_acc_apply(&a[k]);
+        /* the counter: read it, then swap in one more where it still holds that */
+        uint16_t seen, next, was;
+        gdr_gpu_acc_args_t fetch = {&s->counter, NULL, &seen, NULL, 1, GDR_GPU_OP_NO_OP,
+                                    GDR_GPU_T_UINT16, h->flags};
+        gdr_gpu_acc_apply(&fetch);
+        next = (uint16_t) (seen + 1);
+        gdr_gpu_acc_args_t cas = {&s->counter, &next, &was, &seen, 1, GDR_GPU_OP_CSWAP,
+                                  GDR_GPU_T_UINT16, h->flags};
+        gdr_gpu_acc_apply(&cas);
+        h->cas_wins += was == seen;
+    }
+    return NULL;
+}
+
+static int cmp_u64(const void *x, const void *y)
+{
+    uint64_t a = *(const uint64_t *) x, b = *(const uint64_t *) y;
+    return a < b ? -1 : a > b;
+}
+
+static void check_atomic_contention(void)
+{
+    hammer_set_t set;
+    memset(&set, 0, sizeof(set));
+    hammer_t h[HAMMER_THREADS];
+    pthread_t t[HAMMER_THREADS];
+    uint64_t *all = calloc((size_t) HAMMER_THREADS * HAMMER_ROUNDS, sizeof(uint64_t));
+    for (int k = 0; k < HAMMER_THREADS; k++) {
+        h[k] = (hammer_t) {&set, GDR_GPU_ACC_ATOMIC, 0, all + (size_t) k * HAMMER_ROUNDS};
+        pthread_create(&t[k], NULL, hammer_run, &h[k]);
+    }
+    unsigned wins = 0;
+    for (int k = 0; k < HAMMER_THREADS; k++) {
+        pthread_join(t[k], NULL);
+        wins += h[k].cas_wins;
+    }
+    const long total = (long) HAMMER_THREADS * HAMMER_ROUNDS;
+    int ok = 1;
+    for (int i = 0; i < HAMMER_N; i++)
+        ok &= set.i8[i] == (int8_t) (uint8_t) total && set.i16[i] == (int16_t) (uint16_t) total
+            && set.i32[i] == total && set.i64[i] == total && set.f32[i] == (float) total
+            && set.f64[i] == (double) total;
+    GDR_CHECK(ok, "atomic steps: %d threads x %d sums of 1 on int8/int16 neighbours, int32,"
+              " int64, float and double: none lost (int8[0] %d, int16[0] %d, int32[0] %d,"
+              " float[0] %.0f)", HAMMER_THREADS, HAMMER_ROUNDS, set.i8[0], set.i16[0],
+              set.i32[0], set.f32[0]);
+    qsort(all, (size_t) total, sizeof(uint64_t), cmp_u64);
+    long in_order = 0;
+    while (in_order < total && all[in_order] == (uint64_t) in_order)
+        in_order++;
+    GDR_CHECK(in_order == total && set.ticket == (uint64_t) total, "atomic fetch-add with a"
+              " result: the %ld fetched values are 0 .. %ld, each once (first gap at %ld)",
+              total, total - 1, in_order);
+    GDR_CHECK(set.counter == (uint16_t) wins && wins > 0, "atomic compare-and-swap on a"
+              " uint16 counter: %u swaps won, counter %u", wins, set.counter);
+    free(all);
+
+    /* refused atomic steps touch nothing: 16-byte types, a misaligned 8-byte element */
+    int64_t store[3] = {5, 6, 7}, add[2] = {1, 1};
+    gdr_gpu_acc_args_t mis = {(char *) store + 4, add, NULL, NULL, 1, GDR_GPU_OP_SUM,
+                              GDR_GPU_T_2INT, GDR_GPU_ACC_ATOMIC};
+    gdr_gpu_acc_apply(&mis);
+    double _Complex z[1] = {1}, w[1] = {2};
+    gdr_gpu_acc_args_t wide = {z, w, NULL, NULL, 1, GDR_GPU_OP_SUM, GDR_GPU_T_DOUBLE_COMPLEX,
+                               GDR_GPU_ACC_ATOMIC};
+    gdr_gpu_acc_apply(&wide);
+    GDR_CHECK(store[0] == 5 && store[1] == 6 && z[0] == 1
+              && !gdr_gpu_acc_atomic_ok(GDR_GPU_T_2INT, (char *) store + 4)
+              && gdr_gpu_acc_atomic_ok(GDR_GPU_T_2INT, store)
+              && !gdr_gpu_acc_atomic_ok(GDR_GPU_T_DOUBLE_COMPLEX, z)
+              && !gdr_gpu_acc_atomic_ok(GDR_GPU_T_INT16, (char *) store + 1)
+              && gdr_gpu_acc_atomic_ok(GDR_GPU_T_INT8, (char *) store + 1),
+              "atomic steps refused (touching nothing): a 16-byte type, an 8-byte pair at a"
+              " 4-byte aligned address; gdr_gpu_acc_atomic_ok says so");
 }
 
 /* ---- the table and the sizes -------------------------------------------------------- */
@@ -603,7 +752,7 @@ typedef struct device_pass {
 
 /* Copies of the host arrays on the device, launch, copy back into ar->got/ar->result. */
 static int device_run_op(device_pass_t *d, const type_case_t *tc, const arrays_t *ar,
-                         void *const dev[4], int op, int with_result)
+                         void *const dev[4], int op, int with_result, int flags)
 {
     size_t bytes = ar->n * tc->size;
     gdr_gpu_t *g = &d->g;
@@ -612,7 +761,7 @@ static int device_run_op(device_pass_t *d, const type_case_t *tc, const arrays_t
         .origin = op == GDR_GPU_OP_NO_OP ? NULL : dev[1],
         .result = with_result ? dev[2] : NULL,
         .compare = op == GDR_GPU_OP_CSWAP ? dev[3] : NULL,
-        .count = ar->n, .op = op, .type = tc->type,
+        .count = ar->n, .op = op, .type = tc->type, .flags = flags,
     };
     return gdr_gpu_copy(g, dev[0], ar->target, bytes) || gdr_gpu_copy(g, dev[2], d->poison, bytes)
         || gdr_gpu_acc_launch(g, d->s, &args) || gdr_gpu_stream_sync(g, d->s)
@@ -635,29 +784,92 @@ static void check_type_on_device(device_pass_t *d, const type_case_t *tc)
     for (int op = 0; ready && op < GDR_GPU_OP_COUNT; op++) {
         if (!expect_valid(op, tc->type))
             continue;           /* the launch's contract: valid args only */
-        run_op(tc, &ar, op, 0);                 /* ar.expect: the reference */
-        int rc = device_run_op(d, tc, &ar, dev, op, 0);
-        size_t bad_plain = rc == 0 ? first_diff(tc, ar.got, ar.expect, ar.n) : 0;
-        int plain_untouched = rc == 0 && memcmp(ar.result, d->poison, bytes) == 0;
-        rc = rc || device_run_op(d, tc, &ar, dev, op, 1);
-        size_t bad = rc == 0 ? first_diff(tc, ar.got, ar.expect, ar.n) : 0;
-        size_t bad_result = rc == 0 ? first_diff(tc, ar.result, ar.target, ar.n) : 0;
-        int ok = rc == 0 && bad == ar.n && bad_plain == ar.n && bad_result == ar.n
-            && plain_untouched;
-        char where[GDR_GPU_ERROR_LEN + 160] = "";
-        if (rc != 0)
-            snprintf(where, sizeof(where), ": %s", d->g.error);
-        else if (!ok)
-            snprintf(where, sizeof(where), " (first differing element: %zu; without a result"
-                     " buffer %zu; in the result %zu%s)", bad, bad_plain, bad_result,
-                     plain_untouched ? "" : "; a result written though none was asked for");
-        GDR_CHECK(ok, "device %s %s: %zu elements as the reference, with and without a result"
-                  " buffer%s", op_names[op], tc->name, ar.n, where);
+        for (int flags = 0; flags <= GDR_GPU_ACC_ATOMIC; flags += GDR_GPU_ACC_ATOMIC) {
+            if (flags != 0 && !atomic_type(tc->type))
+                break;
+            run_op(tc, &ar, op, 0);                 /* ar.expect: the reference */
+            int rc = device_run_op(d, tc, &ar, dev, op, 0, flags);
+            size_t bad_plain = rc == 0 ? first_diff(tc, ar.got, ar.expect, ar.n) : 0;
+            int plain_untouched = rc == 0 && memcmp(ar.result, d->poison, bytes) == 0;
+            rc = rc || device_run_op(d, tc, &ar, dev, op, 1, flags);
+            size_t bad = rc == 0 ? first_diff(tc, ar.got, ar.expect, ar.n) : 0;
+            size_t bad_result = rc == 0 ? first_diff(tc, ar.result, ar.target, ar.n) : 0;
+            int ok = rc == 0 && bad == ar.n && bad_plain == ar.n && bad_result == ar.n
+                && plain_untouched;
+            char where[GDR_GPU_ERROR_LEN + 160] = "";
+            if (rc != 0)
+                snprintf(where, sizeof(where), ": %s", d->g.error);
+            else if (!ok)
+                snprintf(where, sizeof(where), " (first differing element: %zu; without a"
+                         " result buffer %zu; in the result %zu%s)", bad, bad_plain,
+                         bad_result, plain_untouched ? "" : "; a result written though none"
+                         " was asked for");
+            GDR_CHECK(ok, "device %s %s%s: %zu elements as the reference, with and without a"
+                      " result buffer%s", op_names[op], tc->name, flags ? ", atomic steps" : "",
+                      ar.n, where);
+        }
     }
     for (int b = 0; b < 4; b++)
         if (dev[b] != NULL)
             gdr_gpu_mem_free(&d->g, dev[b]);
     arrays_free(&ar);
+}
+
+/* Atomic steps from kernels running at once: launches on several streams add 1 to the
+ * same int8 neighbours, int32 (fetch-add) and float (compare-and-swap) elements. */
+static void check_atomic_on_device(device_pass_t *d)
+{
+    enum { STREAMS = 4, LAUNCHES = 50, N = 4096 };
+    gdr_gpu_t *g = &d->g;
+    gdr_gpu_stream_t s[STREAMS] = {NULL};
+    void *t8 = NULL, *t32 = NULL, *tf = NULL, *o8 = NULL, *o32 = NULL, *of = NULL;
+    int8_t *h8 = calloc(N, 1);
+    int32_t *h32 = calloc(N, 4);
+    float *hf = calloc(N, 4);
+    int ready = 1;
+    for (int k = 0; k < STREAMS; k++)
+        ready &= gdr_gpu_stream_create(g, &s[k]) == 0;
+    void **bufs[] = {&t8, &t32, &tf, &o8, &o32, &of};
+    size_t sizes[] = {N, 4 * N, 4 * N, N, 4 * N, 4 * N};
+    for (int b = 0; b < 6; b++)
+        ready = ready && gdr_gpu_mem_alloc(g, sizes[b], bufs[b]) == 0;
+    for (int i = 0; i < N; i++)
+        h8[i] = 1, h32[i] = 1, hf[i] = 1;
+    ready = ready && gdr_gpu_copy(g, o8, h8, N) == 0 && gdr_gpu_copy(g, o32, h32, 4 * N) == 0
+        && gdr_gpu_copy(g, of, hf, 4 * N) == 0;
+    memset(h8, 0, N), memset(h32, 0, 4 * N), memset(hf, 0, 4 * N);
+    ready = ready && gdr_gpu_copy(g, t8, h8, N) == 0 && gdr_gpu_copy(g, t32, h32, 4 * N) == 0
+        && gdr_gpu_copy(g, tf, hf, 4 * N) == 0;
+    for (int l = 0; ready && l < LAUNCHES; l++)
+        for (int k = 0; ready && k < STREAMS; k++) {
+            gdr_gpu_acc_args_t a8 = {t8, o8, NULL, NULL, N, GDR_GPU_OP_SUM, GDR_GPU_T_INT8,
+                                     GDR_GPU_ACC_ATOMIC};
+            gdr_gpu_acc_args_t a32 = {t32, o32, NULL, NULL, N, GDR_GPU_OP_SUM,
+                                      GDR_GPU_T_INT32, GDR_GPU_ACC_ATOMIC};
+            gdr_gpu_acc_args_t af = {tf, of, NULL, NULL, N, GDR_GPU_OP_SUM, GDR_GPU_T_FLOAT,
+                                     GDR_GPU_ACC_ATOMIC};
+            ready = gdr_gpu_acc_launch(g, s[k], &a8) == 0 && gdr_gpu_acc_launch(g, s[k], &a32) == 0
+                && gdr_gpu_acc_launch(g, s[k], &af) == 0;
+        }
+    for (int k = 0; k < STREAMS; k++)
+        ready = ready && gdr_gpu_stream_sync(g, s[k]) == 0;
+    ready = ready && gdr_gpu_copy(g, h8, t8, N) == 0 && gdr_gpu_copy(g, h32, t32, 4 * N) == 0
+        && gdr_gpu_copy(g, hf, tf, 4 * N) == 0;
+    int lost = 0;
+    for (int i = 0; ready && i < N; i++)
+        lost += h8[i] != (int8_t) (uint8_t) (STREAMS * LAUNCHES) || h32[i] != STREAMS * LAUNCHES
+            || hf[i] != STREAMS * LAUNCHES;
+    GDR_CHECK(ready && lost == 0, "device atomic steps: %d streams x %d launches adding 1 to"
+              " %d int8 neighbours, int32 and float elements at once: none lost (%d elements"
+              " short%s%s)", STREAMS, LAUNCHES, N, lost, ready ? "" : "; ",
+              ready ? "" : g->error);
+    for (int b = 0; b < 6; b++)
+        if (*bufs[b] != NULL)
+            gdr_gpu_mem_free(g, *bufs[b]);
+    for (int k = 0; k < STREAMS; k++)
+        if (s[k] != NULL)
+            gdr_gpu_stream_destroy(g, s[k]);
+    free(h8), free(h32), free(hf);
 }
 
 static void check_on_device(const char *driver)
@@ -684,6 +896,8 @@ static void check_on_device(const char *driver)
     for (int type = 0; loaded && type < GDR_GPU_T_COUNT; type++)
         check_type_on_device(&d, &cases[type]);
     if (loaded)
+        check_atomic_on_device(&d);
+    if (loaded)
         gdr_gpu_stream_destroy(&d.g, d.s);
     free(d.poison);
     gdr_gpu_close(&d.g);
@@ -699,6 +913,7 @@ int main(int argc, char **argv)
     check_partitions(GDR_GPU_OP_PROD, GDR_GPU_T_DOUBLE_COMPLEX);
     check_partitions(GDR_GPU_OP_MAXLOC, GDR_GPU_T_DOUBLE_INT);
     check_partitions(GDR_GPU_OP_CSWAP, GDR_GPU_T_UINT16);
+    check_atomic_contention();
     check_table_and_sizes();
     check_kernel_image();
     if (argc > 1)
