@@ -11,11 +11,16 @@
  * more (rank % count).  CSV on stdout, bench/README.md columns:
  *   bw_put_device_create_flush,BYTES,us per put,MB/s,TOOL,p50 us
  *   cudaMemcpy_d2d,BYTES,us per copy,MB/s,cuda,p50 us
+ * then MPI_Accumulate (SUM of doubles from device memory, 64 KiB .. 4 MiB, at most 10 per
+ * flush) and Fetch_and_op + flush latency (int64 SUM, host operands) into the same window:
+ *   bw_acc_sum_double_device_create_flush,BYTES,...
+ *   lat_fetch_and_op_int64_device_create_flush,8,...
  * A benchmark: it prints numbers and never judges them.
  */
 #define _POSIX_C_SOURCE 200809L     /* getopt */
 #include <cuda_runtime_api.h>
 #include <mpi.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -118,6 +123,41 @@ int main(int argc, char **argv)
         }
         MPI_Barrier(MPI_COMM_WORLD);
     }
+
+    /* accumulates into the device window: MPI_SUM of doubles from the device buffer, 64 KiB
+     * to 4 MiB; then Fetch_and_op (SUM of an int64, host operands) + flush, one at a time */
+    int acc_iters = iters < 10 ? iters : 10;
+    for (size_t bytes = 65536; rank == 0 && bytes <= max_bytes && bytes <= (4u << 20);
+         bytes *= 4) {
+        int n = (int) (bytes / sizeof(double));
+        MPI_Win_lock_all(0, win);
+        MPI_Accumulate(src, n, MPI_DOUBLE, 1, 0, n, MPI_DOUBLE, MPI_SUM, win);  /* warm-up */
+        MPI_Win_flush(1, win);
+        for (int r = 0; r < REPS; r++) {
+            double t = MPI_Wtime();
+            for (int i = 0; i < acc_iters; i++)
+                MPI_Accumulate(src, n, MPI_DOUBLE, 1, 0, n, MPI_DOUBLE, MPI_SUM, win);
+            MPI_Win_flush(1, win);
+            us[r] = (MPI_Wtime() - t) * 1e6 / acc_iters;
+        }
+        MPI_Win_unlock_all(win);
+        report("bw_acc_sum_double_device_create_flush", bytes, tool, us);
+    }
+    if (rank == 0) {
+        int64_t one = 1, old;
+        MPI_Win_lock_all(0, win);
+        for (int r = 0; r < REPS; r++) {
+            double t = MPI_Wtime();
+            for (int i = 0; i < 100; i++) {
+                MPI_Fetch_and_op(&one, &old, MPI_INT64_T, 1, 0, MPI_SUM, win);
+                MPI_Win_flush(1, win);
+            }
+            us[r] = (MPI_Wtime() - t) * 1e6 / 100;
+        }
+        MPI_Win_unlock_all(win);
+        report("lat_fetch_and_op_int64_device_create_flush", 8, tool, us);
+    }
+    MPI_Barrier(MPI_COMM_WORLD);
     MPI_Win_free(&win);
     cudaFree(src);
     cudaFree(win_mem);

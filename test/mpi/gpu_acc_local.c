@@ -1,5 +1,5 @@
 /* The accumulate family on same-node device windows (gdr's same-node path, issue 20), on
- * the simulated GPU or a real one; every rank on one node.
+ * the simulated GPU or a real one: every rank on one node, or two nodes of two ranks.
  *
  * 1. A matrix: window {MPI_Win_create over cuMemAlloc, MPI_Win_allocate with
  *    mpi_memory_alloc_kinds=cuda:device} x origin and result buffers {host, device} x sync
@@ -13,7 +13,9 @@
  *    come out as a permutation; compare-and-swap increments that must all count.
  * 3. Raccumulate and Rget_accumulate: the result is there when MPI_Wait returns.
  * 4. MPI_T: every one of those operations went as gdr's kernel on the peer's window
- *    (gdr_rma_{acc,get_acc,fop,cas}_local), exactly as many as were issued.
+ *    (gdr_rma_{acc,get_acc,fop,cas}_local) when all ranks share the node; over Soft-RoCE
+ *    with two ranks per guest, those to the other node through the staged protocol, whose
+ *    target applies them with the same atomic steps (so the contention runs mix both).
  * 5. Unless the simulated GPU runs strict (MPICH's message path touches device memory on
  *    the host there): a double complex accumulate, which the kernel's atomic steps do not
  *    take (16 bytes), goes as a message, and a later accumulate by gdr's kernel to the
@@ -41,10 +43,22 @@ static unsigned long long pvar(const char *name)
     return v;
 }
 
+/* MPI_T: accumulate-family operations that took one path ("local", "staged") */
+static unsigned long long accumulates_by(const char *path)
+{
+    static const char *const kinds[] = { "acc", "get_acc", "fop", "cas" };
+    char name[64];
+    unsigned long long n = 0;
+    for (size_t k = 0; k < sizeof(kinds) / sizeof(kinds[0]); k++) {
+        snprintf(name, sizeof(name), "gdr_rma_%s_%s", kinds[k], path);
+        n += pvar(name);
+    }
+    return n;
+}
+
 static unsigned long long local_accumulates(void)
 {
-    return pvar("gdr_rma_acc_local") + pvar("gdr_rma_get_acc_local")
-        + pvar("gdr_rma_fop_local") + pvar("gdr_rma_cas_local");
+    return accumulates_by("local");
 }
 
 static unsigned long long issued;      /* accumulate-family operations this rank issued */
@@ -476,13 +490,27 @@ int main(int argc, char **argv)
     MPI_Group left, right;
     gdr_ring_groups(&left, &right);
 
-    unsigned long long local0 = local_accumulates();
+    MPI_Comm node;
+    int node_size;
+    MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, rank, MPI_INFO_NULL, &node);
+    MPI_Comm_size(node, &node_size);
+    MPI_Comm_free(&node);
+    unsigned long long local0 = local_accumulates(), staged0 = accumulates_by("staged");
     matrix(rank, size, left, right);
     contention(rank, size);
     requests(rank, size);
     gdr_test_set_context("MPI_T counters");
-    gdr_check_long("accumulate-family operations carried as gdr's kernel on the peer's"
-                   " window", 0, (long long) issued, (long long) (local_accumulates() - local0));
+    unsigned long long local = local_accumulates() - local0;
+    unsigned long long staged = accumulates_by("staged") - staged0;
+    /* same node: gdr's kernel on the peer's window; other nodes (over Soft-RoCE): the
+     * staged protocol, whose target applies them with the same atomic steps */
+    gdr_check_long("accumulate-family operations as gdr's kernel (same node) or the staged"
+                   " protocol (other nodes), none as messages", 0, (long long) issued,
+                   (long long) (local + staged));
+    gdr_check_long("every rank on this node: all of them as gdr's kernel on the peer's window",
+                   0, 1, node_size < size || local == issued);
+    gdr_check_long("some ranks on this node: some of them as gdr's kernel", 0, 1,
+                   node_size == 1 || local > 0);
     const char *mode = getenv("GDR_GPUSIM_MODE");
     if (mode == NULL || strcmp(mode, "strict") != 0)
         across_paths(rank, size);
