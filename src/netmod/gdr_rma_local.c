@@ -61,7 +61,7 @@ struct MPIDI_GDR_local_win {
     int pending;                /* copies since the last wait */
     unsigned char *acc_here;    /* per rank: accumulates by this path since the last wait */
     unsigned char *acc_elsewhere;       /* per rank: accumulates by another path since */
-    signed char *on_this_gpu;   /* per rank: its window is this GPU's memory (1), not (-1) */
+    int one_gpu;                /* every rank of this node uses this GPU: accumulates here */
     char *scratch;              /* device memory for operands the GPU cannot reach */
     size_t scratch_size;
 };
@@ -102,11 +102,10 @@ static void local_release(MPIR_Win * win, struct MPIDI_GDR_local_win *l)
     MPL_free(l->seen);
     MPL_free(l->acc_here);
     MPL_free(l->acc_elsewhere);
-    MPL_free(l->on_this_gpu);
     MPL_free(l);
 }
 
-int MPIDI_GDR_local_claims(MPIR_Win * win)
+int MPIDI_GDR_local_claims(MPIR_Win * win, int one_gpu)
 {
     if (!MPIR_CVAR_CH4_GDR_LOCAL_DEVICE || !MPIDI_GDR_global.gpu.on
         || win->create_flavor == MPI_WIN_FLAVOR_DYNAMIC)
@@ -127,10 +126,10 @@ int MPIDI_GDR_local_claims(MPIR_Win * win)
         l->seen = MPL_calloc(n, 1, MPL_MEM_RMA);
         l->acc_here = MPL_calloc(n, 1, MPL_MEM_RMA);
         l->acc_elsewhere = MPL_calloc(n, 1, MPL_MEM_RMA);
-        l->on_this_gpu = MPL_calloc(n, 1, MPL_MEM_RMA);
+        l->one_gpu = one_gpu;
     }
     if (l == NULL || l->peers == NULL || l->seen == NULL || l->acc_here == NULL
-        || l->acc_elsewhere == NULL || l->on_this_gpu == NULL) {
+        || l->acc_elsewhere == NULL) {
         if (l != NULL)
             local_release(win, l);
         return 0;               /* only a shortcut lost: MPICH's shared memory carries them */
@@ -283,24 +282,15 @@ static int gpu_reaches(const void *p)
         && (info.is_device || info.is_pinned_host);
 }
 
+static int gpu_is_device(const void *p)
+{
+    gdr_gpu_mem_info_t info;
+    return gdr_gpu_mem_query(&MPIDI_GDR_global.gpu, p, &info) == 0 && info.is_device;
+}
+
 static size_t round16(size_t n)
 {
     return (n + 15) & ~(size_t) 15;
-}
-
-/* Whether rank's mapped window is memory of this process's GPU, asked once.  Another
- * GPU's memory, reached over NVLink or PCIe peer access, does not always take the
- * kernel's atomics natively; MPIDIG's messages carry accumulates to it. */
-static int on_this_gpu(struct MPIDI_GDR_local_win *l, int rank, const gdr_dev_peer_t * peer)
-{
-    gdr_gpu_t *g = &MPIDI_GDR_global.gpu;
-    if (l->on_this_gpu[rank] == 0) {
-        gdr_gpu_mem_info_t info;
-        int same = gdr_gpu_mem_query(g, peer->base, &info) == 0 && info.is_device
-            && info.device == g->ordinal;
-        l->on_this_gpu[rank] = same ? 1 : -1;
-    }
-    return l->on_this_gpu[rank] > 0;
 }
 
 /* Accumulates this rank sent to target another way (staged protocol, MPIDIG's messages)
@@ -344,11 +334,14 @@ static int local_acc(const MPIDI_GDR_rma_args_t * a, MPIR_Win * win,
     gdr_gpu_t *g = &MPIDI_GDR_global.gpu;
     local_acc_t s;
 
-    /* (this rank's page-locked host window: the staged protocol, as before; where the
-     * window's accumulates all reach the NIC, its atomics are the only ones on this
-     * memory, and a GPU atomic would not be atomic with them) */
-    if ((GDR_WIN(win).rma.eng != NULL && GDR_WIN(win).rma.atomics.native)
-        || !acc_shape(a, &s) || !on_this_gpu(l, a->target, peer))
+    /* Every origin must apply accumulates to an element the same way (element-wise
+     * atomicity): not where the node's ranks use several GPUs (a peer mapping of another
+     * GPU's memory may not take the atomics natively: all go as messages), nor where the
+     * window's accumulates all reach the NIC (its atomics are then the only ones on this
+     * memory), nor to this rank's page-locked host window (the staged protocol, as
+     * before). */
+    if (!l->one_gpu || (GDR_WIN(win).rma.eng != NULL && GDR_WIN(win).rma.atomics.native)
+        || !acc_shape(a, &s) || !gpu_is_device(peer->base))
         return MPI_SUCCESS;
     MPI_Aint at = a->tdisp * (MPI_Aint) peer->disp_unit + s.tlb, size = (MPI_Aint) peer->size;
     if (a->tdisp < 0 || at < 0 || s.bytes > size || at > size - s.bytes) {
@@ -501,10 +494,12 @@ int MPIDI_GDR_local_rma(const MPIDI_GDR_rma_args_t * a, MPIR_Win * win, MPIR_Req
 
 int MPIDI_GDR_local_only_by_message(MPIR_Win * win, int target)
 {
-    /* (this rank itself stays with the engine: the staged protocol reaches it, and
-     * MPIDIG would apply an accumulate to device memory on the host) */
+    /* (this rank itself stays with the engine when the node is on one GPU, as the other
+     * ranks' accumulates are then GPU atomics too; with several GPUs the node's
+     * accumulates all go as messages, this rank's own as well) */
     return (MPIDI_WIN(win, winattr) & MPIDI_WINATTR_NM_LOCAL)
-        && target >= 0 && target < win->comm_ptr->local_size && target != win->comm_ptr->rank
+        && target >= 0 && target < win->comm_ptr->local_size
+        && (target != win->comm_ptr->rank || !GDR_WIN(win).local->one_gpu)
         && MPIDI_av_is_local(MPIDIU_comm_rank_to_av(win->comm_ptr, target));
 }
 

@@ -8,8 +8,10 @@
 /* At window creation (every rank): 1 when this rank reaches some target of win straight
  * through GPU copies (its own window in device or page-locked memory, a same-node device
  * window by CUDA IPC), so that ch4 hands RMA to ranks of this node to gdr
- * (MPIDI_WINATTR_NM_LOCAL, MPICH patch 0015). */
-int MPIDI_GDR_local_claims(MPIR_Win * win);
+ * (MPIDI_WINATTR_NM_LOCAL, MPICH patch 0015).  one_gpu: every rank of this node uses this
+ * rank's GPU (the same on all of them), so that the node's accumulates to device windows
+ * may all be the GPU's atomics; else they all go as MPIDIG's messages. */
+int MPIDI_GDR_local_claims(MPIR_Win * win, int one_gpu);
 
 /* *handled = 1: a Put/Rput/Get/Rget carried out (or refused with an MPI error) as GPU
  * copies straight into or out of the target's window; 0: not this path's (other kinds,
@@ -18,10 +20,11 @@ int MPIDI_GDR_local_claims(MPIR_Win * win);
 int MPIDI_GDR_local_rma(const MPIDI_GDR_rma_args_t * a, MPIR_Win * win, MPIR_Request ** req,
                         int *handled);
 
-/* 1 when win is claimed (MPIDI_WINATTR_NM_LOCAL) and target is another rank of this node: an
- * operation this path did not take then goes as MPIDIG's messages over shared memory, as
- * the shm module would have sent it, never through the RDMA engine or the staged
- * protocol (which reach ranks of other nodes only). */
+/* 1 when win is claimed (MPIDI_WINATTR_NM_LOCAL) and target is another rank of this node
+ * (or this rank, when the node's ranks use several GPUs): an operation this path did not
+ * take then goes as MPIDIG's messages over shared memory, as the shm module would have
+ * sent it, never through the RDMA engine or the staged protocol (which reach ranks of
+ * other nodes only). */
 int MPIDI_GDR_local_only_by_message(MPIR_Win * win, int target);
 
 /* Blocks until every copy this path started on win has completed (flush, fence, unlock,

@@ -43,14 +43,38 @@ typedef struct win_card {
     gdr_gpu_ipc_handle_t ipc;
     int32_t ipc_ok;
     int32_t pad;
+    uint64_t gpu;               /* which GPU this rank uses (a hash of its PCI bus id); 0: none */
 } win_card_t;
 
-/* This rank's IPC handle for a window in device memory (nothing for other memory). */
+/* This rank's IPC handle for a window in device memory (nothing for other memory), and
+ * its GPU. */
 static void card_ipc(MPIR_Win * win, win_card_t * c)
 {
+    gdr_gpu_t *g = &MPIDI_GDR_global.gpu;
     c->ipc_ok = win->create_flavor != MPI_WIN_FLAVOR_DYNAMIC && win->size > 0
-        && MPIDI_GDR_global.gpu.on && MPIDI_GDR_gpu_buffer_id(win->base) != 0
-        && gdr_gpu_ipc_handle_get(&MPIDI_GDR_global.gpu, win->base, &c->ipc) == 0;
+        && g->on && MPIDI_GDR_gpu_buffer_id(win->base) != 0
+        && gdr_gpu_ipc_handle_get(g, win->base, &c->ipc) == 0;
+    c->gpu = 0;
+    for (const char *b = g->on ? g->busid : ""; *b != '\0'; b++)   /* FNV-1a */
+        c->gpu = (c->gpu ^ (unsigned char) *b) * 0x100000001b3ull;
+    c->gpu |= g->on;            /* never 0 for a GPU */
+}
+
+/* Whether every rank of this rank's node uses this rank's GPU (the same answer on each
+ * of them): then same-node accumulates may all be GPU atomics on it. */
+static int node_on_one_gpu(MPIR_Win * win, const win_card_t * cards)
+{
+    int n = win->comm_ptr->local_size, me = win->comm_ptr->rank;
+    int my_grank = MPIDIU_get_grank(me, win->comm_ptr);
+    if (my_grank < 0 || cards[me].gpu == 0)
+        return 0;
+    for (int i = 0; i < n; i++) {
+        int g = MPIDIU_get_grank(i, win->comm_ptr);
+        if (g < 0 || (MPIR_Process.node_map[g] == MPIR_Process.node_map[my_grank]
+                      && cards[i].gpu != cards[me].gpu))
+            return 0;
+    }
+    return 1;
 }
 
 /* The same-node device windows among the cards, for the IPC paths. */
@@ -132,7 +156,7 @@ static int win_table_init(MPIR_Win * win, int rdma)
     for (int i = 0; i < n; i++)
         gdr_rma_win_set_card(w, i, &cards[i].rma);
     keep_peer_ipc(win, cards);
-    if (MPIDI_GDR_local_claims(win))
+    if (MPIDI_GDR_local_claims(win, node_on_one_gpu(win, cards)))
         MPIDI_WIN(win, winattr) |= MPIDI_WINATTR_NM_LOCAL;     /* (MPICH patch 0015) */
     MPIDI_GDR_engine_exit(took);
   fn_exit:

@@ -14,6 +14,7 @@ typedef int (*gdr_cu_get_proc_fn)(const char *, void **, int, uint64_t, int *);
 
 static struct {
     int (*init)(unsigned);
+    int (*device_count)(int *);
     int (*device_get)(int *, int);
     int (*ctx_retain)(void **, int);
     int (*ctx_set)(void *);
@@ -31,6 +32,8 @@ static struct {
     int (*ctx_sync)(void);
     int (*ptr_attrs)(unsigned, unsigned *, void **, uint64_t);
 } cu;
+
+static int cuda_device, cuda_devices = 1;     /* cuda_open's device, and how many */
 
 /* 0, or -1 with the reason on stderr */
 static inline int cuda_open(void)
@@ -50,6 +53,7 @@ static inline int cuda_open(void)
         return -1; \
     }
     RESOLVE(init, "cuInit");
+    RESOLVE(device_count, "cuDeviceGetCount");
     RESOLVE(device_get, "cuDeviceGet");
     RESOLVE(ctx_retain, "cuDevicePrimaryCtxRetain");
     RESOLVE(ctx_set, "cuCtxSetCurrent");
@@ -67,13 +71,24 @@ static inline int cuda_open(void)
     RESOLVE(ctx_sync, "cuCtxSynchronize");
     RESOLVE(ptr_attrs, "cuPointerGetAttributes");
 #undef RESOLVE
-    int dev;
+    int dev, count = 1, ordinal = 0;
     void *ctx;
-    if (cu.init(0) != 0 || cu.device_get(&dev, 0) != 0 || cu.ctx_retain(&ctx, dev) != 0
+    if (cu.init(0) != 0 || cu.device_count(&count) != 0 || count < 1) {
+        fprintf(stderr, "no usable CUDA device\n");
+        return -1;
+    }
+    /* GDR_TEST_DEVICE_BY_RANK: the node's ranks take its devices in turn (called before
+     * MPI_Init, this context is the one gdr takes: hydra's MPI_LOCALRANKID says which) */
+    const char *local = getenv("MPI_LOCALRANKID");
+    if (getenv("GDR_TEST_DEVICE_BY_RANK") != NULL && local != NULL)
+        ordinal = atoi(local) % count;
+    if (cu.device_get(&dev, ordinal) != 0 || cu.ctx_retain(&ctx, dev) != 0
         || cu.ctx_set(ctx) != 0) {
         fprintf(stderr, "no usable CUDA device\n");
         return -1;
     }
+    cuda_device = ordinal;
+    cuda_devices = count;
     return 0;
 }
 
@@ -102,16 +117,22 @@ static inline void dev_copy(void *dst, const void *src, size_t n)
         gdr_test_die("cuMemcpy", MPI_ERR_OTHER);
 }
 
-/* In an MPI test after MPI_Init: the driver opened, or the job's verdict given (a failure:
- * these tests need a GPU or the simulated one), MPI finalized and the process ended. */
-static inline void cuda_open_or_end(void)
+/* In an MPI test after MPI_Init, with cuda_open's result (rc; cuda_open_or_end calls it
+ * here): nothing if it opened, else the job's verdict given (a failure: these tests need
+ * a GPU or the simulated one), MPI finalized and the process ended. */
+static inline void cuda_opened_or_end(int rc)
 {
-    if (cuda_open() == 0)
+    if (rc == 0)
         return;
     gdr_test_fail("no usable CUDA driver: this test needs a GPU or the simulated one");
     long e = gdr_test_finish();
     MPI_Finalize();
     exit(e != 0);
+}
+
+static inline void cuda_open_or_end(void)
+{
+    cuda_opened_or_end(cuda_open());
 }
 #endif
 

@@ -16,6 +16,9 @@
  *    (gdr_rma_{acc,get_acc,fop,cas}_local) when all ranks share the node; over Soft-RoCE
  *    with two ranks per guest, those to the other node through the staged protocol, whose
  *    target applies them with the same atomic steps (so the contention runs mix both).
+ *    With GDR_TEST_DEVICE_BY_RANK (and GDR_GPUSIM_DEVICES=2, host-visible) the node's
+ *    ranks take its GPUs in turn: accumulates to a window on another GPU go as MPIDIG's
+ *    messages, values all the same.
  * 5. Unless the simulated GPU runs strict (MPICH's message path touches device memory on
  *    the host there): a double complex accumulate, which the kernel's atomic steps do not
  *    take (16 bytes), goes as a message, and a later accumulate by gdr's kernel to the
@@ -62,6 +65,15 @@ static unsigned long long local_accumulates(void)
 }
 
 static unsigned long long issued;      /* accumulate-family operations this rank issued */
+static unsigned long long expect_local;        /* ... of them to a window on this GPU */
+static int *same_gpu;                   /* per rank: on this node, its window on this GPU */
+
+/* n operations issued to target t */
+static void count_ops(int t, int n)
+{
+    issued += (unsigned long long) n;
+    expect_local += same_gpu[t] ? (unsigned long long) n : 0;
+}
 
 /* ---- windows ------------------------------------------------------------------------- */
 typedef struct {
@@ -182,7 +194,7 @@ static void issue_all(const region_t *o, fetched_t *f, int t, MPI_Win win)
     MPI_Fetch_and_op(&o->fop, &f->fop, MPI_INT64_T, t, AT_FOP, MPI_SUM, win);
     /* the target holds fill(t, 0)'s cas values: the first compare matches, the second not */
     MPI_Compare_and_swap(&o->cas[0], &o->cas[1], &f->cas[1], MPI_INT32_T, t, AT_CAS_NO, win);
-    issued += 10;
+    count_ops(t, 10);
 }
 
 static void run_cell(dwin_t *w, int rank, int size, int dev, sync_t s, MPI_Group left,
@@ -242,7 +254,7 @@ static void run_cell(dwin_t *w, int rank, int size, int dev, sync_t s, MPI_Group
                              w->win);
     else
         MPI_Compare_and_swap(&cas_new, &cas_cmp, &f->cas[0], MPI_INT32_T, t, AT_CAS, w->win);
-    issued++;
+    count_ops(t, 1);
     switch (s) {
     case SYNC_FENCE:
         MPI_Win_fence(0, w->win);
@@ -356,7 +368,7 @@ static void contention(int rank, int size)
         MPI_Compare_and_swap(&next, &seen, &was, MPI_INT32_T, 0, AT_HOT + 264, w.win);
         MPI_Win_flush(0, w.win);
         cas_wins += was == seen;
-        issued += 6;
+        count_ops(0, 6);
     }
     MPI_Win_unlock_all(w.win);
     MPI_Barrier(MPI_COMM_WORLD);
@@ -431,7 +443,7 @@ static void requests(int rank, int size)
     MPI_Rget_accumulate(add, N, MPI_INT64_T, old, N, MPI_INT64_T, t, AT_GACC, N, MPI_INT64_T,
                         MPI_SUM, w.win, &req[1]);
     MPI_Wait(&req[1], MPI_STATUS_IGNORE);
-    issued += 2;
+    count_ops(t, 2);
     for (int i = 0; i < N; i++)
         if (!gdr_check_long("Rget_accumulate: the old value is there at MPI_Wait", i,
                             t * 100 + i + 1000 + i, old[i]))
@@ -464,7 +476,7 @@ static void across_paths(int rank, int size)
     MPI_Get_accumulate(add, 2, MPI_DOUBLE, got, 2, MPI_DOUBLE, t, AT_CPLX, 2, MPI_DOUBLE,
                        MPI_SUM, w.win);
     MPI_Win_unlock(t, w.win);
-    gdr_check_long("the complex accumulate went another way", 0, 1,
+    gdr_check_long("the complex accumulate went another way", 0, same_gpu[t],
                    (long long) (local_accumulates() - before));
     gdr_check_double("the kernel's Get_accumulate fetched the complex REPLACE (real)", 0, 3,
                      got[0]);
@@ -474,27 +486,37 @@ static void across_paths(int rank, int size)
     dev_copy(got, w.base + AT_CPLX, sizeof(got));
     gdr_check_double("target after both (real)", 0, 13, got[0]);
     gdr_check_double("target after both (imag)", 1, 24, got[1]);
-    issued++;
     dwin_close(&w);
 }
 
 int main(int argc, char **argv)
 {
     int rank, size, provided;
+    /* before MPI_Init: gdr takes the device whose context is current then */
+    int cuda_rc = cuda_open();
     MPI_Init(&argc, &argv);
     MPI_T_init_thread(MPI_THREAD_SINGLE, &provided);
     MPI_T_pvar_session_create(&session);
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
     MPI_Comm_size(MPI_COMM_WORLD, &size);
-    cuda_open_or_end();
+    cuda_opened_or_end(cuda_rc);
     MPI_Group left, right;
     gdr_ring_groups(&left, &right);
 
+    /* which ranks' windows are on this node and this GPU: gdr's kernel reaches those */
     MPI_Comm node;
-    int node_size;
+    int *node_of = calloc(size, sizeof(int)), *gpu_of = calloc(size, sizeof(int));
     MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, rank, MPI_INFO_NULL, &node);
-    MPI_Comm_size(node, &node_size);
+    int node_leader = rank;
+    MPI_Allreduce(MPI_IN_PLACE, &node_leader, 1, MPI_INT, MPI_MIN, node);
     MPI_Comm_free(&node);
+    MPI_Allgather(&node_leader, 1, MPI_INT, node_of, 1, MPI_INT, MPI_COMM_WORLD);
+    MPI_Allgather(&cuda_device, 1, MPI_INT, gpu_of, 1, MPI_INT, MPI_COMM_WORLD);
+    same_gpu = calloc(size, sizeof(int));
+    for (int t = 0; t < size; t++)
+        same_gpu[t] = node_of[t] == node_leader && gpu_of[t] == cuda_device;
+    free(node_of);
+    free(gpu_of);
     unsigned long long local0 = local_accumulates(), staged0 = accumulates_by("staged");
     matrix(rank, size, left, right);
     contention(rank, size);
@@ -502,20 +524,21 @@ int main(int argc, char **argv)
     gdr_test_set_context("MPI_T counters");
     unsigned long long local = local_accumulates() - local0;
     unsigned long long staged = accumulates_by("staged") - staged0;
-    /* same node: gdr's kernel on the peer's window; other nodes (over Soft-RoCE): the
-     * staged protocol, whose target applies them with the same atomic steps */
-    gdr_check_long("accumulate-family operations as gdr's kernel (same node) or the staged"
-                   " protocol (other nodes), none as messages", 0, (long long) issued,
-                   (long long) (local + staged));
-    gdr_check_long("every rank on this node: all of them as gdr's kernel on the peer's window",
-                   0, 1, node_size < size || local == issued);
-    gdr_check_long("some ranks on this node: some of them as gdr's kernel", 0, 1,
-                   node_size == 1 || local > 0);
+    /* this node and this GPU: gdr's kernel on the peer's window; other nodes (over
+     * Soft-RoCE): the staged protocol, whose target applies them with the same atomic
+     * steps; another GPU of this node: MPIDIG's messages */
+    gdr_check_long("accumulate-family operations to windows on this node's GPU as gdr's"
+                   " kernel on the peer's window", 0, (long long) expect_local,
+                   (long long) local);
+    if (getenv("GDR_TEST_DEVICE_BY_RANK") == NULL)
+        gdr_check_long("the others through the staged protocol, none as messages", 0,
+                       (long long) (issued - expect_local), (long long) staged);
     const char *mode = getenv("GDR_GPUSIM_MODE");
     if (mode == NULL || strcmp(mode, "strict") != 0)
         across_paths(rank, size);
 
     gdr_ring_groups_free(&left, &right);
+    free(same_gpu);
     MPI_T_pvar_session_free(&session);
     MPI_T_finalize();
     long errors = gdr_test_finish();
