@@ -17,8 +17,8 @@
  *    with two ranks per guest, those to the other node through the staged protocol, whose
  *    target applies them with the same atomic steps (so the contention runs mix both).
  *    With GDR_TEST_DEVICE_BY_RANK (and GDR_GPUSIM_DEVICES=2, host-visible) the node's
- *    ranks take its GPUs in turn: accumulates to a window on another GPU go as MPIDIG's
- *    messages, values all the same.
+ *    ranks take its GPUs in turn: then all of the node's accumulates go as MPIDIG's
+ *    messages (every origin of an element one way), values all the same.
  * 5. Unless the simulated GPU runs strict (MPICH's message path touches device memory on
  *    the host there): a double complex accumulate, which the kernel's atomic steps do not
  *    take (16 bytes), goes as a message, and a later accumulate by gdr's kernel to the
@@ -66,7 +66,7 @@ static unsigned long long local_accumulates(void)
 
 static unsigned long long issued;      /* accumulate-family operations this rank issued */
 static unsigned long long expect_local;        /* ... of them to a window on this GPU */
-static int *same_gpu;                   /* per rank: on this node, its window on this GPU */
+static int *same_gpu;                   /* per rank: on this node, which is all on one GPU */
 
 /* n operations issued to target t */
 static void count_ops(int t, int n)
@@ -512,9 +512,14 @@ int main(int argc, char **argv)
     MPI_Comm_free(&node);
     MPI_Allgather(&node_leader, 1, MPI_INT, node_of, 1, MPI_INT, MPI_COMM_WORLD);
     MPI_Allgather(&cuda_device, 1, MPI_INT, gpu_of, 1, MPI_INT, MPI_COMM_WORLD);
+    /* (only where every rank of the node uses one GPU: else all of its accumulates go as
+     * messages, so that every origin of an element applies it the same way) */
+    int one_gpu = 1;
+    for (int t = 0; t < size; t++)
+        one_gpu &= node_of[t] != node_leader || gpu_of[t] == cuda_device;
     same_gpu = calloc(size, sizeof(int));
     for (int t = 0; t < size; t++)
-        same_gpu[t] = node_of[t] == node_leader && gpu_of[t] == cuda_device;
+        same_gpu[t] = one_gpu && node_of[t] == node_leader;
     free(node_of);
     free(gpu_of);
     unsigned long long local0 = local_accumulates(), staged0 = accumulates_by("staged");
