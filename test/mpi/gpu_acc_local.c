@@ -335,17 +335,23 @@ static void matrix(int rank, int size, MPI_Group left, MPI_Group right)
 }
 
 /* ---- 2. contention ------------------------------------------------------------------- */
-enum { ROUNDS = 200, HOT = 16 };
+/* Every rank at once on rank 0's window: ROUNDS accumulates of HOT elements each, issued
+ * back to back (so that the ranks' launches overlap), then ROUNDS Fetch_and_op tickets,
+ * then ROUNDS compare-and-swap increments (each read first). */
+enum { ROUNDS = 100, HOT = 4096 };
+enum { HOT_I32 = AT_HOT, HOT_I8 = HOT_I32 + 4 * HOT, HOT_F = HOT_I8 + HOT + 64,
+    HOT_FOP = HOT_F + 4 * HOT, HOT_CAS = HOT_FOP + 8, HOT_END = HOT_CAS + 8
+};
 
 static void contention(int rank, int size)
 {
     dwin_t w;
     dwin_open(&w, 0);
-    unsigned char zero[1024] = { 0 };
-    dev_copy(w.base + AT_HOT, zero, sizeof(zero));
-    int32_t ones32[HOT];
-    int8_t ones8[HOT];
-    float onesf[HOT];
+    unsigned char *zero = calloc(1, HOT_END - AT_HOT);
+    dev_copy(w.base + AT_HOT, zero, HOT_END - AT_HOT);
+    int32_t *ones32 = malloc(HOT * sizeof(int32_t));
+    int8_t *ones8 = malloc(HOT);
+    float *onesf = malloc(HOT * sizeof(float));
     for (int i = 0; i < HOT; i++)
         ones32[i] = 1, ones8[i] = 1, onesf[i] = 1;
     int64_t one = 1, *tickets = calloc(ROUNDS, sizeof(int64_t));
@@ -354,22 +360,26 @@ static void contention(int rank, int size)
     gdr_test_set_context("contention: %d ranks x %d rounds on rank 0's window", size, ROUNDS);
     MPI_Win_lock_all(0, w.win);
     for (int r = 0; r < ROUNDS; r++) {
-        MPI_Accumulate(ones32, HOT, MPI_INT32_T, 0, AT_HOT, HOT, MPI_INT32_T, MPI_SUM, w.win);
-        /* int8 elements right after the int32 ones: neighbours in the same words */
-        MPI_Accumulate(ones8, HOT - 1, MPI_INT8_T, 0, AT_HOT + 64 + rank % 2, HOT - 1,
-                       MPI_INT8_T, MPI_SUM, w.win);
-        MPI_Accumulate(onesf, HOT, MPI_FLOAT, 0, AT_HOT + 128, HOT, MPI_FLOAT, MPI_SUM, w.win);
-        MPI_Fetch_and_op(&one, &tickets[r], MPI_INT64_T, 0, AT_HOT + 256, MPI_SUM, w.win);
+        MPI_Accumulate(ones32, HOT, MPI_INT32_T, 0, HOT_I32, HOT, MPI_INT32_T, MPI_SUM, w.win);
+        /* int8 elements: odd ranks one byte on, so that neighbours share words */
+        MPI_Accumulate(ones8, HOT - 1, MPI_INT8_T, 0, HOT_I8 + rank % 2, HOT - 1, MPI_INT8_T,
+                       MPI_SUM, w.win);
+        MPI_Accumulate(onesf, HOT, MPI_FLOAT, 0, HOT_F, HOT, MPI_FLOAT, MPI_SUM, w.win);
+    }
+    for (int r = 0; r < ROUNDS; r++)
+        MPI_Fetch_and_op(&one, &tickets[r], MPI_INT64_T, 0, HOT_FOP, MPI_SUM, w.win);
+    MPI_Win_flush(0, w.win);
+    for (int r = 0; r < ROUNDS; r++) {
         /* a compare-and-swap increment: read, then swap in one more if unchanged */
         int32_t seen, next, was;
-        MPI_Fetch_and_op(&one, &seen, MPI_INT32_T, 0, AT_HOT + 264, MPI_NO_OP, w.win);
+        MPI_Fetch_and_op(&one, &seen, MPI_INT32_T, 0, HOT_CAS, MPI_NO_OP, w.win);
         MPI_Win_flush(0, w.win);
         next = seen + 1;
-        MPI_Compare_and_swap(&next, &seen, &was, MPI_INT32_T, 0, AT_HOT + 264, w.win);
+        MPI_Compare_and_swap(&next, &seen, &was, MPI_INT32_T, 0, HOT_CAS, w.win);
         MPI_Win_flush(0, w.win);
         cas_wins += was == seen;
-        count_ops(0, 6);
     }
+    count_ops(0, 6 * ROUNDS);
     MPI_Win_unlock_all(w.win);
     MPI_Barrier(MPI_COMM_WORLD);
 
@@ -378,27 +388,25 @@ static void contention(int rank, int size)
     int32_t wins = 0;
     MPI_Reduce(&cas_wins, &wins, 1, MPI_INT32_T, MPI_SUM, 0, MPI_COMM_WORLD);
     if (rank == 0) {
-        unsigned char hot[1024];
-        dev_copy(hot, w.base + AT_HOT, sizeof(hot));
-        int32_t s32[HOT];
-        float sf[HOT];
-        int8_t s8[HOT + 1];
-        memcpy(s32, hot, sizeof(s32));
-        memcpy(s8, hot + 64, sizeof(s8));
-        memcpy(sf, hot + 128, sizeof(sf));
+        unsigned char *hot = malloc(HOT_END - AT_HOT);
+        dev_copy(hot, w.base + AT_HOT, HOT_END - AT_HOT);
+        const int32_t *s32 = (const int32_t *) hot;
+        const int8_t *s8 = (const int8_t *) (hot + (HOT_I8 - AT_HOT));
+        const float *sf = (const float *) (hot + (HOT_F - AT_HOT));
         int odd = size / 2, even = size - odd;  /* ranks starting at +1 and at +0 */
+        long short32 = 0, short8 = 0, shortf = 0;
         for (int i = 0; i < HOT; i++) {
-            if (!gdr_check_long("int32 sums, none lost", i, (long long) size * ROUNDS, s32[i])
-                || !gdr_check_double("float sums, none lost", i, (double) size * ROUNDS, sf[i]))
-                break;
+            short32 += s32[i] != size * ROUNDS;
+            shortf += sf[i] != (float) (size * ROUNDS);
         }
         for (int i = 0; i <= HOT; i++) {
             long long want = (long long) ROUNDS * ((i < HOT - 1 ? even : 0)
                                                    + (i >= 1 && i < HOT ? odd : 0));
-            if (!gdr_check_long("int8 sums on neighbours, none lost", i,
-                                (int8_t) (uint8_t) want, s8[i]))
-                break;
+            short8 += s8[i] != (int8_t) (uint8_t) want;
         }
+        gdr_check_long("int32 sums: elements with an update lost", 0, 0, short32);
+        gdr_check_long("float sums: elements with an update lost", 0, 0, shortf);
+        gdr_check_long("int8 sums on neighbours sharing words: elements wrong", 0, 0, short8);
         char *seen = calloc((size_t) size * ROUNDS, 1);
         int dup = 0;
         for (long k = 0; k < (long) size * ROUNDS; k++) {
@@ -412,15 +420,20 @@ static void contention(int rank, int size)
                        dup);
         int64_t counter;
         int32_t cas_counter;
-        memcpy(&counter, hot + 256, 8);
-        memcpy(&cas_counter, hot + 264, 4);
+        memcpy(&counter, hot + (HOT_FOP - AT_HOT), 8);
+        memcpy(&cas_counter, hot + (HOT_CAS - AT_HOT), 4);
         gdr_check_long("Fetch_and_op counter", 0, (long long) size * ROUNDS, counter);
         gdr_check_long("compare-and-swap increments all counted", 0, wins, cas_counter);
         gdr_check_long("compare-and-swap increments won", 0, 1, wins >= ROUNDS);
         free(seen);
         free(all);
+        free(hot);
     }
     free(tickets);
+    free(zero);
+    free(ones32);
+    free(ones8);
+    free(onesf);
     dwin_close(&w);
 }
 
@@ -505,7 +518,8 @@ int main(int argc, char **argv)
 
     /* which ranks' windows are on this node and this GPU: gdr's kernel reaches those */
     MPI_Comm node;
-    int *node_of = calloc(size, sizeof(int)), *gpu_of = calloc(size, sizeof(int));
+    size_t n = (unsigned) size;
+    int *node_of = calloc(n, sizeof(int)), *gpu_of = calloc(n, sizeof(int));
     MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, rank, MPI_INFO_NULL, &node);
     int node_leader = rank;
     MPI_Allreduce(MPI_IN_PLACE, &node_leader, 1, MPI_INT, MPI_MIN, node);
@@ -517,7 +531,7 @@ int main(int argc, char **argv)
     int one_gpu = 1;
     for (int t = 0; t < size; t++)
         one_gpu &= node_of[t] != node_leader || gpu_of[t] == cuda_device;
-    same_gpu = calloc(size, sizeof(int));
+    same_gpu = calloc(n, sizeof(int));
     for (int t = 0; t < size; t++)
         same_gpu[t] = one_gpu && node_of[t] == node_leader;
     free(node_of);
@@ -544,9 +558,12 @@ int main(int argc, char **argv)
 
     gdr_ring_groups_free(&left, &right);
     free(same_gpu);
+    /* (the verdict first: MPICH 5.0.1's MPI_T_finalize frees the string CVARs, and a
+     * collective that first reads one afterwards, as the shared-memory allreduce's
+     * release_gather set-up does, crashes) */
+    long errors = gdr_test_finish();
     MPI_T_pvar_session_free(&session);
     MPI_T_finalize();
-    long errors = gdr_test_finish();
     MPI_Finalize();
     return errors != 0;
 }
