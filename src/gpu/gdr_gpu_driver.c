@@ -2,6 +2,7 @@
 #define _GNU_SOURCE     /* RTLD_* extensions */
 #endif
 #include "gdr_gpu_driver.h"
+#include "gdr_gpu_internal.h"
 
 #include <dlfcn.h>
 #include <stdarg.h>
@@ -187,4 +188,17 @@ void gdr_gpu_driver_release(gdr_gpu_driver_t *drv)
     if (drv->handle != NULL)
         dlclose(drv->handle);
     memset(drv, 0, sizeof(*drv));
+}
+
+void *gdr_gpu_driver_entry(const gdr_gpu_driver_t *drv, const char *name, int cuda_version)
+{
+    gdr_cuGetProcAddress_fn *get_proc;
+    void *fn = NULL, *sym = drv->handle != NULL ? dlsym(drv->handle, "cuGetProcAddress_v2") : NULL;
+    unsigned int status = GDR_CU_GET_PROC_ADDRESS_SUCCESS;
+    memcpy(&get_proc, &sym, sizeof(get_proc));
+    if (get_proc == NULL
+        || get_proc(name, &fn, cuda_version, GDR_CU_GET_PROC_ADDRESS_LEGACY_STREAM, &status)
+        != GDR_CUDA_SUCCESS || status != GDR_CU_GET_PROC_ADDRESS_SUCCESS)
+        return NULL;
+    return fn;
 }

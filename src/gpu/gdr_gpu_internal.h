@@ -20,6 +20,10 @@ int gdr_gpu_refuse(gdr_gpu_t *g, int err, const char *fmt, ...)
  * the reason gdr_gpu_open gave, if any. */
 int gdr_gpu_off(gdr_gpu_t *g);
 
+/* An entry point the probe does not resolve (newer than the CUDA 12.0 ABI gdr needs),
+ * looked up now in the loaded driver for `cuda_version`; NULL where it has none. */
+void *gdr_gpu_driver_entry(const gdr_gpu_driver_t *drv, const char *name, int cuda_version);
+
 /* A pointer as the driver takes it (unified addressing: any host or device address). */
 static inline gdr_cu_ptr_t gdr_gpu_ptr(const void *p)
 {

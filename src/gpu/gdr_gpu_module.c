@@ -112,6 +112,32 @@ int gdr_gpu_kernel_ready(gdr_gpu_t *g, const char *name, const void *image, size
     return rc == GDR_CUDA_SUCCESS ? 0 : gdr_gpu_fail(g, "cuModuleGetFunction", rc, NULL);
 }
 
+typedef gdr_cu_result_t gdr_cuFuncLoad_fn(gdr_cu_function_t f);    /* CUDA 12.4 */
+
+int gdr_gpu_kernels_load_now(gdr_gpu_t *g, const char *const *names, int n, const void *image,
+                             size_t size)
+{
+    void *entry = g->on ? gdr_gpu_driver_entry(&g->drv, "cuFuncLoad", 12040) : NULL;
+    gdr_cuFuncLoad_fn *load;
+    memcpy(&load, &entry, sizeof(load));
+    for (int i = 0; i < n; i++) {
+        int err = gdr_gpu_kernel_ready(g, names[i], image, size);
+        if (err != 0)
+            return err;
+        if (load == NULL)
+            continue;
+        gdr_cu_function_t fn = NULL;
+        pthread_mutex_lock(&g->lock);
+        gdr_cu_result_t rc = find_function(g, names[i], &fn);
+        pthread_mutex_unlock(&g->lock);
+        if (rc == GDR_CUDA_SUCCESS)
+            rc = load(fn);
+        if (rc != GDR_CUDA_SUCCESS)
+            return gdr_gpu_fail(g, "cuFuncLoad", rc, names[i]);
+    }
+    return 0;
+}
+
 int gdr_gpu_signal_add_launch(gdr_gpu_t *g, gdr_gpu_stream_t s, uint64_t *word, uint64_t value)
 {
     void *params[] = { &word, &value };

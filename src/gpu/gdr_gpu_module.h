@@ -38,6 +38,16 @@ int gdr_gpu_acc_launch(gdr_gpu_t *g, gdr_gpu_stream_t s, const gdr_gpu_acc_args_
  * users that may come before (or without) whoever loads gdr's image at start-up. */
 int gdr_gpu_kernel_ready(gdr_gpu_t *g, const char *name, const void *image, size_t size);
 
+/* Every kernel of `names` found (loading `image` if none has them) and loaded onto the
+ * device now, with cuFuncLoad where the driver has it (CUDA 12.4).  Under lazy loading
+ * (CUDA's default since 12.2) a kernel's code otherwise goes to the device at its first
+ * launch, which waits for work already queued in the context: a first launch made while
+ * another stream waits for something only that launch would bring about never returns.
+ * So gdr loads its kernels at start-up.  0, or the error of gdr_gpu_kernel_ready or of
+ * cuFuncLoad. */
+int gdr_gpu_kernels_load_now(gdr_gpu_t *g, const char *const *names, int n, const void *image,
+                             size_t size);
+
 #define GDR_GPU_SIGNAL_ADD_KERNEL "gdr_gpu_signal_add_kernel"
 
 /* Queues an atomic add of value to the 8-byte aligned word (device memory, a peer's

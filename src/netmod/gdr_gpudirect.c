@@ -5,6 +5,8 @@
 #include "gdr_impl.h"
 #include "gdr_noinline.h"
 #include "gpu/gdr_gpu_mem.h"
+#include "gpu/gdr_gpu_module.h"
+#include "gpu/gdr_gpu_kernels_image.h"
 
 /*
 === BEGIN_MPI_T_CVAR_INFO_BLOCK ===
@@ -138,7 +140,19 @@ int MPIDI_GDR_gpu_start(void)
         return MPI_SUCCESS;
     }
     /* off is normal (no driver, no device): the reason stays in gpu.error */
-    (void) gdr_gpu_open(&MPIDI_GDR_global.gpu, path, GDR_GPU_DEVICE_CURRENT);
+    gdr_gpu_t *g = &MPIDI_GDR_global.gpu;
+    if (gdr_gpu_open(g, path, GDR_GPU_DEVICE_CURRENT) != 0 || !(g->features & GDR_GPU_KERNELS))
+        return MPI_SUCCESS;
+    /* gdr's kernels on the device now: loaded lazily at a first launch made while a stream
+     * of the application waits for gdr (enqueued RMA), they would never load */
+    static const char *const kernels[] = {
+        GDR_GPU_ACC_KERNEL, GDR_GPU_SIGNAL_ADD_KERNEL, GDR_GPU_SIGNAL_WAIT_KERNEL
+    };
+    if (gdr_gpu_kernels_load_now(g, kernels, (int) (sizeof(kernels) / sizeof(kernels[0])),
+                                 gdr_gpu_kernels_image, gdr_gpu_kernels_image_size) != 0
+        && MPIR_CVAR_CH4_GDR_VERBOSE > 0)
+        fprintf(stderr, "gdr[%d]: gdr's kernels not loaded at start-up (%s); each loads at "
+                "its first use\n", MPIR_Process.rank, g->error);
     return MPI_SUCCESS;
 }
 

@@ -134,7 +134,8 @@ void MPIDI_GDR_staged_start(void)
     char why[256] = "";
     if (!MPIR_CVAR_CH4_GDR_STAGED || !MPIDI_GDR_global.have_engine || !g->on)
         return;
-    if (gdr_gpu_module_load(g, gdr_gpu_kernels_image, gdr_gpu_kernels_image_size) != 0)
+    if (gdr_gpu_kernel_ready(g, GDR_GPU_ACC_KERNEL, gdr_gpu_kernels_image,
+                             gdr_gpu_kernels_image_size) != 0)
         snprintf(why, sizeof(why), "loading gdr's kernels failed: %.200s", g->error);
     if (why[0] == '\0') {
         MPIDI_GDR_global.engine.host.send_msg = staged_send;

@@ -184,5 +184,7 @@ GPUSIM_API gdr_cuModuleLoadData_fn cuModuleLoadData;
 GPUSIM_API gdr_cuModuleUnload_fn cuModuleUnload;
 GPUSIM_API gdr_cuModuleGetFunction_fn cuModuleGetFunction;
 GPUSIM_API gdr_cuLaunchKernel_fn cuLaunchKernel;
+typedef gdr_cu_result_t gdr_cuFuncLoad_fn(gdr_cu_function_t f);   /* CUDA 12.4 */
+GPUSIM_API gdr_cuFuncLoad_fn cuFuncLoad;
 
 #endif /* GPUSIM_H */

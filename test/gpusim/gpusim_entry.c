@@ -85,6 +85,7 @@ static const struct {
     ENTRY("cuModuleUnload", cuModuleUnload),
     ENTRY("cuModuleGetFunction", cuModuleGetFunction),
     ENTRY("cuLaunchKernel", cuLaunchKernel),
+    ENTRY("cuFuncLoad", cuFuncLoad),
 };
 #undef ENTRY
 

@@ -127,6 +127,17 @@ gdr_cu_result_t cuLaunchKernel(gdr_cu_function_t f, unsigned int gridDimX, unsig
     return rc;
 }
 
+/* Nothing to load (the kernels are the simulator's own); the handle is checked. */
+gdr_cu_result_t cuFuncLoad(gdr_cu_function_t f)
+{
+    pthread_mutex_lock(&gpusim.lock);
+    gdr_cu_result_t rc = gpusim_need_ctx();
+    if (rc == GDR_CUDA_SUCCESS && (f < &gpusim_kernels[0] || f >= &gpusim_kernels[gpusim_nkernels]))
+        rc = GDR_CUDA_ERROR_INVALID_HANDLE;
+    pthread_mutex_unlock(&gpusim.lock);
+    return rc;
+}
+
 void gpusim_modules_fini(void)
 {
     while (gpusim.modules != NULL) {

@@ -209,6 +209,17 @@ static void body(const char *lib, const char *mode)
               && strstr(g.error, "gdr_no_such_kernel is not in gdr's kernel image")
               && g.n_modules == loaded + 1, "a kernel in no image: loads it, then -ENOENT (%s)",
               g.error);
+    static const char *const gdr_kernels[] = {
+        GDR_GPU_ACC_KERNEL, GDR_GPU_SIGNAL_ADD_KERNEL, GDR_GPU_SIGNAL_WAIT_KERNEL
+    };
+    loaded = g.n_modules;
+    GDR_CHECK(gdr_gpu_kernels_load_now(&g, gdr_kernels, 3, empty, 0) == 0
+              && g.n_modules == loaded, "gdr's three kernels loaded onto the device now"
+              " (cuFuncLoad on each; their image is in already): %s", g.error);
+    static const char *const unknown[] = { GDR_GPU_ACC_KERNEL, "gdr_no_such_kernel" };
+    GDR_CHECK(gdr_gpu_kernels_load_now(&g, unknown, 2, empty, 0) == -ENOENT
+              && strstr(g.error, "gdr_no_such_kernel"), "a kernel no image has: -ENOENT"
+              " naming it (%s)", g.error);
     test_accumulate(&g, s);
     test_signal_add(&g, s);
     test_signal_wait(&g, s);
