@@ -1,6 +1,7 @@
 /* MPI datatypes as the RMA engine's flat descriptions (src/rma/gdr_rma_plan.h): target
  * pieces as offsets, origin and result buffers as spans or piece lists. */
 #include "gdr_impl.h"
+#include "gdr_acc_map.h"
 #include "gdr_noinline.h"
 
 uint64_t MPIDI_GDR_target_span(MPI_Aint count, MPI_Datatype type, MPI_Aint * true_lb)
@@ -112,4 +113,63 @@ int MPIDI_GDR_list_buf(const void *buf, MPI_Aint count, MPI_Datatype type, MPI_A
     out->n = (size_t) got;
   fn_fail:
     return mpi_errno;
+}
+
+/* MPICH hands the netmod internal handles for builtin types (MPI_DOUBLE arrives as
+ * MPIR_FLOAT64 plus an index): classify by the raw internal kind, as
+ * MPIDI_GDR_is_int64 does; pair types and C bool by their handles. */
+int MPIDI_GDR_gpu_type_of(MPI_Datatype t)
+{
+    if (t == MPI_C_BOOL)
+        return GDR_GPU_T_BOOL;
+    if (t == MPI_FLOAT_INT)
+        return GDR_GPU_T_FLOAT_INT;
+    if (t == MPI_DOUBLE_INT)
+        return GDR_GPU_T_DOUBLE_INT;
+    if (t == MPI_LONG_INT && sizeof(long) == 8)
+        return GDR_GPU_T_LONG_INT;
+    if (t == MPI_2INT)
+        return GDR_GPU_T_2INT;
+    if (t == MPI_SHORT_INT)
+        return GDR_GPU_T_SHORT_INT;
+    if (t == MPI_DATATYPE_NULL || !HANDLE_IS_BUILTIN(t))
+        return -1;
+    MPIR_DATATYPE_REPLACE_BUILTIN(t);
+    static const struct {
+        MPI_Datatype raw;
+        int gpu;
+    } kinds[] = {
+        {MPIR_INT8, GDR_GPU_T_INT8}, {MPIR_INT16, GDR_GPU_T_INT16},
+        {MPIR_INT32, GDR_GPU_T_INT32}, {MPIR_INT64, GDR_GPU_T_INT64},
+        {MPIR_UINT8, GDR_GPU_T_UINT8}, {MPIR_UINT16, GDR_GPU_T_UINT16},
+        {MPIR_UINT32, GDR_GPU_T_UINT32}, {MPIR_UINT64, GDR_GPU_T_UINT64},
+        {MPIR_FLOAT32, GDR_GPU_T_FLOAT}, {MPIR_FLOAT64, GDR_GPU_T_DOUBLE},
+        {MPIR_COMPLEX32, GDR_GPU_T_FLOAT_COMPLEX}, {MPIR_COMPLEX64, GDR_GPU_T_DOUBLE_COMPLEX},
+    };
+    MPI_Datatype raw = MPIR_DATATYPE_GET_RAW_INTERNAL(t);
+    for (size_t i = 0; i < sizeof(kinds) / sizeof(kinds[0]); i++)
+        if (kinds[i].raw == raw)
+            return kinds[i].gpu;
+    return -1;
+}
+
+int MPIDI_GDR_gpu_op_of(MPI_Op op, gdr_rma_kind_t kind)
+{
+    static const struct {
+        MPI_Op op;
+        int gpu;
+    } ops[] = {
+        {MPI_SUM, GDR_GPU_OP_SUM}, {MPI_PROD, GDR_GPU_OP_PROD}, {MPI_MAX, GDR_GPU_OP_MAX},
+        {MPI_MIN, GDR_GPU_OP_MIN}, {MPI_LAND, GDR_GPU_OP_LAND}, {MPI_LOR, GDR_GPU_OP_LOR},
+        {MPI_LXOR, GDR_GPU_OP_LXOR}, {MPI_BAND, GDR_GPU_OP_BAND}, {MPI_BOR, GDR_GPU_OP_BOR},
+        {MPI_BXOR, GDR_GPU_OP_BXOR}, {MPI_MAXLOC, GDR_GPU_OP_MAXLOC},
+        {MPI_MINLOC, GDR_GPU_OP_MINLOC}, {MPI_REPLACE, GDR_GPU_OP_REPLACE},
+        {MPI_NO_OP, GDR_GPU_OP_NO_OP},
+    };
+    if (kind == GDR_RMA_CAS)
+        return GDR_GPU_OP_CSWAP;
+    for (size_t i = 0; i < sizeof(ops) / sizeof(ops[0]); i++)
+        if (ops[i].op == op)
+            return ops[i].gpu;
+    return -1;
 }

@@ -43,6 +43,7 @@ cvars:
 #include "gdr_noinline.h"
 #include "gdr_engine_lock.h"
 #include "gdr_rma_local.h"
+#include "gdr_acc_map.h"
 #include "gdr_triggered.h"
 #include "gpu/gdr_gpu_kernels_image.h"
 #include "gpu/gdr_gpu_module.h"
@@ -297,7 +298,9 @@ static size_t round16(size_t n)
  * have been applied: MPI's default accumulate ordering, kept across the change of path. */
 static int wait_elsewhere(MPIR_Win * win, int target)
 {
-    int mpi_errno = MPIDI_GDR_rma_wait_target(win, target, 0);
+    gdr_rma_win_t *w = &GDR_WIN(win).rma;
+    int mpi_errno = w->eng == NULL ? MPI_SUCCESS
+        : MPIDI_GDR_rma_error(gdr_rma_wait_target(&w->tracker, w->eng, target, 0));
     while (mpi_errno == MPI_SUCCESS && MPIDI_GDR_am_accumulates_pending(win, target))
         mpi_errno = MPIDI_GDR_progress_all();
     return mpi_errno;

@@ -31,11 +31,6 @@ int MPIDI_GDR_local_only_by_message(MPIR_Win * win, int target);
  * complete: remote and local completion are the same here). */
 int MPIDI_GDR_local_wait(MPIR_Win * win);
 
-/* MPI_Op and the netmod's internal datatype handles as the accumulate kernel's
- * gdr_gpu_op_t and gdr_gpu_type_t; -1 where it has none (gdr_rma_staged.c). */
-int MPIDI_GDR_gpu_type_of(MPI_Datatype t);
-int MPIDI_GDR_gpu_op_of(MPI_Op op, gdr_rma_kind_t kind);
-
 /* Whether accumulates this rank sent to target as MPIDIG's messages have not all been
  * applied yet (gdr_rma_host.c). */
 int MPIDI_GDR_am_accumulates_pending(MPIR_Win * win, int target);
