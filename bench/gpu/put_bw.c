@@ -6,11 +6,15 @@
  *
  * Rank 0 puts from a cudaMalloc'd buffer into rank 1's window (MPI_Win_create over
  * cudaMalloc'd memory), ITERS puts per MPI_Win_flush inside one MPI_Win_lock_all epoch,
- * sizes 64 KiB .. MAX_BYTES (default 64 MiB).  Rank 0 then times cudaMemcpy of the same
- * sizes between two of its own device buffers.  Both ranks use GPU 0 unless there are
+ * then gets as many back, sizes 8 B .. MAX_BYTES (default 256 MiB; by 8 up to 64 KiB, then
+ * by 2).  Rank 0 then times cudaMemcpy of the same sizes between two of its own device
+ * buffers; and one 8-byte Put + flush at a time next to one 8-byte cudaMemcpyAsync +
+ * stream synchronisation.  Both ranks use GPU 0 unless there are
  * more (rank % count).  CSV on stdout, bench/README.md columns:
  *   bw_put_device_create_flush,BYTES,us per put,MB/s,TOOL,p50 us
+ *   bw_get_device_create_flush,BYTES,us per get,MB/s,TOOL,p50 us
  *   cudaMemcpy_d2d,BYTES,us per copy,MB/s,cuda,p50 us
+ *   lat_put_flush_device_create,8,...  lat_cudaMemcpyAsync_sync,8,...
  * then MPI_Accumulate (SUM of doubles from device memory, 64 KiB .. 4 MiB, at most 10 per
  * flush) and Fetch_and_op + flush latency (int64 SUM, host operands) into the same window:
  *   bw_acc_sum_double_device_create_flush,BYTES,...
@@ -54,10 +58,19 @@ static void report(const char *bench, size_t bytes, const char *tool, double *us
     fflush(stdout);
 }
 
+/* One Put from buf into rank 1's window, or one Get from it into buf. */
+static void one_way(int get, void *buf, size_t bytes, MPI_Win win)
+{
+    if (get)
+        MPI_Get(buf, (int) bytes, MPI_BYTE, 1, 0, (int) bytes, MPI_BYTE, win);
+    else
+        MPI_Put(buf, (int) bytes, MPI_BYTE, 1, 0, (int) bytes, MPI_BYTE, win);
+}
+
 int main(int argc, char **argv)
 {
     const char *tool = "gdr";
-    size_t max_bytes = 64u << 20;
+    size_t max_bytes = 256u << 20;
     int iters = 50, rank, size, ndev = 0, opt;
 
     MPI_Init(&argc, &argv);
@@ -96,21 +109,24 @@ int main(int argc, char **argv)
     if (rank == 0)
         printf("benchmark,bytes,latency_us,bandwidth_MBps,tool,p50_us\n");
     double us[REPS];
-    for (size_t bytes = 65536; bytes <= max_bytes; bytes *= 2) {
+    /* Put, then Get, both + flush, ITERS per flush; cudaMemcpyAsync of the same size */
+    for (size_t bytes = 8; bytes <= max_bytes; bytes *= bytes < 65536 ? 8 : 2) {
         if (rank == 0) {
-            MPI_Win_lock_all(0, win);
-            MPI_Put(src, (int) bytes, MPI_BYTE, 1, 0, (int) bytes, MPI_BYTE, win);   /* warm-up */
-            MPI_Win_flush(1, win);
-            for (int r = 0; r < REPS; r++) {
-                double t = MPI_Wtime();
-                for (int i = 0; i < iters; i++)
-                    MPI_Put(src, (int) bytes, MPI_BYTE, 1, 0, (int) bytes, MPI_BYTE, win);
+            for (int get = 0; get < 2; get++) {
+                MPI_Win_lock_all(0, win);
+                one_way(get, src, bytes, win);  /* warm-up */
                 MPI_Win_flush(1, win);
-                us[r] = (MPI_Wtime() - t) * 1e6 / iters;
+                for (int r = 0; r < REPS; r++) {
+                    double t = MPI_Wtime();
+                    for (int i = 0; i < iters; i++)
+                        one_way(get, src, bytes, win);
+                    MPI_Win_flush(1, win);
+                    us[r] = (MPI_Wtime() - t) * 1e6 / iters;
+                }
+                MPI_Win_unlock_all(win);
+                report(get ? "bw_get_device_create_flush" : "bw_put_device_create_flush", bytes,
+                       tool, us);
             }
-            MPI_Win_unlock_all(win);
-            report("bw_put_device_create_flush", bytes, tool, us);
-
             cuda_check("cudaMemcpy", cudaMemcpy(copy_dst, src, bytes, cudaMemcpyDeviceToDevice));
             for (int r = 0; r < REPS; r++) {
                 double t = MPI_Wtime();
@@ -123,6 +139,34 @@ int main(int argc, char **argv)
         }
         MPI_Barrier(MPI_COMM_WORLD);
     }
+
+    /* one 8-byte Put + flush at a time, next to one 8-byte cudaMemcpyAsync + stream sync */
+    if (rank == 0) {
+        cudaStream_t s;
+        cuda_check("cudaStreamCreate", cudaStreamCreate(&s));
+        MPI_Win_lock_all(0, win);
+        for (int r = 0; r < REPS; r++) {
+            double t = MPI_Wtime();
+            for (int i = 0; i < 100; i++) {
+                MPI_Put(src, 8, MPI_BYTE, 1, 0, 8, MPI_BYTE, win);
+                MPI_Win_flush(1, win);
+            }
+            us[r] = (MPI_Wtime() - t) * 1e6 / 100;
+        }
+        MPI_Win_unlock_all(win);
+        report("lat_put_flush_device_create", 8, tool, us);
+        for (int r = 0; r < REPS; r++) {
+            double t = MPI_Wtime();
+            for (int i = 0; i < 100; i++) {
+                cudaMemcpyAsync(copy_dst, src, 8, cudaMemcpyDeviceToDevice, s);
+                cuda_check("cudaStreamSynchronize", cudaStreamSynchronize(s));
+            }
+            us[r] = (MPI_Wtime() - t) * 1e6 / 100;
+        }
+        report("lat_cudaMemcpyAsync_sync", 8, "cuda", us);
+        cudaStreamDestroy(s);
+    }
+    MPI_Barrier(MPI_COMM_WORLD);
 
     /* accumulates into the device window: MPI_SUM of doubles from the device buffer, 64 KiB
      * to 4 MiB; then Fetch_and_op (SUM of an int64, host operands) + flush, one at a time */
