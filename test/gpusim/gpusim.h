@@ -61,6 +61,7 @@ struct gpusim {
     pid_t pid;
     int mode;                           /* enum gpusim_mode */
     int ndev;
+    int peer_access;                    /* devices map each other's memory (IPC) */
     struct CUctx_st ctx[GPUSIM_MAX_DEVICES];
     char *dev_base;                     /* the reserved device address range */
     char *alias_base;                   /* where the simulator reaches it (strict: another

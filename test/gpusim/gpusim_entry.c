@@ -204,12 +204,15 @@ gdr_cu_result_t cuInit(unsigned int flags)
         rc = GDR_CUDA_ERROR_INVALID_VALUE;
         goto out;
     }
+    long peer;
     if (env_int("GDR_GPUSIM_DEVICES", 1, 0, GPUSIM_MAX_DEVICES, &ndev) != 0
-        || env_int("GDR_GPUSIM_VA_MB", 4096, 1, 1L << 24, &va_mb) != 0) {
+        || env_int("GDR_GPUSIM_VA_MB", 4096, 1, 1L << 24, &va_mb) != 0
+        || env_int("GDR_GPUSIM_PEER_ACCESS", 1, 0, 1, &peer) != 0) {
         rc = GDR_CUDA_ERROR_INVALID_VALUE;
         goto out;
     }
     gpusim.ndev = (int) ndev;
+    gpusim.peer_access = (int) peer;
     gpusim.va_size = (size_t) va_mb << 20;
     for (int i = 0; i < GPUSIM_MAX_DEVICES; i++)
         gpusim.ctx[i].device = i;

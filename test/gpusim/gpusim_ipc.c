@@ -21,6 +21,8 @@ typedef struct ipc_wire {               /* inside CUipcMemHandle's 64 bytes */
     uint64_t size;
     uint64_t mapped;
     uint64_t buffer_id;
+    int32_t device;                     /* the exporter's device */
+    int32_t pad;
 } ipc_wire_t;
 
 _Static_assert(sizeof(ipc_wire_t) <= GDR_CU_IPC_HANDLE_SIZE, "IPC handle too small");
@@ -41,6 +43,7 @@ gdr_cu_result_t cuIpcGetMemHandle(gdr_cu_ipc_mem_handle_t *pHandle, gdr_cu_ptr_t
         w.size = r->size;
         w.mapped = r->mapped;
         w.buffer_id = r->buffer_id;
+        w.device = r->device;
         memset(pHandle, 0, sizeof(*pHandle));
         memcpy(pHandle->reserved, &w, sizeof(w));
     }
@@ -89,6 +92,9 @@ gdr_cu_result_t cuIpcOpenMemHandle_v2(gdr_cu_ptr_t *pdptr, gdr_cu_ipc_mem_handle
         rc = GDR_CUDA_ERROR_INVALID_VALUE;
     if (rc == GDR_CUDA_SUCCESS && w.pid == (int32_t) getpid())
         rc = GDR_CUDA_ERROR_INVALID_CONTEXT;   /* the real driver's answer in the exporter */
+    /* another device's memory maps only with peer access (GDR_GPUSIM_PEER_ACCESS=0: none) */
+    if (rc == GDR_CUDA_SUCCESS && w.device != gpusim_current->device && !gpusim.peer_access)
+        rc = GDR_CUDA_ERROR_INVALID_DEVICE;
     if (rc != GDR_CUDA_SUCCESS)
         goto out;
     /* opened already: the same mapping, one more reference */
@@ -107,7 +113,7 @@ gdr_cu_result_t cuIpcOpenMemHandle_v2(gdr_cu_ptr_t *pdptr, gdr_cu_ipc_mem_handle
     }
     r.size = w.size;
     r.mapped = w.mapped;
-    r.device = gpusim_current->device;
+    r.device = w.device;                /* the memory stays the exporter's device's */
     r.buffer_id = gpusim_new_buffer_id();     /* ids are per process, as CUDA documents */
     r.ipc_pid = w.pid;
     r.ipc_buffer_id = w.buffer_id;
