@@ -373,7 +373,8 @@ static inline GDR_GPU_HD void gdr_gpu_acc_in_word(const gdr_gpu_acc_args_t *e, u
 }
 
 /* Element i as one atomic step: integer SUM of 4 and 8 bytes as a native fetch-add (the
- * same two's-complement wrap as the plain step), everything else as a compare-and-swap
+ * same two's-complement wrap as the plain step), double SUM on the GPU as its native
+ * atomic add, everything else as a compare-and-swap
  * loop on the aligned word holding the element, which computes the new value with the
  * plain element step on a copy (so the bits are the plain step's).  A step that changes
  * nothing is a read of the word and stores nothing.  The caller has checked
@@ -398,6 +399,14 @@ static inline GDR_GPU_HD void gdr_gpu_acc_element_atomic(const gdr_gpu_acc_args_
         return;
     }
 #ifdef __CUDA_ARCH__
+    if (a->op == GDR_GPU_OP_SUM && a->type == GDR_GPU_T_DOUBLE) {
+        /* the GPU's double add is IEEE round-to-nearest with subnormals, the plain step's
+         * bits (its float add on global memory flushes subnormals: floats stay below) */
+        double was = atomicAdd_system((double *) at, ((const double *) a->origin)[i]);
+        if (a->result != NULL)
+            ((double *) a->result)[i] = was;
+        return;
+    }
     unsigned bytes = size == 8 ? 8 : 4;
 #else
     unsigned bytes = size;
