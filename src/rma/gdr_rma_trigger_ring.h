@@ -103,6 +103,9 @@ static inline GDR_TRIG_HD void gdr_trig_store_release(volatile uint64_t *p, uint
 #if defined(__CUDA_ARCH__)
     __threadfence_system();     /* the descriptor reaches host memory before its seq */
     *p = v;
+    __threadfence_system();     /* and the seq leaves the GPU now: a store to host memory
+                                 * may otherwise wait in the GPU's caches, and the proxy,
+                                 * which waits for it, with every producer behind it */
 #else
     __atomic_store_n(p, v, __ATOMIC_RELEASE);
 #endif
