@@ -14,9 +14,10 @@
 int MPIDI_GDR_local_claims(MPIR_Win * win, int one_gpu);
 
 /* *handled = 1: a Put/Rput/Get/Rget carried out (or refused with an MPI error) as GPU
- * copies straight into or out of the target's window; 0: not this path's (other kinds,
- * other nodes, host windows, more pieces than it takes): the caller goes on as before.
- * The engine lock is held. */
+ * copies straight into or out of the target's window, or an accumulate-family operation
+ * as one atomic launch of the accumulate kernel on it; 0: not this path's (other nodes,
+ * host windows, more pieces than it takes, what the atomic kernel cannot take, a node on
+ * several GPUs): the caller goes on as before.  The engine lock is held. */
 int MPIDI_GDR_local_rma(const MPIDI_GDR_rma_args_t * a, MPIR_Win * win, MPIR_Request ** req,
                         int *handled);
 
