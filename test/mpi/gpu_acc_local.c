@@ -540,7 +540,11 @@ int main(int argc, char **argv)
     matrix(rank, size, left, right);
     contention(rank, size);
     requests(rank, size);
-    gdr_test_set_context("MPI_T counters");
+    int node_ranks = 0;
+    for (int t = 0; t < size; t++)
+        node_ranks += same_gpu[t];
+    gdr_test_set_context("MPI_T counters (%d of %d ranks' windows on this node's one GPU)",
+                         node_ranks, size);
     unsigned long long local = local_accumulates() - local0;
     unsigned long long staged = accumulates_by("staged") - staged0;
     /* this node and this GPU: gdr's kernel on the peer's window; other nodes (over
