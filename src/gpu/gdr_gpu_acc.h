@@ -10,13 +10,8 @@
  * the operation; the target then holds op(target, origin) per element, with the
  * target as MPI's "inout" operand (the same operand order and the same arithmetic as
  * MPICH's host reductions, so a value does not depend on which side applied it).
- * Atomicity (args.flags): without GDR_GPU_ACC_ATOMIC an element's read-modify-write is
- * plain, for memory only this launch touches.  With it each element is one atomic step
- * (a native atomic or a compare-and-swap loop on the aligned word holding it, system
- * scope), so origins that apply accumulates to one window at once (same-node peers
- * through CUDA IPC, the target's own staged protocol) never lose an update; that takes
- * elements of at most 8 bytes at addresses aligned to their size
- * (gdr_gpu_acc_atomic_ok). */
+ * No atomics: gdr runs every accumulate of a window on one internal stream, so
+ * accumulates to a window never overlap each other. */
 #ifndef GDR_GPU_ACC_H
 #define GDR_GPU_ACC_H
 
@@ -79,12 +74,7 @@ typedef struct gdr_gpu_acc_args {
     uint64_t count;
     int32_t op;                 /* gdr_gpu_op_t */
     int32_t type;               /* gdr_gpu_type_t */
-    int32_t flags;              /* GDR_GPU_ACC_* */
 } gdr_gpu_acc_args_t;
-
-/* args.flags: element-wise atomic with respect to every other atomic application (other
- * launches, other processes through CUDA IPC, the host on the simulated GPU). */
-#define GDR_GPU_ACC_ATOMIC 1
 
 /* The kernel's name in the fatbin (extern "C"), for cuModuleGetFunction. */
 #define GDR_GPU_ACC_KERNEL "gdr_gpu_acc_kernel"
@@ -96,11 +86,6 @@ size_t gdr_gpu_type_size(int type);
  * on integers and bool; MAXLOC/MINLOC on the pair types only; SUM/PROD/REPLACE/NO_OP on
  * complex; CSWAP on integers and bool), else 0. */
 int gdr_gpu_acc_valid(int op, int type);
-
-/* 1 when GDR_GPU_ACC_ATOMIC may be asked for on `type` at `target`: elements of 1, 2, 4
- * or 8 bytes (not double complex, DOUBLE_INT, LONG_INT) at an address aligned to the
- * element's size (8-byte types: to 8, though some of them need only 4 for plain access). */
-int gdr_gpu_acc_atomic_ok(int type, const void *target);
 
 /* Applies the whole operation on the host, in the calling thread (unit tests, the
  * simulated GPU).  The arguments must be valid (gdr_gpu_acc_valid); pointers are host

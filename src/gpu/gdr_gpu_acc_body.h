@@ -32,7 +32,7 @@
 #include <math.h>
 #include <stdint.h>
 #include <string.h>
-#include "gdr_gpu_acc.h"
+#include "gdr_gpu_acc_atomic.h"
 
 #ifdef __CUDACC__
 #define GDR_GPU_HD __host__ __device__
@@ -418,7 +418,6 @@ static inline GDR_GPU_HD void gdr_gpu_acc_element_atomic(const gdr_gpu_acc_args_
     e.compare = a->compare != NULL ? (const char *) a->compare + i * size : NULL;
     e.result = NULL;
     e.count = 1;
-    e.flags = 0;
     uint64_t was = gdr_gpu_word_load(word, bytes), next;
     unsigned char w[8];
     do {
@@ -434,22 +433,24 @@ static inline GDR_GPU_HD void gdr_gpu_acc_element_atomic(const gdr_gpu_acc_args_
 
 /* Applies the operation to elements first, first + stride, ... below a->count: calls
  * whose (first, stride) partition [0, count) apply each element exactly once.  Touches
- * nothing when stride is 0, gdr_gpu_acc_defined(a->op, a->type) is 0, or the flags ask
- * for atomic steps that gdr_gpu_atomic_capable refuses. */
+ * nothing when stride is 0, gdr_gpu_acc_defined(op, type) is 0, or the op asks for
+ * atomic steps (GDR_GPU_ACC_ATOMIC) that gdr_gpu_atomic_capable refuses. */
 static inline GDR_GPU_HD void gdr_gpu_acc_range(const gdr_gpu_acc_args_t *a, uint64_t first,
                                                 uint64_t stride)
 {
-    if (stride == 0 || !gdr_gpu_acc_defined(a->op, a->type))
+    gdr_gpu_acc_args_t b = *a;          /* the op without its GDR_GPU_ACC_ATOMIC bit */
+    b.op = a->op & GDR_GPU_ACC_OP_MASK;
+    if (stride == 0 || !gdr_gpu_acc_defined(b.op, b.type))
         return;
-    if (a->flags & GDR_GPU_ACC_ATOMIC) {
-        if (!gdr_gpu_atomic_capable(a->type, (uintptr_t) a->target))
+    if (a->op & GDR_GPU_ACC_ATOMIC) {
+        if (!gdr_gpu_atomic_capable(b.type, (uintptr_t) b.target))
             return;
-        for (uint64_t i = first; i < a->count; i += stride)
-            gdr_gpu_acc_element_atomic(a, i);
+        for (uint64_t i = first; i < b.count; i += stride)
+            gdr_gpu_acc_element_atomic(&b, i);
         return;
     }
-    for (uint64_t i = first; i < a->count; i += stride)
-        gdr_gpu_acc_element(a, i);
+    for (uint64_t i = first; i < b.count; i += stride)
+        gdr_gpu_acc_element(&b, i);
 }
 
 #endif /* GDR_GPU_ACC_BODY_H */

@@ -1,6 +1,7 @@
 /* Kernel images, function lookup (cached per context) and launches. */
 #include "gdr_gpu_module.h"
 #include "gdr_gpu_internal.h"
+#include "gdr_gpu_acc_atomic.h"
 #include "rma/gdr_rma_signal.h"
 
 #include <errno.h>
@@ -174,7 +175,7 @@ int gdr_gpu_acc_launch(gdr_gpu_t *g, gdr_gpu_stream_t s, const gdr_gpu_acc_args_
 
     if (args->count == 0)
         return 0;
-    if ((args->flags & GDR_GPU_ACC_ATOMIC) && !gdr_gpu_acc_atomic_ok(args->type, args->target))
+    if ((args->op & GDR_GPU_ACC_ATOMIC) && !gdr_gpu_acc_atomic_ok(args->type, args->target))
         return gdr_gpu_refuse(g, EINVAL, "accumulate: atomic steps on type %d at %p need an "
                               "element of at most 8 bytes aligned to its size", args->type,
                               args->target);

@@ -29,7 +29,7 @@ unsigned gdr_gpu_acc_grid(uint64_t count);
 /* Queues GDR_GPU_ACC_KERNEL over args->count elements on s (gdr_gpu_acc_grid blocks);
  * *args is copied by the call.  args must be valid (gdr_gpu_acc_valid) with pointers the
  * device can reach (device memory, pinned or registered host memory).  count 0 queues
- * nothing; -EINVAL when args->flags ask for atomic steps that gdr_gpu_acc_atomic_ok
+ * nothing; -EINVAL when args->op asks for atomic steps that gdr_gpu_acc_atomic_ok
  * refuses on args->target. */
 int gdr_gpu_acc_launch(gdr_gpu_t *g, gdr_gpu_stream_t s, const gdr_gpu_acc_args_t *args);
 

@@ -1,5 +1,6 @@
 /* The device seam over streams, events, pinned memory and the accumulate kernel. */
 #include "gdr_gpu_rma_device.h"
+#include "gdr_gpu_acc_atomic.h"
 #include "gdr_gpu_internal.h"
 #include "gdr_gpu_mem.h"
 #include "gdr_gpu_module.h"
@@ -98,7 +99,7 @@ static int d_copyv(void *ctx, void *queue, const struct iovec *dst, size_t n_dst
 static int d_acc(void *ctx, void *queue, const gdr_gpu_acc_args_t *args)
 {
     gdr_gpu_rma_device_t *d = ctx;
-    if (!gdr_gpu_acc_valid(args->op, args->type))
+    if (!gdr_gpu_acc_valid(args->op & GDR_GPU_ACC_OP_MASK, args->type))
         return seam_rc(gdr_gpu_refuse(d->g, EINVAL, "accumulate refused: op %d is not defined"
                                       " on element type %d (gdr_gpu_acc_valid)",
                                       (int) args->op, (int) args->type));

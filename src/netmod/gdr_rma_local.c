@@ -47,6 +47,7 @@ cvars:
 #include "gdr_triggered.h"
 #include "gpu/gdr_gpu_kernels_image.h"
 #include "gpu/gdr_gpu_module.h"
+#include "gpu/gdr_gpu_acc_atomic.h"
 #include "gpu/gdr_gpu_mem.h"
 #include "gpu/gdr_gpu_stream.h"
 
@@ -381,8 +382,7 @@ static int local_acc(const MPIDI_GDR_rma_args_t * a, MPIR_Win * win,
     mpi_errno = scratch_ready(win, l, need);
     MPIR_ERR_CHECK(mpi_errno);
     gdr_gpu_acc_args_t args = {.target = target,.origin = origin,.result = result,
-        .compare = compare,.count = bytes / elem,.op = s.op,.type = s.type,
-        .flags = GDR_GPU_ACC_ATOMIC
+        .compare = compare,.count = bytes / elem,.op = s.op | GDR_GPU_ACC_ATOMIC,.type = s.type
     };
     char *bounce = l->scratch;
     int rc = 0;

@@ -3,6 +3,7 @@
  * queued on the window's device queue (or applied at once to host memory), results
  * staged in result slots, DONE once the work is reached. */
 #include "gdr_rma_dev_internal.h"
+#include "gpu/gdr_gpu_acc_atomic.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -196,11 +197,11 @@ static int apply_part(void *arg, const span_t *sp, char *addr, uint64_t n)
         gdr_gpu_acc_args_t args = {.target = addr,
             .origin = c->in != NULL ? c->in + (cas ? 0 : off) : NULL,
             .result = c->out != NULL ? c->out + off : NULL,
-            .compare = cas ? c->in + t->elem : NULL,.count = n / t->elem,.op = t->op,
-            .type = t->type,
+            .compare = cas ? c->in + t->elem : NULL,.count = n / t->elem,
             /* same-node origins may apply accumulates to this window at once
              * (gdr_rma_local.c): element-wise atomic wherever the type allows */
-            .flags = gdr_gpu_acc_atomic_ok(t->type, addr) ? GDR_GPU_ACC_ATOMIC : 0
+            .op = t->op | (gdr_gpu_acc_atomic_ok(t->type, addr) ? GDR_GPU_ACC_ATOMIC : 0),
+            .type = t->type
         };
         if (!t->device) {
             gdr_gpu_acc_apply(&args);

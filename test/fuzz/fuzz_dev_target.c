@@ -23,6 +23,7 @@
 #include <unistd.h>
 #include "gdr_fuzz.h"
 #include "rma/gdr_rma_dev.h"
+#include "gpu/gdr_gpu_acc_atomic.h"
 
 #define WIN_ID 0x5157ull
 #define WIN_BYTES 1024
@@ -169,12 +170,15 @@ static int d_acc(void *ctx, void *queue, const gdr_gpu_acc_args_t *a)
 {
     (void) ctx;
     FUZZ_REQUIRE(queue == &F.queues_out, "accumulate on a foreign queue");
-    FUZZ_REQUIRE(gdr_gpu_acc_valid(a->op, a->type), "kernel op %d type %d", a->op, a->type);
+    int op = a->op & GDR_GPU_ACC_OP_MASK;
+    FUZZ_REQUIRE(gdr_gpu_acc_valid(op, a->type), "kernel op %d type %d", a->op, a->type);
+    FUZZ_REQUIRE(op == a->op || gdr_gpu_acc_atomic_ok(a->type, a->target),
+                 "atomic steps asked for where they cannot be (type %d)", a->type);
     size_t bytes = (size_t) a->count * gdr_gpu_type_size(a->type);
     FUZZ_REQUIRE(in_window(a->target, bytes), "accumulate of %zu bytes outside the window",
                  bytes);
     if (a->origin != NULL)
-        require_device_side(a->origin, a->op == GDR_GPU_OP_CSWAP
+        require_device_side(a->origin, op == GDR_GPU_OP_CSWAP
                             ? gdr_gpu_type_size(a->type) : bytes, "accumulate origin");
     if (a->result != NULL)
         require_device_side(a->result, bytes, "accumulate result");

@@ -3,7 +3,7 @@
  * and reaches memory only through device addresses (a pointer outside device memory must
  * be pinned or registered host memory; anything else is the GPU's illegal address). */
 #include "gpusim.h"
-#include "gpu/gdr_gpu_acc.h"
+#include "gpu/gdr_gpu_acc_atomic.h"
 #include "gpu/gdr_gpu_module.h"
 #include "rma/gdr_rma_signal.h"
 
@@ -31,15 +31,16 @@ static gdr_cu_result_t run_acc(const gpusim_launch_t *launch)
     void *target, *origin = NULL, *result = NULL, *compare = NULL;
 
     memcpy(&a, launch->params, sizeof(a));
+    int op = a.op & GDR_GPU_ACC_OP_MASK;    /* without GDR_GPU_ACC_ATOMIC */
     size_t size = gdr_gpu_type_size(a.type);
     if (size == 0 || a.count > SIZE_MAX / size)
         return GDR_CUDA_ERROR_LAUNCH_FAILED;
     size_t bytes = (size_t) a.count * size;
     const char *k = GDR_GPU_ACC_KERNEL;
     if (reach_arg(k, a.target, bytes, "target", &target) != 0
-        || (a.op != GDR_GPU_OP_NO_OP && reach_arg(k, a.origin, bytes, "origin", &origin) != 0)
+        || (op != GDR_GPU_OP_NO_OP && reach_arg(k, a.origin, bytes, "origin", &origin) != 0)
         || (a.result != NULL && reach_arg(k, a.result, bytes, "result", &result) != 0)
-        || (a.op == GDR_GPU_OP_CSWAP && reach_arg(k, a.compare, bytes, "compare", &compare) != 0))
+        || (op == GDR_GPU_OP_CSWAP && reach_arg(k, a.compare, bytes, "compare", &compare) != 0))
         return GDR_CUDA_ERROR_ILLEGAL_ADDRESS;
     h = a;
     h.target = target;

@@ -17,6 +17,7 @@
 #include <string.h>
 #include "gdr_unit.h"
 #include "gpu/gdr_gpu_acc.h"
+#include "gpu/gdr_gpu_acc_atomic.h"
 #include "gpu/gdr_gpu_acc_body.h"       /* gdr_gpu_acc_range: partitions of a range */
 #include "gpu/gdr_gpu_kernels_image.h"
 #include "gpu/gdr_gpu_mem.h"
@@ -346,7 +347,7 @@ static void run_op_flags(const type_case_t *tc, const arrays_t *ar, int op, int 
         .origin = op == GDR_GPU_OP_NO_OP ? NULL : ar->origin,
         .result = with_result ? ar->result : NULL,
         .compare = op == GDR_GPU_OP_CSWAP ? ar->compare : NULL,
-        .count = ar->n, .op = op, .type = tc->type, .flags = flags,
+        .count = ar->n, .op = op | flags, .type = tc->type,
     };
     gdr_gpu_acc_apply(&args);
     for (size_t k = 0; k < ar->n; k++)
@@ -430,7 +431,7 @@ static void check_type(const type_case_t *tc)
 static void apply(int op, int type, void *target, const void *origin, void *result,
                   const void *compare, uint64_t count)
 {
-    gdr_gpu_acc_args_t args = {target, origin, result, compare, count, op, type, 0};
+    gdr_gpu_acc_args_t args = {target, origin, result, compare, count, op, type};
     gdr_gpu_acc_apply(&args);
 }
 
@@ -525,7 +526,7 @@ static void check_partitions(int op, int type)
         memcpy(compare + k * sz, vals + (k * 3 % tc->nvals) * sz, sz);
     }
     memcpy(full, init, N * sz);
-    gdr_gpu_acc_args_t a = {full, origin, full_r, compare, N, op, type, 0};
+    gdr_gpu_acc_args_t a = {full, origin, full_r, compare, N, op, type};
     gdr_gpu_acc_apply(&a);
     static const uint64_t strides[] = {1, 2, 3, 7, 32, 1000, N, 2 * N};
     int ok = 1;
@@ -584,25 +585,25 @@ static void *hammer_run(void *arg)
     const int64_t one = 1;
     for (int r = 0; r < HAMMER_ROUNDS; r++) {
         gdr_gpu_acc_args_t a[] = {
-            {s->i8, one8, NULL, NULL, HAMMER_N, GDR_GPU_OP_SUM, GDR_GPU_T_INT8, h->flags},
-            {s->i16, one16, NULL, NULL, HAMMER_N, GDR_GPU_OP_SUM, GDR_GPU_T_INT16, h->flags},
-            {s->i32, one32, NULL, NULL, HAMMER_N, GDR_GPU_OP_SUM, GDR_GPU_T_INT32, h->flags},
-            {s->i64, one64, NULL, NULL, HAMMER_N, GDR_GPU_OP_SUM, GDR_GPU_T_INT64, h->flags},
-            {s->f32, onef, NULL, NULL, HAMMER_N, GDR_GPU_OP_SUM, GDR_GPU_T_FLOAT, h->flags},
-            {s->f64, oned, NULL, NULL, HAMMER_N, GDR_GPU_OP_SUM, GDR_GPU_T_DOUBLE, h->flags},
-            {&s->ticket, &one, &h->tickets[r], NULL, 1, GDR_GPU_OP_SUM, GDR_GPU_T_UINT64,
-             h->flags},
+            {s->i8, one8, NULL, NULL, HAMMER_N, GDR_GPU_OP_SUM | h->flags, GDR_GPU_T_INT8},
+            {s->i16, one16, NULL, NULL, HAMMER_N, GDR_GPU_OP_SUM | h->flags, GDR_GPU_T_INT16},
+            {s->i32, one32, NULL, NULL, HAMMER_N, GDR_GPU_OP_SUM | h->flags, GDR_GPU_T_INT32},
+            {s->i64, one64, NULL, NULL, HAMMER_N, GDR_GPU_OP_SUM | h->flags, GDR_GPU_T_INT64},
+            {s->f32, onef, NULL, NULL, HAMMER_N, GDR_GPU_OP_SUM | h->flags, GDR_GPU_T_FLOAT},
+            {s->f64, oned, NULL, NULL, HAMMER_N, GDR_GPU_OP_SUM | h->flags, GDR_GPU_T_DOUBLE},
+            {&s->ticket, &one, &h->tickets[r], NULL, 1, GDR_GPU_OP_SUM | h->flags,
+             GDR_GPU_T_UINT64},
         };
         for (size_t k = 0; k < sizeof(a) / sizeof(a[0]); k++)
             gdr_gpu_acc_apply(&a[k]);
         /* the counter: read it, then swap in one more where it still holds that */
         uint16_t seen, next, was;
-        gdr_gpu_acc_args_t fetch = {&s->counter, NULL, &seen, NULL, 1, GDR_GPU_OP_NO_OP,
-                                    GDR_GPU_T_UINT16, h->flags};
+        gdr_gpu_acc_args_t fetch = {&s->counter, NULL, &seen, NULL, 1,
+                                    GDR_GPU_OP_NO_OP | h->flags, GDR_GPU_T_UINT16};
         gdr_gpu_acc_apply(&fetch);
         next = (uint16_t) (seen + 1);
-        gdr_gpu_acc_args_t cas = {&s->counter, &next, &was, &seen, 1, GDR_GPU_OP_CSWAP,
-                                  GDR_GPU_T_UINT16, h->flags};
+        gdr_gpu_acc_args_t cas = {&s->counter, &next, &was, &seen, 1,
+                                  GDR_GPU_OP_CSWAP | h->flags, GDR_GPU_T_UINT16};
         gdr_gpu_acc_apply(&cas);
         h->cas_wins += was == seen;
     }
@@ -654,12 +655,10 @@ static void check_atomic_contention(void)
 
     /* refused atomic steps touch nothing: 16-byte types, a misaligned 8-byte element */
     int64_t store[3] = {5, 6, 7}, add[2] = {1, 1};
-    gdr_gpu_acc_args_t mis = {(char *) store + 4, add, NULL, NULL, 1, GDR_GPU_OP_SUM,
-                              GDR_GPU_T_2INT, GDR_GPU_ACC_ATOMIC};
+    gdr_gpu_acc_args_t mis = {(char *) store + 4, add, NULL, NULL, 1, GDR_GPU_OP_SUM | GDR_GPU_ACC_ATOMIC, GDR_GPU_T_2INT};
     gdr_gpu_acc_apply(&mis);
     double _Complex z[1] = {1}, w[1] = {2};
-    gdr_gpu_acc_args_t wide = {z, w, NULL, NULL, 1, GDR_GPU_OP_SUM, GDR_GPU_T_DOUBLE_COMPLEX,
-                               GDR_GPU_ACC_ATOMIC};
+    gdr_gpu_acc_args_t wide = {z, w, NULL, NULL, 1, GDR_GPU_OP_SUM | GDR_GPU_ACC_ATOMIC, GDR_GPU_T_DOUBLE_COMPLEX};
     gdr_gpu_acc_apply(&wide);
     GDR_CHECK(store[0] == 5 && store[1] == 6 && z[0] == 1
               && !gdr_gpu_acc_atomic_ok(GDR_GPU_T_2INT, (char *) store + 4)
@@ -761,7 +760,7 @@ static int device_run_op(device_pass_t *d, const type_case_t *tc, const arrays_t
         .origin = op == GDR_GPU_OP_NO_OP ? NULL : dev[1],
         .result = with_result ? dev[2] : NULL,
         .compare = op == GDR_GPU_OP_CSWAP ? dev[3] : NULL,
-        .count = ar->n, .op = op, .type = tc->type, .flags = flags,
+        .count = ar->n, .op = op | flags, .type = tc->type,
     };
     return gdr_gpu_copy(g, dev[0], ar->target, bytes) || gdr_gpu_copy(g, dev[2], d->poison, bytes)
         || gdr_gpu_acc_launch(g, d->s, &args) || gdr_gpu_stream_sync(g, d->s)
@@ -842,12 +841,9 @@ static void check_atomic_on_device(device_pass_t *d)
         && gdr_gpu_copy(g, tf, hf, 4 * N) == 0;
     for (int l = 0; ready && l < LAUNCHES; l++)
         for (int k = 0; ready && k < STREAMS; k++) {
-            gdr_gpu_acc_args_t a8 = {t8, o8, NULL, NULL, N, GDR_GPU_OP_SUM, GDR_GPU_T_INT8,
-                                     GDR_GPU_ACC_ATOMIC};
-            gdr_gpu_acc_args_t a32 = {t32, o32, NULL, NULL, N, GDR_GPU_OP_SUM,
-                                      GDR_GPU_T_INT32, GDR_GPU_ACC_ATOMIC};
-            gdr_gpu_acc_args_t af = {tf, of, NULL, NULL, N, GDR_GPU_OP_SUM, GDR_GPU_T_FLOAT,
-                                     GDR_GPU_ACC_ATOMIC};
+            gdr_gpu_acc_args_t a8 = {t8, o8, NULL, NULL, N, GDR_GPU_OP_SUM | GDR_GPU_ACC_ATOMIC, GDR_GPU_T_INT8};
+            gdr_gpu_acc_args_t a32 = {t32, o32, NULL, NULL, N, GDR_GPU_OP_SUM | GDR_GPU_ACC_ATOMIC, GDR_GPU_T_INT32};
+            gdr_gpu_acc_args_t af = {tf, of, NULL, NULL, N, GDR_GPU_OP_SUM | GDR_GPU_ACC_ATOMIC, GDR_GPU_T_FLOAT};
             ready = gdr_gpu_acc_launch(g, s[k], &a8) == 0 && gdr_gpu_acc_launch(g, s[k], &a32) == 0
                 && gdr_gpu_acc_launch(g, s[k], &af) == 0;
         }

@@ -107,7 +107,7 @@ int main(void)
             if (!gdr_gpu_acc_valid(op, type))
                 continue;
             memcpy(c_t, init, n * sz), memcpy(cu_t, init, n * sz);
-            gdr_gpu_acc_args_t a = {c_t, origin, c_r, compare, n, op, type, 0};
+            gdr_gpu_acc_args_t a = {c_t, origin, c_r, compare, n, op, type};
             gdr_gpu_acc_apply(&a);                  /* the C branch */
             a.target = cu_t, a.result = cu_r;
             gdr_gpu_acc_range(&a, 0, 1);            /* the CUDA branch, on the host */

@@ -38,7 +38,7 @@ static void test_accumulate(gdr_gpu_t *g, gdr_gpu_stream_t s)
               && gdr_gpu_copy(g, t, host_t, sizeof(host_t)) == 0
               && gdr_gpu_copy(g, o, host_o, sizeof(host_o)) == 0,
               "target i, origin 2i in device memory");
-    gdr_gpu_acc_args_t a = { t, o, r, NULL, N, GDR_GPU_OP_SUM, GDR_GPU_T_INT64, 0 };
+    gdr_gpu_acc_args_t a = { t, o, r, NULL, N, GDR_GPU_OP_SUM, GDR_GPU_T_INT64 };
     GDR_CHECK(gdr_gpu_acc_launch(g, s, &a) == 0 && gdr_gpu_stream_sync(g, s) == 0,
               "SUM launched and completed");
     GDR_CHECK(gdr_gpu_copy(g, host_t, t, sizeof(host_t)) == 0
@@ -77,7 +77,7 @@ static void test_params_copied(gdr_gpu_t *g, gdr_gpu_stream_t s)
               && gdr_gpu_copy(g, o1, &one, 8) == 0 && gdr_gpu_copy(g, o5, &five, 8) == 0
               && gdr_gpu_copy(g, t, &back, 8) == 0, "a pinned flag, t = 0, o1 = 1, o5 = 5");
     *flag = 0;
-    gdr_gpu_acc_args_t a = { t, o1, NULL, NULL, 1, GDR_GPU_OP_REPLACE, GDR_GPU_T_INT64, 0 };
+    gdr_gpu_acc_args_t a = { t, o1, NULL, NULL, 1, GDR_GPU_OP_REPLACE, GDR_GPU_T_INT64 };
     void *params[] = { &a };
     GDR_CHECK(gdr_gpu_stream_wait_u64(g, s, flag, 1, GDR_GPU_WAIT_EQ) == 0
               && gdr_gpu_launch(g, s, GDR_GPU_ACC_KERNEL, 1, 1, params) == 0,
@@ -101,7 +101,7 @@ static void test_pinned_operand(gdr_gpu_t *g, gdr_gpu_stream_t s)
               && gdr_gpu_mem_alloc(g, 8, &o) == 0 && gdr_gpu_copy(g, o, &seven, 8) == 0,
               "a pinned host target, a device origin");
     t[0] = 35;
-    gdr_gpu_acc_args_t a = { t, o, NULL, NULL, 1, GDR_GPU_OP_SUM, GDR_GPU_T_INT64, 0 };
+    gdr_gpu_acc_args_t a = { t, o, NULL, NULL, 1, GDR_GPU_OP_SUM, GDR_GPU_T_INT64 };
     GDR_CHECK(gdr_gpu_acc_launch(g, s, &a) == 0 && gdr_gpu_stream_sync(g, s) == 0 && t[0] == 42,
               "a kernel updates pinned host memory (%lld)", (long long) t[0]);
     GDR_CHECK(gdr_gpu_host_free(g, t) == 0 && gdr_gpu_mem_free(g, o) == 0, "free");
@@ -113,7 +113,7 @@ static void test_fault(gdr_gpu_t *g, gdr_gpu_stream_t s)
     int64_t *pageable = calloc(4, sizeof(*pageable));
     void *o, *d;
     GDR_CHECK(gdr_gpu_mem_alloc(g, 8, &o) == 0, "a device origin");
-    gdr_gpu_acc_args_t a = { pageable, o, NULL, NULL, 1, GDR_GPU_OP_SUM, GDR_GPU_T_INT64, 0 };
+    gdr_gpu_acc_args_t a = { pageable, o, NULL, NULL, 1, GDR_GPU_OP_SUM, GDR_GPU_T_INT64 };
     GDR_CHECK(gdr_gpu_acc_launch(g, s, &a) == 0, "a kernel on pageable host memory launches");
     GDR_CHECK(gdr_gpu_stream_sync(g, s) == -EFAULT && strstr(g->error, "CUDA_ERROR_ILLEGAL_ADDRESS")
               && strstr(g->error, "unusable"), "... and faults: ILLEGAL_ADDRESS (%s)", g->error);
@@ -193,7 +193,7 @@ static void body(const char *lib, const char *mode)
         GDR_CHECK(0, "open the simulated GPU: %s", g.error);
         return;
     }
-    gdr_gpu_acc_args_t a = { NULL, NULL, NULL, NULL, 1, GDR_GPU_OP_SUM, GDR_GPU_T_INT64, 0 };
+    gdr_gpu_acc_args_t a = { NULL, NULL, NULL, NULL, 1, GDR_GPU_OP_SUM, GDR_GPU_T_INT64 };
     GDR_CHECK(gdr_gpu_acc_launch(&g, s, &a) == -ENOENT
               && strstr(g.error, "gdr_gpu_acc_kernel is in none of the 0 loaded kernel images"
                         " (gdr_gpu_module_load)"), "no image loaded: -ENOENT (%s)", g.error);

@@ -31,6 +31,7 @@
 #include <unistd.h>
 #include "gdr_unit.h"
 #include "rma/gdr_rma_dev.h"
+#include "gpu/gdr_gpu_acc_atomic.h"
 
 #define NR 3                    /* ranks at most */
 #define PEER0 100               /* rank r's transport peer is PEER0 + r */
@@ -724,7 +725,8 @@ static int d_acc(void *c, void *queue, const gdr_gpu_acc_args_t *args)
         dev_refuse(dv, "acc on a queue not (or no longer) made");
         return GDR_RMA_ERROR;
     }
-    if (!gdr_gpu_acc_valid(args->op, args->type)) {
+    int op = args->op & GDR_GPU_ACC_OP_MASK;    /* (GDR_GPU_ACC_ATOMIC: the target's steps) */
+    if (!gdr_gpu_acc_valid(op, args->type)) {
         dev_refuse(dv, "acc with an op the kernel does not define on the type");
         return GDR_RMA_ERROR;
     }
@@ -733,9 +735,9 @@ static int d_acc(void *c, void *queue, const gdr_gpu_acc_args_t *args)
         dev_refuse(dv, "acc's target is not this rank's device memory");
         return GDR_RMA_ERROR;
     }
-    if ((args->op != GDR_GPU_OP_NO_OP && !dev_piece_ok(dv, args->origin, n, 1))
+    if ((op != GDR_GPU_OP_NO_OP && !dev_piece_ok(dv, args->origin, n, 1))
         || (args->result != NULL && !dev_piece_ok(dv, args->result, n, 1))
-        || (args->op == GDR_GPU_OP_CSWAP && !dev_piece_ok(dv, args->compare, n, 1)))
+        || (op == GDR_GPU_OP_CSWAP && !dev_piece_ok(dv, args->compare, n, 1)))
         return GDR_RMA_ERROR;
     work_t *w = calloc(1, sizeof(*w));
     w->is_acc = 1;
