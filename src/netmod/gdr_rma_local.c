@@ -64,6 +64,7 @@ struct MPIDI_GDR_local_win {
     unsigned char *acc_here;    /* per rank: accumulates by this path since the last wait */
     unsigned char *acc_elsewhere;       /* per rank: accumulates by another path since */
     int one_gpu;                /* every rank of this node uses this GPU: accumulates here */
+    int self_device;            /* this rank's window is device memory (not page-locked) */
     char *scratch;              /* device memory for operands the GPU cannot reach */
     size_t scratch_size;
 };
@@ -129,6 +130,7 @@ int MPIDI_GDR_local_claims(MPIR_Win * win, int one_gpu)
         l->acc_here = MPL_calloc(n, 1, MPL_MEM_RMA);
         l->acc_elsewhere = MPL_calloc(n, 1, MPL_MEM_RMA);
         l->one_gpu = one_gpu;
+        l->self_device = self && info.is_device;
     }
     if (l == NULL || l->peers == NULL || l->seen == NULL || l->acc_here == NULL
         || l->acc_elsewhere == NULL) {
@@ -284,11 +286,6 @@ static int gpu_reaches(const void *p)
         && (info.is_device || info.is_pinned_host);
 }
 
-static int gpu_is_device(const void *p)
-{
-    gdr_gpu_mem_info_t info;
-    return gdr_gpu_mem_query(&MPIDI_GDR_global.gpu, p, &info) == 0 && info.is_device;
-}
 
 static size_t round16(size_t n)
 {
@@ -345,7 +342,7 @@ static int local_acc(const MPIDI_GDR_rma_args_t * a, MPIR_Win * win,
      * memory), nor to this rank's page-locked host window (the staged protocol, as
      * before). */
     if (!l->one_gpu || (GDR_WIN(win).rma.eng != NULL && GDR_WIN(win).rma.atomics.native)
-        || !acc_shape(a, &s) || !gpu_is_device(peer->base))
+        || (a->target == win->comm_ptr->rank && !l->self_device) || !acc_shape(a, &s))
         return MPI_SUCCESS;
     MPI_Aint at = a->tdisp * (MPI_Aint) peer->disp_unit + s.tlb, size = (MPI_Aint) peer->size;
     if (a->tdisp < 0 || at < 0 || s.bytes > size || at > size - s.bytes) {
