@@ -30,8 +30,10 @@ int gdr_trig_proxy_init(gdr_trig_proxy_t *p, const gdr_trig_ring_t *ring, uint32
     p->done = calloc((size_t) ring->nranks, sizeof(*p->done));
     if (p->done == NULL)
         return -1;
-    if (window < ring->nslots)
-        window = ring->nslots;
+    /* a descriptor at the ring's head may carry a number up to 2 * nslots - 3 above one
+     * that sits behind it (gdr_trig_reserve): it must have room to start */
+    if (window < 2 * ring->nslots)
+        window = 2 * ring->nslots;
     for (int r = 0; r < ring->nranks; r++)
         if (gdr_trig_done_init(&p->done[r], window) != 0) {
             gdr_trig_proxy_free(p);

@@ -39,9 +39,9 @@ typedef struct gdr_trig_proxy {
     char error[256];
 } gdr_trig_proxy_t;
 
-/* window: unfinished operations per target (raised to the ring's slot count, which the
- * ring's numbering needs to be free of waits that never end, and rounded up to 64).  0, or
- * -1 out of memory. */
+/* window: unfinished operations per target (raised to twice the ring's slot count, which
+ * the ring's numbering needs to be free of waits that never end (gdr_trig_reserve), and
+ * rounded up to 64).  0, or -1 out of memory. */
 int gdr_trig_proxy_init(gdr_trig_proxy_t *p, const gdr_trig_ring_t *ring, uint32_t window,
                         const gdr_trig_exec_t *exec, void *ctx);
 void gdr_trig_proxy_free(gdr_trig_proxy_t *p);

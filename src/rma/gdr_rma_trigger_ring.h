@@ -133,14 +133,20 @@ static inline GDR_TRIG_HD int gdr_trig_stopped(const gdr_trig_ring_t *r)
     return r->stopped != NULL && gdr_trig_load_acquire(r->stopped) != 0;
 }
 
-/* Posts *d (its rank_seq is filled in) and returns the target's operation number, after
- * waiting for a free slot (GDR_TRIG_STOPPED, nothing posted, when the proxy stopped
- * meanwhile).  rank must be in [0, nranks): the caller checks.
- * The number is taken after the slot is free, so an operation that sits in the ring behind
- * one with a higher number of the same target is fewer than nslots numbers below it: a
- * proxy that lets nslots or more operations per target be unfinished never waits, at the
- * head of the ring, for a number that sits behind that head. */
-static inline GDR_TRIG_HD uint64_t gdr_trig_post(const gdr_trig_ring_t *r, gdr_trig_desc_t d)
+/* A post in its two steps (gdr_trig_post runs both; tests run them apart, to script how
+ * producers interleave).  gdr_trig_reserve takes the next ticket and waits for its slot to
+ * be free: the ticket, or GDR_TRIG_STOPPED (no ticket is then held that matters: the proxy
+ * is gone).  gdr_trig_publish gives *d the target's next operation number (returned),
+ * writes it into the ticket's slot and publishes it.
+ * The number is taken after the slot is free.  Numbers of one target therefore run at most
+ * 2 * nslots - 3 ahead of a lower one that sits behind them in the ring: when a producer
+ * takes a number, its ticket is in [tail, tail + nslots), and tail cannot pass a ticket
+ * that is not published; so the tickets holding numbers r0 < r1, r1's ticket t1 ahead of
+ * r0's t0, and every number between, lie in (t0 - nslots, t1 + nslots), which holds fewer
+ * than 2 * nslots tickets.  A proxy that lets 2 * nslots operations per target be
+ * unfinished (gdr_trig_proxy_init) thus never waits, at the head of the ring, for a
+ * number that sits behind that head. */
+static inline GDR_TRIG_HD uint64_t gdr_trig_reserve(const gdr_trig_ring_t *r)
 {
     uint64_t ticket = gdr_trig_fetch_add(r->head, 1);
     while (ticket - gdr_trig_load_acquire(r->tail) >= r->nslots) {
@@ -148,11 +154,28 @@ static inline GDR_TRIG_HD uint64_t gdr_trig_post(const gdr_trig_ring_t *r, gdr_t
             return GDR_TRIG_STOPPED;    /* nothing will free a slot any more */
         gdr_trig_pause();       /* full: the proxy has not taken ticket - nslots yet */
     }
+    return ticket;
+}
+
+static inline GDR_TRIG_HD uint64_t gdr_trig_publish(const gdr_trig_ring_t *r, uint64_t ticket,
+                                                    gdr_trig_desc_t d)
+{
     d.rank_seq = gdr_trig_fetch_add(&r->posted[d.rank], 1);
     gdr_trig_slot_t *s = &r->slots[ticket & (r->nslots - 1)];
     s->desc = d;
     gdr_trig_store_release((volatile uint64_t *) &s->seq, ticket + 1);
     return d.rank_seq;
+}
+
+/* Posts *d (its rank_seq is filled in) and returns the target's operation number, after
+ * waiting for a free slot (GDR_TRIG_STOPPED, nothing posted, when the proxy stopped
+ * meanwhile).  rank must be in [0, nranks): the caller checks. */
+static inline GDR_TRIG_HD uint64_t gdr_trig_post(const gdr_trig_ring_t *r, gdr_trig_desc_t d)
+{
+    uint64_t ticket = gdr_trig_reserve(r);
+    if (ticket == GDR_TRIG_STOPPED)
+        return GDR_TRIG_STOPPED;
+    return gdr_trig_publish(r, ticket, d);
 }
 
 /* The count to wait for in a flush of rank: every operation posted to it so far, by any

@@ -5,6 +5,8 @@
  * - put_signal: every signal ADD arrives once;
  * - the window (raised to 64) never lets more than 64 operations of a target be
  *   unfinished; a full one makes the proxy hold the next descriptor until one finishes;
+ * - producers interleaved so that the ring's head holds a number 2 * slots - 3 above one
+ *   behind it: the proxy still starts it (its window is twice the slots);
  * - an operation the executor refuses, and a completion that comes twice, stop the proxy
  *   with a reason. */
 #define _POSIX_C_SOURCE 200809L       /* clock_gettime */
@@ -277,12 +279,81 @@ static void failures(void)
     gdr_trig_proxy_free(&p);
 }
 
+/* Producers interleaved the worst way, scripted on one thread with the post's two steps:
+ * with N slots, numbers of one target can run 2N - 3 ahead of a lower one that sits behind
+ * them in the ring.  Q_i (tickets 0 .. N-2) and P (ticket N-1) reserve first; then, in
+ * turn, Q_i publishes (number 2i) and the proxy takes it, which frees a slot for R_i
+ * (ticket N + i), who publishes next (number 2i + 1); P publishes last, number 2N - 2, at
+ * the ring's head, while R_0's number 1 waits behind it.  A proxy window of N (what it
+ * was) held P for ever: the kernel-ring hang seen 1 run in 30 on an H100 with 128 threads
+ * on 64 slots. */
+static void numbers_ahead_of_the_head(void)
+{
+    enum { N = 64 };
+    static struct {
+        uint64_t head, tail, posted[1], done[1];
+        gdr_trig_slot_t slots[N];
+    } m;
+    memset(&m, 0, sizeof(m));
+    gdr_trig_ring_t r = {.head = &m.head,.tail = &m.tail,.slots = m.slots,.posted = m.posted,
+        .done = m.done,.nslots = N,.nranks = 1 };
+    static fake_t f;
+    memset(&f, 0, sizeof(f));
+    f.refuse_op = -1;
+    gdr_trig_proxy_t p;
+    f.proxy = &p;
+    gdr_trig_exec_t ex = {.start = fake_start,.progress = NULL };
+    gdr_trig_proxy_init(&p, &r, N, &ex, &f);
+    uint64_t v = 1;
+    gdr_trig_desc_t d = {.op = GDR_TRIG_PUT,.rank = 0,.addr = (uint64_t) (uintptr_t) &v,.bytes = 8 };
+    uint64_t q[N - 1], late_ticket;
+    for (int i = 0; i < N - 1; i++)
+        q[i] = gdr_trig_reserve(&r);
+    late_ticket = gdr_trig_reserve(&r);
+    int scripted = late_ticket == N - 1;
+    for (int i = 0; i < N - 1; i++) {
+        scripted &= gdr_trig_publish(&r, q[i], d) == (uint64_t) (2 * i);
+        gdr_trig_proxy_progress(&p, 1);
+        if (m.tail != (uint64_t) i + 1) {
+            scripted = 0;       /* the proxy held Q_i: R_i's reserve would wait for ever */
+            break;
+        }
+        uint64_t t = gdr_trig_reserve(&r);      /* free now: returns at once */
+        scripted &= t == (uint64_t) (N + i) && gdr_trig_publish(&r, t, d) == (uint64_t) (2 * i + 1);
+    }
+    if (scripted)
+        scripted = gdr_trig_publish(&r, late_ticket, d) == 2 * N - 2;
+    GDR_CHECK(scripted, "scripted: %d producers' numbers interleaved, the last ticket before "
+              "the wrap holding number %d while number 1 waits behind it (the proxy took "
+              "%llu tickets)", 2 * N - 1, 2 * N - 2, (unsigned long long) m.tail);
+    /* the executor finishes everything it started, a few rounds of progress: all must start */
+    for (int round = 0; round < 4 * N && p.started < 2 * N - 1; round++) {
+        while (f.n_inflight > 0) {
+            gdr_trig_desc_t done = f.inflight[--f.n_inflight];
+            f.unfinished[done.rank]--;
+            gdr_trig_proxy_complete(&p, done.rank, done.rank_seq);
+        }
+        gdr_trig_proxy_progress(&p, N);
+    }
+    while (f.n_inflight > 0) {
+        gdr_trig_desc_t done = f.inflight[--f.n_inflight];
+        gdr_trig_proxy_complete(&p, done.rank, done.rank_seq);
+    }
+    GDR_CHECK(p.started == 2 * N - 1 && !p.holding && m.done[0] == 2 * N - 1 && !p.failed,
+              "the proxy starts number %d at the head and reaches the ones behind it: %llu of "
+              "%d started, done %llu (%s)", 2 * N - 2, (unsigned long long) p.started,
+              2 * N - 1, (unsigned long long) m.done[0], p.holding ? "still holding the head"
+              : "not holding");
+    gdr_trig_proxy_free(&p);
+}
+
 int main(void)
 {
     alarm(120);                 /* a proxy or producer stuck for good kills the test, not CI */
     end_to_end(1, 1);
     end_to_end(ROUNDS, 2000);
     full_window();
+    numbers_ahead_of_the_head();
     failures();
     return gdr_unit_finish();
 }
