@@ -136,6 +136,12 @@ gdrdevincludedir = $(includedir)/gdr
 gdrdevinclude_HEADERS = src/mpid/ch4/netmod/gdr/rma/gdr_rma_dev_api.h \
                         src/mpid/ch4/netmod/gdr/rma/gdr_rma_signal.h \
                         src/mpid/ch4/netmod/gdr/rma/gdr_rma_trigger_ring.h
+# the accumulate steps MPIX_Dev_accumulate applies (include/gdr/gpu/)
+gdrdevgpuincludedir = $(includedir)/gdr/gpu
+gdrdevgpuinclude_HEADERS = src/mpid/ch4/netmod/gdr/gpu/gdr_gpu_acc.h \
+                           src/mpid/ch4/netmod/gdr/gpu/gdr_gpu_acc_atomic.h \
+                           src/mpid/ch4/netmod/gdr/gpu/gdr_gpu_acc_body.h \
+                           src/mpid/ch4/netmod/gdr/gpu/gdr_gpu_acc_real.h
 
 # The GPU kernels (src/gpu/gdr_gpu_kernels.cu) as a fatbin image compiled into libmpi,
 # by the same script as the top-level unit build; without nvcc (NVCC empty) an empty

@@ -175,11 +175,12 @@ int MPIDI_GDR_device_win_progress(MPIR_Win * win, int *made)
     if (n > 0)
         *made = 1;
     if (n < 0 && !d->reported) {
-        /* the kernels see no more progress; the window's free reports it */
+        /* the kernels see no more progress (their calls return MPI_ERR_OTHER), and a peer
+         * waiting for their signals may wait for ever before the window's free returns
+         * the error: say it now, whatever the verbosity */
         d->reported = 1;
-        if (MPIR_CVAR_CH4_GDR_VERBOSE > 0)
-            fprintf(stderr, "gdr[%d]: kernel-triggered RMA stopped: %s\n", MPIR_Process.rank,
-                    gdr_trig_proxy_error(&d->proxy));
+        fprintf(stderr, "gdr[%d]: kernel-triggered RMA on a window stopped (MPI_Win_free "
+                "returns this error): %s\n", MPIR_Process.rank, gdr_trig_proxy_error(&d->proxy));
     }
     return MPI_SUCCESS;
 }

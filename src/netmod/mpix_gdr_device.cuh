@@ -17,6 +17,13 @@
  * stay unchanged, and the destination of a get unread, until MPIX_Dev_flush(rank).
  * fetch_add's result is written by gdr's proxy: `result` must be host-pinned memory
  * mapped for the device (cudaHostAlloc) when the target is another rank.
+ * MPIX_Dev_accumulate applies a predefined op element-wise, each element atomic with every
+ * other accumulate and fetch_add on it: on this node every op MPI defines on the type but
+ * MPI_NO_OP, elements of at most 8 bytes (MPI_ERR_OP for 16-byte ones: MPI_DOUBLE_INT,
+ * MPI_LONG_INT, MPI_C_DOUBLE_COMPLEX) aligned to their size in the window; to another node
+ * MPI_SUM of 64-bit integers (MPI_INT64_T, MPI_UINT64_T, MPI_LONG, ...) as one NIC
+ * fetch-add per element, complete at MPIX_Dev_flush (MPI_ERR_OP for anything else: use
+ * MPIX_Accumulate_enqueue); src may be reused when it returns.
  * The _warp and _block variants are called by every thread of the warp or block with the
  * same arguments; one thread issues the operation, and all return after it. */
 #ifndef MPIX_GDR_DEVICE_CUH
@@ -37,7 +44,78 @@ __host__ __device__ inline int MPIX_Dev_status(int rc)
 {
     return rc == GDR_DEV_OK ? MPI_SUCCESS : rc == GDR_DEV_ERR_RANK ? MPI_ERR_RANK
         : rc == GDR_DEV_ERR_ARG ? MPI_ERR_ARG : rc == GDR_DEV_ERR_RANGE ? MPI_ERR_RMA_RANGE
-        : MPI_ERR_OTHER;
+        : rc == GDR_DEV_ERR_OP ? MPI_ERR_OP : MPI_ERR_OTHER;
+}
+
+/* The predefined datatype's element type for gdr's accumulate steps (gdr_gpu_type_t), or
+ * -1 where there is none (derived types, MPI_BYTE, MPI_CHAR, the Fortran types). */
+__host__ __device__ inline int MPIX_Dev_gdr_type(MPI_Datatype t)
+{
+    if (t == MPI_INT8_T || t == MPI_SIGNED_CHAR)
+        return GDR_GPU_T_INT8;
+    if (t == MPI_INT16_T || t == MPI_SHORT)
+        return GDR_GPU_T_INT16;
+    if (t == MPI_INT32_T || t == MPI_INT)
+        return GDR_GPU_T_INT32;
+    if (t == MPI_INT64_T || t == MPI_LONG_LONG || (t == MPI_LONG && sizeof(long) == 8))
+        return GDR_GPU_T_INT64;
+    if (t == MPI_UINT8_T || t == MPI_UNSIGNED_CHAR)
+        return GDR_GPU_T_UINT8;
+    if (t == MPI_UINT16_T || t == MPI_UNSIGNED_SHORT)
+        return GDR_GPU_T_UINT16;
+    if (t == MPI_UINT32_T || t == MPI_UNSIGNED)
+        return GDR_GPU_T_UINT32;
+    if (t == MPI_UINT64_T || t == MPI_UNSIGNED_LONG_LONG
+        || (t == MPI_UNSIGNED_LONG && sizeof(unsigned long) == 8))
+        return GDR_GPU_T_UINT64;
+    if (t == MPI_FLOAT)
+        return GDR_GPU_T_FLOAT;
+    if (t == MPI_DOUBLE)
+        return GDR_GPU_T_DOUBLE;
+    if (t == MPI_C_BOOL)
+        return GDR_GPU_T_BOOL;
+    if (t == MPI_C_FLOAT_COMPLEX)
+        return GDR_GPU_T_FLOAT_COMPLEX;
+    if (t == MPI_C_DOUBLE_COMPLEX)
+        return GDR_GPU_T_DOUBLE_COMPLEX;
+    if (t == MPI_FLOAT_INT)
+        return GDR_GPU_T_FLOAT_INT;
+    if (t == MPI_DOUBLE_INT)
+        return GDR_GPU_T_DOUBLE_INT;
+    if (t == MPI_LONG_INT && sizeof(long) == 8)
+        return GDR_GPU_T_LONG_INT;
+    if (t == MPI_2INT)
+        return GDR_GPU_T_2INT;
+    if (t == MPI_SHORT_INT)
+        return GDR_GPU_T_SHORT_INT;
+    return -1;
+}
+
+/* The predefined op for gdr's accumulate steps (gdr_gpu_op_t), or -1 (user-defined ops,
+ * MPI_NO_OP: an accumulate that changes nothing has nothing to apply). */
+__host__ __device__ inline int MPIX_Dev_gdr_op(MPI_Op op)
+{
+    return op == MPI_SUM ? GDR_GPU_OP_SUM : op == MPI_PROD ? GDR_GPU_OP_PROD
+        : op == MPI_MAX ? GDR_GPU_OP_MAX : op == MPI_MIN ? GDR_GPU_OP_MIN
+        : op == MPI_LAND ? GDR_GPU_OP_LAND : op == MPI_LOR ? GDR_GPU_OP_LOR
+        : op == MPI_LXOR ? GDR_GPU_OP_LXOR : op == MPI_BAND ? GDR_GPU_OP_BAND
+        : op == MPI_BOR ? GDR_GPU_OP_BOR : op == MPI_BXOR ? GDR_GPU_OP_BXOR
+        : op == MPI_MAXLOC ? GDR_GPU_OP_MAXLOC : op == MPI_MINLOC ? GDR_GPU_OP_MINLOC
+        : op == MPI_REPLACE ? GDR_GPU_OP_REPLACE : -1;
+}
+
+/* MPI_SUCCESS and the codes for (datatype, op), or MPI_ERR_TYPE / MPI_ERR_OP: a datatype
+ * without an element type here, an op that is not a predefined one or not defined on it */
+__host__ __device__ inline int MPIX_Dev_acc_codes(MPI_Datatype datatype, MPI_Op op, int *type,
+                                                  int *gop)
+{
+    *type = MPIX_Dev_gdr_type(datatype);
+    *gop = MPIX_Dev_gdr_op(op);
+    if (*type < 0)
+        return MPI_ERR_TYPE;
+    if (*gop < 0 || !gdr_gpu_acc_defined(*gop, *type))
+        return MPI_ERR_OP;
+    return MPI_SUCCESS;
 }
 
 __device__ inline int MPIX_Dev_put(MPIX_Win_device w, const void *src, size_t bytes, int rank,
@@ -64,6 +142,19 @@ __device__ inline int MPIX_Dev_fetch_add(MPIX_Win_device w, int rank, MPI_Aint d
                                          uint64_t value, uint64_t *result)
 {
     return MPIX_Dev_status(gdr_dev_fetch_add(MPIX_Dev_gdr(w), rank, disp, value, result));
+}
+
+/* count elements of datatype (predefined) from src into rank's window at disp, with op
+ * (predefined), each element atomic (see the top of this file) */
+__device__ inline int MPIX_Dev_accumulate(MPIX_Win_device w, const void *src, size_t count,
+                                          MPI_Datatype datatype, int rank, MPI_Aint disp,
+                                          MPI_Op op)
+{
+    int type, gop, rc = MPIX_Dev_acc_codes(datatype, op, &type, &gop);
+    if (rc != MPI_SUCCESS)
+        return rc;
+    return MPIX_Dev_status(gdr_dev_accumulate(MPIX_Dev_gdr(w), src, count, type, gop, rank, disp,
+                                              0, 1));
 }
 
 __device__ inline int MPIX_Dev_flush(MPIX_Win_device w, int rank)
@@ -127,6 +218,41 @@ __device__ inline int MPIX_Dev_put_block(MPIX_Win_device w, const void *src, siz
     }
     __syncthreads();
     return MPIX_Dev_status(rc);
+}
+
+/* every thread of the warp (block) with the same arguments: the elements are split
+ * between them; all return the same status */
+__device__ inline int MPIX_Dev_accumulate_warp(MPIX_Win_device w, const void *src, size_t count,
+                                               MPI_Datatype datatype, int rank, MPI_Aint disp,
+                                               MPI_Op op)
+{
+    int type, gop, rc = MPIX_Dev_acc_codes(datatype, op, &type, &gop);
+    if (rc == MPI_SUCCESS)
+        rc = MPIX_Dev_status(gdr_dev_accumulate(MPIX_Dev_gdr(w), src, count, type, gop, rank,
+                                                disp, threadIdx.x % 32, 32));
+    for (int o = 16; o > 0; o /= 2)     /* the worst lane's: MPI's error classes are > 0 */
+        rc = max(rc, __shfl_xor_sync(0xffffffffu, rc, o));
+    return rc;
+}
+
+__device__ inline int MPIX_Dev_accumulate_block(MPIX_Win_device w, const void *src,
+                                                size_t count, MPI_Datatype datatype, int rank,
+                                                MPI_Aint disp, MPI_Op op)
+{
+    __shared__ int worst;
+    unsigned t = threadIdx.x + blockDim.x * (threadIdx.y + blockDim.y * threadIdx.z);
+    unsigned nt = blockDim.x * blockDim.y * blockDim.z;
+    if (t == 0)
+        worst = MPI_SUCCESS;
+    __syncthreads();
+    int type, gop, rc = MPIX_Dev_acc_codes(datatype, op, &type, &gop);
+    if (rc == MPI_SUCCESS)
+        rc = MPIX_Dev_status(gdr_dev_accumulate(MPIX_Dev_gdr(w), src, count, type, gop, rank,
+                                                disp, t, nt));
+    if (rc != MPI_SUCCESS)
+        atomicMax(&worst, rc);
+    __syncthreads();
+    return worst;
 }
 
 __device__ inline int MPIX_Dev_flush_warp(MPIX_Win_device w, int rank)

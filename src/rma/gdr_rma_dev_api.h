@@ -17,6 +17,11 @@
  * - fetch_add returns the target's old value, the add applied atomically with every other
  *   fetch_add and signal ADD on that word (same node: system-scope atomics; other nodes:
  *   the proxy's NIC atomic).  result must be memory the proxy can write (host-pinned).
+ * - accumulate applies op element-wise, each element atomic with respect to every other
+ *   accumulate and fetch_add on it (same node: gdr's atomic accumulate steps, system scope,
+ *   every predefined op MPI defines on the type but NO_OP and compare-and-swap, elements
+ *   of at most 8 bytes aligned to their size; other nodes: SUM of 64-bit integers only, one
+ *   NIC fetch-add per element, complete at the next flush; src is free on return).
  * - signal_wait_until waits on this rank's own window word and returns the value that met
  *   the comparison.
  * Bad input (rank out of range, an unknown signal op or comparison, a displacement
@@ -31,6 +36,7 @@
 #include <stdint.h>
 #include "gdr_rma_signal.h"
 #include "gdr_rma_trigger_ring.h"
+#include "gpu/gdr_gpu_acc_body.h"       /* element-wise atomic steps (accumulate) */
 
 #if !defined(__CUDA_ARCH__)
 #include <string.h>
@@ -39,7 +45,8 @@
 enum {
     GDR_DEV_OK = 0, GDR_DEV_ERR_RANK = -1, GDR_DEV_ERR_ARG = -2,
     GDR_DEV_ERR_STOPPED = -3,   /* the proxy stopped (it failed; the host reports why) */
-    GDR_DEV_ERR_RANGE = -4      /* outside the target's window */
+    GDR_DEV_ERR_RANGE = -4,     /* outside the target's window */
+    GDR_DEV_ERR_OP = -5         /* an accumulate this path cannot apply (op, type) */
 };
 
 /* A target's window as a kernel reaches it directly (this rank, or a peer on the node
@@ -222,6 +229,56 @@ static inline GDR_TRIG_HD int gdr_dev_fetch_add(const gdr_dev_win_t *w, int rank
         if (gdr_trig_stopped(&w->ring))
             return GDR_DEV_ERR_STOPPED;
         gdr_trig_pause();
+    }
+    return GDR_DEV_OK;
+}
+
+/* Accumulates elements first, first + stride, ... below count of src (gdr_gpu_type_t
+ * type) into rank's window at disp with op (gdr_gpu_op_t): the caller's share, so that
+ * the threads of a warp or block split one accumulate (one thread: 0, 1).  Every caller
+ * of one accumulate passes the same other arguments and gets the same answer.  Bad input
+ * touches nothing: GDR_DEV_ERR_ARG (an op not defined on the type, NO_OP, compare-and-swap,
+ * a window address not aligned to the element), GDR_DEV_ERR_OP (an element of 16 bytes, or
+ * to another node anything but SUM of 64-bit integers), GDR_DEV_ERR_RANGE. */
+static inline GDR_TRIG_HD int gdr_dev_accumulate(const gdr_dev_win_t *w, const void *src,
+                                                 uint64_t count, int type, int op, int rank,
+                                                 int64_t disp, uint64_t first, uint64_t stride)
+{
+    if (!gdr_dev_rank_ok(w, rank))
+        return GDR_DEV_ERR_RANK;
+    if (stride == 0 || op == GDR_GPU_OP_NO_OP || op == GDR_GPU_OP_CSWAP
+        || !gdr_gpu_acc_defined(op, type))
+        return GDR_DEV_ERR_ARG;
+    uint64_t size = gdr_gpu_word_type_size(type);
+    if (size == 0)
+        return GDR_DEV_ERR_OP;          /* 16 bytes: no atomic step takes it */
+    if (count > (uint64_t) INT64_MAX / size)
+        return GDR_DEV_ERR_RANGE;
+    if (gdr_dev_direct(w, rank)) {
+        char *dst = gdr_dev_at(w, rank, disp, count * size);
+        if (dst == NULL)
+            return GDR_DEV_ERR_RANGE;
+        if (!gdr_gpu_atomic_capable(type, (uintptr_t) dst))
+            return GDR_DEV_ERR_ARG;
+        gdr_gpu_acc_args_t a = { 0 };
+        a.target = dst;
+        a.origin = src;
+        a.count = count;
+        a.op = op | GDR_GPU_ACC_ATOMIC;
+        a.type = type;
+        gdr_gpu_acc_range(&a, first, stride);
+        return GDR_DEV_OK;
+    }
+    if (op != GDR_GPU_OP_SUM || (type != GDR_GPU_T_INT64 && type != GDR_GPU_T_UINT64))
+        return GDR_DEV_ERR_OP;
+    for (uint64_t i = first; i < count; i += stride) {
+        /* one fetch-add per element, its addend by value (src may be device memory), the
+         * old value dropped (addr 0), the element signal_disp bytes past disp */
+        gdr_trig_desc_t d = gdr_dev_desc(w, GDR_TRIG_FETCH_ADD, rank, 0, 8, disp);
+        d.signal_disp = (int64_t) (i * 8);
+        d.value = ((const uint64_t *) src)[i];
+        if (gdr_trig_post(&w->ring, d) == GDR_TRIG_STOPPED)
+            return GDR_DEV_ERR_STOPPED;
     }
     return GDR_DEV_OK;
 }

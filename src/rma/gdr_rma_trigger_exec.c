@@ -12,7 +12,9 @@ struct gdr_trig_exec_op {
     gdr_trig_executor_t *x;
     gdr_trig_desc_t d;
     uint64_t operand;           /* what the NIC reads: the signal value, the addend */
-    uint64_t old;               /* a signal ADD's fetched value (unused) */
+    uint64_t old;               /* a fetched value nobody asked for: a signal ADD's, an
+                                 * accumulate element's */
+    uint64_t toff;              /* bytes past disp * unit where the target data starts */
     int signal_sent;
     struct iovec local;         /* the local buffer as a list of one (device memory) */
     gdr_trig_exec_op_t *next;   /* in x->signals */
@@ -75,18 +77,20 @@ unsigned long gdr_trig_executor_inflight(const gdr_trig_executor_t *x)
     return x->inflight;
 }
 
-/* [disp * unit, + bytes) inside target's window; words (signals, fetch-add): 8 bytes
- * at an 8-byte aligned address. */
-static int check_target(const gdr_trig_executor_t *x, int rank, int64_t disp, uint64_t bytes,
-                        int word, const char *what, char *why, size_t why_len)
+/* [disp * unit + off, + bytes) inside target's window; words (signals, fetch-add): 8
+ * bytes at an 8-byte aligned address. */
+static int check_target(const gdr_trig_executor_t *x, int rank, int64_t disp, uint64_t off,
+                        uint64_t bytes, int word, const char *what, char *why, size_t why_len)
 {
     const gdr_rma_win_t *w = x->win;
-    gdr_rma_range_status_t st = gdr_rma_win_check_range(w, rank, disp, 0, bytes);
+    gdr_rma_range_status_t st = off > UINT64_MAX - bytes ? GDR_RMA_RANGE_OVERFLOW
+        : gdr_rma_win_check_range(w, rank, disp, 0, off + bytes);
     if (st != GDR_RMA_RANGE_OK)
-        return say(why, why_len, "%s of %llu bytes at displacement %lld of rank %d: %s (its "
-                   "window has %llu bytes)", what, (unsigned long long) bytes, (long long) disp,
-                   rank, gdr_rma_range_str(st), (unsigned long long) w->targets[rank].size);
-    uint64_t at = w->targets[rank].base + (uint64_t) disp * w->targets[rank].disp_unit;
+        return say(why, why_len, "%s of %llu bytes at displacement %lld (+%llu bytes) of rank "
+                   "%d: %s (its window has %llu bytes)", what, (unsigned long long) bytes,
+                   (long long) disp, (unsigned long long) off, rank, gdr_rma_range_str(st),
+                   (unsigned long long) w->targets[rank].size);
+    uint64_t at = w->targets[rank].base + (uint64_t) disp * w->targets[rank].disp_unit + off;
     if (word && at % 8 != 0)
         return say(why, why_len, "%s at displacement %lld of rank %d is not 8-byte aligned "
                    "(signal and fetch-add words must be)", what, (long long) disp, rank);
@@ -100,13 +104,14 @@ static int post(gdr_trig_exec_op_t *op, gdr_rma_access_t *a, char *why, size_t w
 {
     gdr_trig_executor_t *x = op->x;
     gdr_rma_win_t *w = x->win;
-    struct iovec piece = {.iov_base = NULL,.iov_len = a->tbytes };
+    struct iovec piece = {.iov_base = (void *) (uintptr_t) op->toff,.iov_len = a->tbytes };
     gdr_rma_plan_t plan;
     gdr_rma_op_t *eop;
     int not_attached;
 
     a->tpieces = &piece;
     a->ntpieces = 1;
+    a->t_true_lb = (int64_t) op->toff;
     a->t_span = a->tbytes;
     int rc = gdr_rma_plan(w, a, &plan, &not_attached);
     if (not_attached)
@@ -197,6 +202,7 @@ static int post_signal(gdr_trig_exec_op_t *op, char *why, size_t why_len)
 {
     op->signal_sent = 1;
     op->operand = op->d.value;
+    op->toff = 0;               /* the signal word is at signal_disp itself */
     if (op->d.signal_op == GDR_SIGNAL_ADD)
         return post_fetch_add(op, op->d.signal_disp, &op->old, why, why_len);
     gdr_rma_access_t a = {.kind = GDR_RMA_PUT,.target = op->d.rank,.disp = op->d.signal_disp,
@@ -216,16 +222,20 @@ static int check(const gdr_trig_executor_t *x, const gdr_trig_desc_t *d, char *w
     switch (d->op) {
         case GDR_TRIG_PUT:
         case GDR_TRIG_GET:
-            return check_target(x, d->rank, d->disp, d->bytes, 0, "the target", why, why_len);
+            return check_target(x, d->rank, d->disp, 0, d->bytes, 0, "the target", why, why_len);
         case GDR_TRIG_PUT_SIGNAL:
             if (!gdr_signal_op_valid((int) d->signal_op))
                 return say(why, why_len, "signal op %u is neither SET nor ADD", d->signal_op);
-            if (check_target(x, d->rank, d->disp, d->bytes, 0, "the target", why, why_len))
+            if (check_target(x, d->rank, d->disp, 0, d->bytes, 0, "the target", why, why_len))
                 return -1;
-            return check_target(x, d->rank, d->signal_disp, 8, 1, "the signal word", why,
+            return check_target(x, d->rank, d->signal_disp, 0, 8, 1, "the signal word", why,
                                 why_len);
         case GDR_TRIG_FETCH_ADD:
-            return check_target(x, d->rank, d->disp, 8, 1, "the fetch_add word", why, why_len);
+            if (d->signal_disp < 0)
+                return say(why, why_len, "its word is %lld bytes before its displacement",
+                           (long long) -d->signal_disp);
+            return check_target(x, d->rank, d->disp, (uint64_t) d->signal_disp, 8, 1,
+                                "the fetch_add word", why, why_len);
         default:
             return say(why, why_len, "operation kind %u is unknown", d->op);
     }
@@ -243,9 +253,14 @@ static int exec_start(void *ctx, const gdr_trig_desc_t *d, char *why, size_t why
     op->x = x;
     op->d = *d;
     op->operand = d->value;
-    int rc = d->op == GDR_TRIG_FETCH_ADD
-        ? post_fetch_add(op, d->disp, (void *) (uintptr_t) d->addr, what, sizeof(what))
-        : post_data(op, what, sizeof(what));
+    int rc;
+    if (d->op == GDR_TRIG_FETCH_ADD) {
+        op->toff = (uint64_t) d->signal_disp;
+        rc = post_fetch_add(op, d->disp, d->addr != 0 ? (void *) (uintptr_t) d->addr : &op->old,
+                            what, sizeof(what));
+    } else {
+        rc = post_data(op, what, sizeof(what));
+    }
     if (rc != 0) {
         free(op);
         return say(why, why_len, "%s of %llu bytes: %s", op_name(d->op),

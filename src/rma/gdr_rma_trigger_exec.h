@@ -6,7 +6,9 @@
  *                moves zero-copy when the transport may register it (device_by_nic)
  *   PUT_SIGNAL   the write, then, once it completed at the target, the signal: SET as an
  *                8-byte write, ADD as the NIC's fetch-add
- *   FETCH_ADD    the NIC's fetch-add; the old value lands at the descriptor's address
+ *   FETCH_ADD    the NIC's fetch-add on the word signal_disp bytes past disp; the old
+ *                value lands at the descriptor's address, or nowhere when that is 0 (an
+ *                element of a device-API accumulate)
  *
  * A descriptor completes (gdr_trig_proxy_complete) when its operation is complete at the
  * target (get, fetch-add: landed here), signal included.  Every descriptor is checked

@@ -17,5 +17,8 @@ __global__ void every_call(MPIX_Win_device w, const double *src, double *dst, ui
     MPIX_Dev_flush_warp(w, right);
     MPIX_Dev_put_block(w, src, 1024, right, 64);
     MPIX_Dev_flush_block(w, right);
+    MPIX_Dev_accumulate(w, src, 1, MPI_DOUBLE, right, 0, MPI_SUM);
+    MPIX_Dev_accumulate_warp(w, src, 32, MPI_DOUBLE, right, 0, MPI_MAX);
+    MPIX_Dev_accumulate_block(w, src, 128, MPI_DOUBLE, right, 0, MPI_REPLACE);
     (void) MPIX_Dev_signal_wait_until(w, 0, MPIX_CMP_GE, 1);
 }

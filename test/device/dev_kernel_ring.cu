@@ -9,7 +9,8 @@
  *    cell, and more producers than slots block and lose nothing.
  * 2. Same-node path: peer windows in device memory reached by loads, stores and
  *    system-scope atomics (peers[]), then a second kernel waiting on a signal, and
- *    displacements outside a window refused.
+ *    displacements outside a window refused; accumulates from 512 threads at once (int32,
+ *    double, int8 sharing words) give exact sums.
  *
  * Prints one line per check and "N passed, N failed"; exits 77 ("skipped: ...") without a
  * GPU.  maint/check-gpu builds and runs it; maint/check only builds it.  At most
@@ -237,6 +238,71 @@ static void through_ring(int blocks, int threads, int rounds, uint32_t nslots,
     cudaFree(counters);
 }
 
+/* Same node, accumulate: every thread adds int32 {1, -2, 3, 1000}, doubles {0.5, 2} and
+ * eight int8 ones (neighbours sharing words; each warp splits that one) into rank 1's
+ * window with gdr's atomic steps; *errors counts calls that did not return OK. */
+__global__ void acc_contend(gdr_dev_win_t w, int rounds, unsigned long long *errors)
+{
+    const int32_t i32[4] = { 1, -2, 3, 1000 };
+    const double dbl[2] = { 0.5, 2.0 };
+    const int8_t i8[8] = { 1, 1, 1, 1, 1, 1, 1, 1 };
+    unsigned lane = threadIdx.x % 32;
+    for (int k = 0; k < rounds; k++) {
+        int bad = gdr_dev_accumulate(&w, i32, 4, GDR_GPU_T_INT32, GDR_GPU_OP_SUM, 1, 0, 0, 1)
+            != GDR_DEV_OK;
+        bad += gdr_dev_accumulate(&w, dbl, 2, GDR_GPU_T_DOUBLE, GDR_GPU_OP_SUM, 1, 2, 0, 1)
+            != GDR_DEV_OK;
+        if (lane < 8)           /* 8 lanes of each warp, one element each */
+            bad += gdr_dev_accumulate(&w, i8, 8, GDR_GPU_T_INT8, GDR_GPU_OP_SUM, 1, 4, lane, 8)
+                != GDR_DEV_OK;
+        if (bad)
+            atomicAdd(errors, (unsigned long long) bad);
+    }
+}
+
+static void same_node_accumulate(int blocks, int threads, int rounds)
+{
+    char *win;
+    gdr_dev_peer_t *peers, views[DK_RANKS];
+    unsigned long long *errors;
+    cuda_or_die(cudaMalloc((void **) &win, 64), "cudaMalloc window");
+    cuda_or_die(cudaMemset(win, 0, 64), "cudaMemset window");
+    memset(views, 0, sizeof(views));
+    views[1] = gdr_dev_peer_t { win, 64, 8 };
+    cuda_or_die(cudaMalloc((void **) &peers, sizeof(views)), "cudaMalloc");
+    cudaMemcpy(peers, views, sizeof(views), cudaMemcpyHostToDevice);
+    cuda_or_die(cudaMalloc((void **) &errors, 8), "cudaMalloc");
+    cudaMemset(errors, 0, 8);
+    gdr_trig_ring_t none;
+    memset(&none, 0, sizeof(none));
+    none.nranks = DK_RANKS;
+    gdr_dev_win_t w = { none, DK_HANDLE, 0, DK_RANKS, peers };
+    acc_contend<<<blocks, threads>>>(w, rounds, errors);
+    cuda_or_die(cudaDeviceSynchronize(), "accumulate kernel");
+    unsigned char h[64];
+    unsigned long long h_errors;
+    cudaMemcpy(h, win, 64, cudaMemcpyDeviceToHost);
+    cudaMemcpy(&h_errors, errors, 8, cudaMemcpyDeviceToHost);
+    long n = (long) blocks * threads * rounds, warps8 = (long) blocks * (threads / 32) * rounds;
+    int32_t s32[4];
+    double sd[2];
+    int8_t s8[8];
+    memcpy(s32, h, 16);
+    memcpy(sd, h + 16, 16);
+    memcpy(s8, h + 32, 8);
+    int ok8 = 1;
+    for (int i = 0; i < 8; i++)
+        ok8 &= s8[i] == (int8_t) warps8;
+    GDR_CHECK(h_errors == 0 && s32[0] == n && s32[1] == -2 * n && s32[2] == 3 * n
+              && s32[3] == 1000 * n && sd[0] == 0.5 * n && sd[1] == 2.0 * n && ok8,
+              "same-node accumulate, %d blocks x %d threads x %d: int32 SUM %d %d %d %d, double "
+              "SUM %g %g, int8 SUM split over 8 lanes %d (want %d): exact", blocks, threads,
+              rounds, s32[0], s32[1], s32[2], s32[3], sd[0], sd[1], s8[0], (int8_t) warps8);
+    cudaFree(win);
+    cudaFree(peers);
+    cudaFree(errors);
+}
+
 /* Part 2: every peer window in device memory, mapped (peers[]), no proxy. */
 static void same_node(int blocks, int threads, int rounds)
 {
@@ -333,6 +399,7 @@ int main(int argc, char **argv)
     if (!only || strcmp(only, "same-node") == 0) {
         same_node(1, 1, 200);
         same_node(3, 128, 8);
+        same_node_accumulate(4, 128, 50);
     }
     return gdr_unit_finish();
 }

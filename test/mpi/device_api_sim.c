@@ -7,12 +7,15 @@
  * lock_all epoch and takes a device handle.  THREADS "kernel" threads, ROUNDS rounds each,
  * to the right neighbour: a put of one 8-byte cell (each thread and round its own cell),
  * a put_signal (another cell) adding 1 to the neighbour's signal word, a fetch_add on its
- * counter (the old value into host-pinned memory), and a flush.  Then each rank waits on
+ * counter (the old value into host-pinned memory), an accumulate (MPI_SUM) of two int64
+ * elements, on this node also of four int32 ones (to another node that is refused: the NIC
+ * adds 64-bit words only), and a flush.  Then each rank waits on
  * its own signal word for THREADS x ROUNDS (signal_wait_until) and checks every cell its
  * left neighbour wrote, the counter, and that the fetch_adds it made saw distinct values
- * 0 .. THREADS x ROUNDS - 1 (no lost or duplicated update).  A neighbour on this node is
+ * 0 .. THREADS x ROUNDS - 1 (no lost or duplicated update), and the accumulated sums exact.  A neighbour on this node is
  * reached through its window's IPC mapping (nothing on the ring; a displacement past its
- * window refused), one on another node through the ring (3 descriptors a round).
+ * window refused), one on another node through the ring (5 descriptors a round: the
+ * accumulate's elements are one fetch-add each).
  * Misuse: a bad rank and a bad signal op are refused by the call (nothing sent); a
  * handle freed twice, a device handle of a dynamic window: the MPI error classes.  gdr's progress thread serves the ring
  * (MPI_THREAD_MULTIPLE).  Needs GDR_GPUSIM_MODE=host-visible (the threads load and store
@@ -28,6 +31,8 @@ enum {
     ROUNDS = 250,
     SIGNAL = 0,                 /* byte offsets in the window (displacement unit 1) */
     COUNTER = 8,
+    ACC64 = 16,                 /* 2 int64 accumulated */
+    ACC32 = 32,                 /* 4 int32 accumulated (same node only) */
     CELLS = 64,
     WIN_BYTES = CELLS + 2 * THREADS * ROUNDS * 8
 };
@@ -35,7 +40,7 @@ enum {
 
 typedef struct {
     const gdr_dev_win_t *w;
-    int id, right, rank;
+    int id, right, rank, right_same_node;
     uint64_t *src;              /* host-pinned: the values put (live until the flush) */
     uint64_t *olds;             /* host-pinned: fetch_add results */
     int errors;
@@ -59,6 +64,13 @@ static void *kernel(void *arg)
                                         CELLS + 8 * (THREADS * ROUNDS + cell), SIGNAL, 1,
                                         GDR_SIGNAL_ADD) != 0;
         k->errors += gdr_dev_fetch_add(k->w, k->right, COUNTER, 1, &k->olds[i]) != 0;
+        const int64_t add64[2] = { 1, 3 };
+        const int32_t add32[4] = { 1, -2, 3, 1 << 20 };
+        k->errors += gdr_dev_accumulate(k->w, add64, 2, GDR_GPU_T_INT64, GDR_GPU_OP_SUM,
+                                        k->right, ACC64, 0, 1) != 0;
+        k->errors += gdr_dev_accumulate(k->w, add32, 4, GDR_GPU_T_INT32, GDR_GPU_OP_SUM,
+                                        k->right, ACC32, 0, 1)
+            != (k->right_same_node ? GDR_DEV_OK : GDR_DEV_ERR_OP);
         k->errors += gdr_dev_flush(k->w, k->right) != 0;
     }
     return NULL;
@@ -111,7 +123,8 @@ int main(int argc, char **argv)
     MPI_Comm_group(MPI_COMM_WORLD, &world_group);
     MPI_Comm_group(node, &node_group);
     MPI_Group_translate_ranks(world_group, 1, &right, node_group, &right_here);
-    int same_node = right_here != MPI_UNDEFINED;
+    int same_node = right_here != MPI_UNDEFINED, left_here = MPI_UNDEFINED;
+    MPI_Group_translate_ranks(world_group, 1, &left, node_group, &left_here);
     if (same_node && (gdr_dev_put(w, &v, 8, right, WIN_BYTES) != GDR_DEV_ERR_RANGE
                       || gdr_dev_fetch_add(w, right, -8, 1, &v) != GDR_DEV_ERR_RANGE))
         gdr_test_fail("same node: a displacement outside the neighbour's window was not "
@@ -121,21 +134,29 @@ int main(int argc, char **argv)
     kernel_t k[THREADS];
     pthread_t t[THREADS];
     for (int i = 0; i < THREADS; i++) {
-        k[i] = (kernel_t) {.w = w,.id = i,.right = right,.rank = rank,
+        k[i] = (kernel_t) {.w = w,.id = i,.right = right,.rank = rank,.right_same_node = same_node,
             .src = pinned + (size_t) i * ROUNDS * 2,
             .olds = pinned + (size_t) THREADS * ROUNDS * 2 + (size_t) i * ROUNDS
         };
         pthread_create(&t[i], NULL, kernel, &k[i]);
     }
+    int failed_calls = 0;
     for (int i = 0; i < THREADS; i++) {
         pthread_join(t[i], NULL);
         if (k[i].errors)
             gdr_test_fail("thread %d: %d device calls failed", i, k[i].errors);
+        failed_calls += k[i].errors;
+    }
+    if (failed_calls) {
+        /* gdr's proxy stopped (it said why on stderr); the neighbour would wait for ever
+         * for the signals, so the job ends here */
+        fprintf(stderr, "rank %d: device calls failed: ending the job\n", rank);
+        MPI_Abort(MPI_COMM_WORLD, 1);
     }
     uint64_t posted = *w->ring.head - before;
-    if (same_node ? posted != 0 : posted != (uint64_t) THREADS * ROUNDS * 3)
+    if (same_node ? posted != 0 : posted != (uint64_t) THREADS * ROUNDS * 5)
         gdr_test_fail("%llu descriptors on the ring, expected %d (right neighbour on %s)",
-                      (unsigned long long) posted, same_node ? 0 : THREADS * ROUNDS * 3,
+                      (unsigned long long) posted, same_node ? 0 : THREADS * ROUNDS * 5,
                       same_node ? "this node: IPC" : "another node");
     uint64_t seen = 0;
     gdr_dev_signal_wait_until(w, SIGNAL, GDR_CMP_GE, THREADS * ROUNDS, &seen);
@@ -148,6 +169,14 @@ int main(int argc, char **argv)
     uint64_t *mine = malloc(WIN_BYTES);
     cu.copy((uint64_t) (uintptr_t) mine, winmem, WIN_BYTES);
     gdr_check_long("counter", 0, THREADS * ROUNDS, (long long) mine[COUNTER / 8]);
+    gdr_check_long("int64 accumulated", 0, THREADS * ROUNDS, (long long) mine[ACC64 / 8]);
+    gdr_check_long("int64 accumulated", 1, 3 * THREADS * ROUNDS, (long long) mine[ACC64 / 8 + 1]);
+    const int32_t add32[4] = { 1, -2, 3, 1 << 20 };
+    int32_t got32[4];
+    memcpy(got32, (const char *) mine + ACC32, sizeof(got32));
+    for (int e = 0; e < 4; e++)     /* from the left neighbour: on this node only */
+        gdr_check_long("int32 accumulated", e, left_here != MPI_UNDEFINED
+                       ? (long long) add32[e] * THREADS * ROUNDS : 0, got32[e]);
     for (int id = 0; id < THREADS; id++)
         for (int i = 0; i < ROUNDS; i++) {
             int cell = id * ROUNDS + i;

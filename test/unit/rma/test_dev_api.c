@@ -5,7 +5,10 @@
  * - bad rank, signal op or comparison: an error, nothing posted or written;
  * - put then flush, same node and other node: the values are there; get reads them back;
  * - fetch_add from 4 threads x 500 on one word of each: the old values are a permutation;
- * - put_signal: a waiter on the target sees the data of every signal it waited for. */
+ * - put_signal: a waiter on the target sees the data of every signal it waited for;
+ * - accumulate from 4 threads at once (int32, int8 sharing words, float, MAX; split between
+ *   two "lanes"; int64 SUM to the other node): exact totals; what a path cannot apply is
+ *   refused with nothing written. */
 #define _POSIX_C_SOURCE 200809L
 #include <pthread.h>
 #include <stdlib.h>
@@ -42,7 +45,8 @@ typedef struct {
 static int exec_start(void *ctx, const gdr_trig_desc_t *d, char *why, size_t len)
 {
     exec_t *e = ctx;
-    if (d->rank != 2 || d->disp < 0 || (uint64_t) d->disp * 8 + d->bytes > sizeof(mem[2])
+    uint64_t off = d->op == GDR_TRIG_FETCH_ADD ? (uint64_t) d->signal_disp : 0;
+    if (d->rank != 2 || d->disp < 0 || (uint64_t) d->disp * 8 + off + d->bytes > sizeof(mem[2])
         || e->n == (int) (sizeof(e->q) / sizeof(e->q[0]))) {
         snprintf(why, len, "rank %d disp %lld bytes %llu: not rank 2's window, or too many",
                  d->rank, (long long) d->disp, (unsigned long long) d->bytes);
@@ -64,8 +68,12 @@ static int exec_progress(void *ctx, char *why, size_t len)
             memcpy(at, local, d->bytes);
         else if (d->op == GDR_TRIG_GET)
             memcpy(local, at, d->bytes);
-        else if (d->op == GDR_TRIG_FETCH_ADD)
-            *(uint64_t *) local = __atomic_fetch_add((uint64_t *) at, d->value, __ATOMIC_ACQ_REL);
+        else if (d->op == GDR_TRIG_FETCH_ADD) {
+            uint64_t old = __atomic_fetch_add((uint64_t *) (at + d->signal_disp), d->value,
+                                              __ATOMIC_ACQ_REL);
+            if (local != NULL)  /* addr 0: an accumulate's element, the old value dropped */
+                *(uint64_t *) local = old;
+        }
         if (d->op == GDR_TRIG_PUT_SIGNAL) {
             __atomic_thread_fence(__ATOMIC_RELEASE);
             gdr_signal_apply((int) d->signal_op, &mem[2][d->signal_disp], d->value);
@@ -258,6 +266,116 @@ static void signals(const gdr_dev_win_t *w, const gdr_dev_win_t *w1, const gdr_d
               && seen == SIGNALS, "signal_wait_until returns the value that met the wait");
 }
 
+#define ACC 100                 /* the accumulates' cells */
+#define ACC_ROUNDS 300
+
+typedef struct {
+    const gdr_dev_win_t *w;
+    int t, errors;
+} acc_arg_t;
+
+/* cells of rank 1 from ACC: 4 int32, then 8 int8 (two words' worth, sharing them), then 2
+ * floats, then one int32 MAX; rank 2 from ACC: 3 int64 */
+static void *acc_thread(void *p)
+{
+    acc_arg_t *a = p;
+    const int32_t i32[4] = { 1, -2, 3, 1000 };
+    const int8_t i8[8] = { 1, 1, 1, 1, 1, 1, 1, 1 };
+    const float f[2] = { 0.5f, 2.0f };
+    const uint64_t i64[3] = { 1, 2, 3 };
+    for (int k = 0; k < ACC_ROUNDS; k++) {
+        int32_t mx = a->t * ACC_ROUNDS + k;
+        a->errors += gdr_dev_accumulate(a->w, i32, 4, GDR_GPU_T_INT32, GDR_GPU_OP_SUM, 1, ACC,
+                                        0, 1) != GDR_DEV_OK;
+        /* two "lanes" split one accumulate: threads 0 and 1 share one, 2 and 3 another */
+        a->errors += gdr_dev_accumulate(a->w, i8, 8, GDR_GPU_T_INT8, GDR_GPU_OP_SUM, 1, ACC + 2,
+                                        (uint64_t) (a->t & 1), 2) != GDR_DEV_OK;
+        a->errors += gdr_dev_accumulate(a->w, f, 2, GDR_GPU_T_FLOAT, GDR_GPU_OP_SUM, 1, ACC + 3,
+                                        0, 1) != GDR_DEV_OK;
+        a->errors += gdr_dev_accumulate(a->w, &mx, 1, GDR_GPU_T_INT32, GDR_GPU_OP_MAX, 1,
+                                        ACC + 4, 0, 1) != GDR_DEV_OK;
+        a->errors += gdr_dev_accumulate(a->w, i64, 3, GDR_GPU_T_INT64, GDR_GPU_OP_SUM, 2, ACC,
+                                        0, 1) != GDR_DEV_OK;
+    }
+    a->errors += gdr_dev_flush(a->w, 2) != GDR_DEV_OK;
+    return NULL;
+}
+
+static void accumulates(const gdr_dev_win_t *w)
+{
+    uint64_t before = ring.head;
+    int32_t v32[4] = { 1, 1, 1, 1 };
+    double d2[2] = { 1, 1 };
+    gdr_dev_peer_t bytes1[NRANKS];      /* rank 1's window with displacements in bytes */
+    memcpy(bytes1, w->peers, sizeof(bytes1));
+    bytes1[1].disp_unit = 1;
+    gdr_dev_win_t wb = *w;
+    wb.peers = bytes1;
+    GDR_CHECK(gdr_dev_accumulate(w, v32, 4, GDR_GPU_T_INT32, GDR_GPU_OP_NO_OP, 1, ACC, 0, 1)
+              == GDR_DEV_ERR_ARG
+              && gdr_dev_accumulate(w, v32, 4, GDR_GPU_T_INT32, GDR_GPU_OP_CSWAP, 1, ACC, 0, 1)
+              == GDR_DEV_ERR_ARG
+              && gdr_dev_accumulate(w, v32, 4, GDR_GPU_T_FLOAT, GDR_GPU_OP_BAND, 1, ACC, 0, 1)
+              == GDR_DEV_ERR_ARG
+              && gdr_dev_accumulate(w, v32, 4, GDR_GPU_T_INT32, GDR_GPU_OP_SUM, 1, ACC, 0, 0)
+              == GDR_DEV_ERR_ARG
+              && gdr_dev_accumulate(&wb, v32, 1, GDR_GPU_T_INT32, GDR_GPU_OP_SUM, 1, ACC * 8 + 2,
+                                    0, 1) == GDR_DEV_ERR_ARG,
+              "accumulate: NO_OP, compare-and-swap, BAND on floats, no share of the elements and "
+              "an int32 at an address not 4-aligned are refused (ARG)");
+    GDR_CHECK(gdr_dev_accumulate(w, d2, 1, GDR_GPU_T_DOUBLE_COMPLEX, GDR_GPU_OP_SUM, 1, ACC, 0, 1)
+              == GDR_DEV_ERR_OP
+              && gdr_dev_accumulate(w, d2, 2, GDR_GPU_T_DOUBLE, GDR_GPU_OP_SUM, 2, ACC, 0, 1)
+              == GDR_DEV_ERR_OP
+              && gdr_dev_accumulate(w, d2, 2, GDR_GPU_T_INT64, GDR_GPU_OP_MAX, 2, ACC, 0, 1)
+              == GDR_DEV_ERR_OP,
+              "16-byte elements, and to the other node anything but SUM of 64-bit integers, are "
+              "refused (OP)");
+    GDR_CHECK(gdr_dev_accumulate(w, v32, 4, GDR_GPU_T_INT32, GDR_GPU_OP_SUM, 1, CELLS - 1, 0, 1)
+              == GDR_DEV_ERR_RANGE
+              && gdr_dev_accumulate(w, v32, 4, GDR_GPU_T_INT32, GDR_GPU_OP_SUM, 5, ACC, 0, 1)
+              == GDR_DEV_ERR_RANK,
+              "past the window's end (RANGE), a bad rank (RANK)");
+    GDR_CHECK(ring.head == before && mem[1][ACC] == 0 && mem[1][CELLS - 1] == 0
+              && mem[2][ACC] == 0, "nothing was posted or written");
+
+    static acc_arg_t a[THREADS];
+    pthread_t t[THREADS];
+    for (int i = 0; i < THREADS; i++) {
+        a[i] = (acc_arg_t) {.w = w,.t = i };
+        pthread_create(&t[i], NULL, acc_thread, &a[i]);
+    }
+    int errors = 0;
+    for (int i = 0; i < THREADS; i++) {
+        pthread_join(t[i], NULL);
+        errors += a[i].errors;
+    }
+    const int n = THREADS * ACC_ROUNDS, pairs = THREADS / 2 * ACC_ROUNDS;
+    int32_t s32[4], mx;
+    int8_t s8[8];
+    float sf[2];
+    memcpy(s32, &mem[1][ACC], sizeof(s32));
+    memcpy(s8, &mem[1][ACC + 2], sizeof(s8));
+    memcpy(sf, &mem[1][ACC + 3], sizeof(sf));
+    memcpy(&mx, &mem[1][ACC + 4], sizeof(mx));
+    int ok8 = 1;
+    for (int i = 0; i < 8; i++)
+        ok8 &= s8[i] == (int8_t) pairs;
+    GDR_CHECK(errors == 0 && s32[0] == n && s32[1] == -2 * n && s32[2] == 3 * n
+              && s32[3] == 1000 * n, "same node, %d threads x %d: int32 SUM exact (%d %d %d %d)",
+              THREADS, ACC_ROUNDS, s32[0], s32[1], s32[2], s32[3]);
+    GDR_CHECK(ok8, "int8 SUM on neighbours sharing words, each accumulate split between two "
+              "lanes: every element %d (first %d)", (int8_t) pairs, s8[0]);
+    GDR_CHECK(sf[0] == 0.5f * (float) n && sf[1] == 2.0f * (float) n && mx == n - 1,
+              "float SUM exact (%g %g), int32 MAX the largest (%d)", (double) sf[0],
+              (double) sf[1], mx);
+    GDR_CHECK(mem[2][ACC] == (uint64_t) n && mem[2][ACC + 1] == 2ULL * n
+              && mem[2][ACC + 2] == 3ULL * n, "other node, int64 SUM as one fetch-add per "
+              "element through the ring, complete after flush: %llu %llu %llu",
+              (unsigned long long) mem[2][ACC], (unsigned long long) mem[2][ACC + 1],
+              (unsigned long long) mem[2][ACC + 2]);
+}
+
 /* A proxy that stopped for good: flush and fetch_add give up with GDR_DEV_ERR_STOPPED,
  * and so does a put that waits for a slot of a full ring; a put with room still posts. */
 static void stopped(void)
@@ -302,6 +420,7 @@ int main(void)
     put_get(&w);
     fetch_adds(&w);
     signals(&w, &w1, &w2);
+    accumulates(&w);
 
     __atomic_store_n(&proxy_stop, 1, __ATOMIC_RELEASE);
     pthread_join(pt, NULL);

@@ -162,6 +162,13 @@ static void test_signals(void)
     gdr_trig_post(&s.dw.ring, d);
     GDR_CHECK(drain(&s) == 0 && old == 1000 && word(3, 2) == 1005 && ring.done[3] == 1,
               "fetch_add: the old value 1000 landed here, the word is 1005");
+
+    uint64_t addends[3] = { 7, 8, 9 };
+    GDR_CHECK(gdr_dev_accumulate(&s.dw, addends, 3, GDR_GPU_T_UINT64, GDR_GPU_OP_SUM, 3, 4, 0, 1)
+              == GDR_DEV_OK && drain(&s) == 0 && word(3, 4) == 7 && word(3, 5) == 8
+              && word(3, 6) == 9 && word(3, 7) == 0 && word(3, 3) == 0 && ring.done[3] == 4
+              && fk.atomic_posts == 7, "accumulate of 3 uint64 (SUM) to another node: three NIC "
+              "fetch-adds, 0, 8 and 16 bytes past the displacement, nothing beside");
     teardown(&s);
 }
 
@@ -208,6 +215,15 @@ static void test_refusals(void)
     refused((gdr_trig_desc_t) {.op = GDR_TRIG_FETCH_ADD,.rank = 1,
             .addr = (uint64_t) (uintptr_t) device_buf,.bytes = 8,.disp = 1 },
             GDR_RMA_DECLARES_SUM, 1, "host-pinned", "a fetch_add whose result is device memory");
+    refused((gdr_trig_desc_t) {.op = GDR_TRIG_FETCH_ADD,.rank = 1,.bytes = 8,.disp = 511,
+            .signal_disp = 8 }, GDR_RMA_DECLARES_SUM, 0, "past the target window",
+            "an accumulate element 8 bytes past the window's last word");
+    refused((gdr_trig_desc_t) {.op = GDR_TRIG_FETCH_ADD,.rank = 1,.bytes = 8,.disp = 4,
+            .signal_disp = -8 }, GDR_RMA_DECLARES_SUM, 0, "before its displacement",
+            "an accumulate element before its displacement");
+    refused((gdr_trig_desc_t) {.op = GDR_TRIG_FETCH_ADD,.rank = 1,.bytes = 8,.disp = 4,
+            .signal_disp = 4 }, GDR_RMA_DECLARES_SUM, 0, "not 8-byte aligned",
+            "an accumulate element not 8-byte aligned");
     refused((gdr_trig_desc_t) {.op = GDR_TRIG_PUT,.rank = 1,
             .addr = (uint64_t) (uintptr_t) device_buf,.bytes = 64 }, GDR_RMA_DECLARES_SUM, 0,
             "GPUDirect", "a put from device memory without GPUDirect RDMA");

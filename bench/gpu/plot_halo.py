@@ -1,0 +1,45 @@
+#!/usr/bin/env python3
+"""plot_halo: the PNG of a halo CSV (bench/gpu/halo.c's and halo_device.cu's rows, several runs
+in one file, '#' lines and repeated headers allowed).
+
+    /usr/bin/python3 bench/gpu/plot_halo.py bench/results/halo-h100.csv OUT.png "MACHINE"
+
+Microseconds per iteration (the latency_us column) against bytes, log-log: one line per way
+(halo_host, halo_enqueue, halo_device) and tool.  Needs matplotlib (Debian: python3-matplotlib)."""
+import sys
+
+import matplotlib
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402
+
+
+def series(path):
+    out = {}
+    for line in open(path):
+        f = line.strip().split(",")
+        if line.startswith(("#", "benchmark")) or len(f) < 6 or not f[0].startswith("halo_"):
+            continue
+        out.setdefault((f[0], f[4]), []).append((int(f[1]), float(f[2])))
+    return out
+
+
+def main():
+    src, png, machine = sys.argv[1], sys.argv[2], sys.argv[3]
+    fig, ax = plt.subplots(figsize=(8, 5))
+    for (way, tool), pts in sorted(series(src).items()):
+        pts.sort()
+        ax.plot([b for b, _ in pts], [us for _, us in pts], marker="o", ms=3,
+                label=f"{way} ({tool})")
+    ax.set_xscale("log", base=2)
+    ax.set_yscale("log")
+    ax.set_xlabel("halo bytes")
+    ax.set_ylabel("us per iteration (p50; lower is better)")
+    ax.set_title(f"halo loop: host-driven, stream-enqueued, device API\n{machine}", fontsize=10)
+    ax.grid(True, which="both", alpha=0.3)
+    ax.legend(fontsize=7)
+    fig.tight_layout()
+    fig.savefig(png, dpi=110)
+
+
+if __name__ == "__main__":
+    main()
