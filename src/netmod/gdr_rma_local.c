@@ -34,9 +34,10 @@ cvars:
  * window through the mapping with element-wise atomic steps (GDR_GPU_ACC_ATOMIC): other
  * same-node origins do the same at once, and the target's staged protocol applies
  * other nodes' accumulates atomically too.  Operands the GPU cannot reach (pageable
- * memory) go through a device scratch buffer in stream order.  What the kernel cannot
- * take as one atomic launch (16-byte elements, misaligned targets, non-contiguous
- * buffers, user-defined ops) goes as MPIDIG's messages as before; with MPI's default
+ * memory), and non-contiguous ones, go through a device scratch buffer in stream order;
+ * a non-contiguous target is one launch per contiguous piece.  What the kernel cannot take
+ * (16-byte elements, misaligned targets, user-defined ops) goes as MPIDIG's messages as
+ * before: a choice by op, type and address alone, never by layout; with MPI's default
  * accumulate ordering an origin that changes a target's path first waits for the
  * other path's accumulates to it. */
 #include "gdr_impl.h"
@@ -52,7 +53,7 @@ cvars:
 #include "gpu/gdr_gpu_stream.h"
 
 enum { LOCAL_PIECES_MAX = 1024 };       /* more pieces: MPIDIG's messages pack them */
-enum { LOCAL_SCRATCH_MAX = 16 << 20 };  /* larger pageable operands: MPIDIG's messages */
+enum { LOCAL_SCRATCH_MAX = 16 << 20 };  /* device scratch for operands, per round */
 
 struct MPIDI_GDR_local_win {
     int nranks;
@@ -236,46 +237,122 @@ static int is_accumulate(gdr_rma_kind_t kind)
     return kind != GDR_RMA_PUT && kind != GDR_RMA_GET;
 }
 
-/* An accumulate as one launch of the kernel: op and element type as its enums, bytes of
- * the target run, and each buffer's contiguous run starting at its lower bound. */
+/* An accumulate as the kernel sees it: op and element type as its enums, the bytes of the
+ * target's elements, and each buffer as pieces (one when contiguous; the target's as
+ * offsets from disp * unit, lower bound included). */
 typedef struct {
     int op, type;
-    MPI_Aint bytes, tlb, olb, rlb;
+    size_t bytes, elem;
+    struct iovec t_one, o_one, r_one, *t, *o, *r;
+    size_t tn, on, rn;
 } local_acc_t;
 
-/* 1 when a fits one launch: a predefined op on a predefined element type that MPI
- * defines it on, and target, origin and result each one contiguous run of the same
- * bytes (anything else is MPIDIG's, which also reports what is wrong with it). */
-static int acc_shape(const MPIDI_GDR_rma_args_t * a, local_acc_t * s)
+static void acc_free(local_acc_t * s)
+{
+    if (s->t != &s->t_one)
+        MPL_free(s->t);
+    if (s->o != &s->o_one)
+        MPL_free(s->o);
+    if (s->r != &s->r_one)
+        MPL_free(s->r);
+}
+
+/* 1 when the kernel takes a: a predefined op on a predefined element type that MPI
+ * defines it on, origin and result of the target's bytes (any layout), every piece a
+ * whole number of elements; else 0 (MPIDIG's, which also reports what is wrong with it).
+ * The pieces are s's to free (acc_free) either way. */
+static int acc_shape(const MPIDI_GDR_rma_args_t * a, local_acc_t * s, int *mpi_errno)
 {
     MPI_Datatype basic = a->ttype;
+    memset(s, 0, sizeof(*s));
+    s->t = &s->t_one;
+    s->o = &s->o_one;
+    s->r = &s->r_one;
     if (a->kind == GDR_RMA_ACC || a->kind == GDR_RMA_GET_ACC)
         MPIR_Datatype_get_basic_type(a->ttype, basic);
     s->op = MPIDI_GDR_gpu_op_of(a->op, a->kind);
     s->type = MPIDI_GDR_gpu_type_of(basic);
     if (s->op < 0 || s->type < 0 || !gdr_gpu_acc_valid(s->op, s->type))
         return 0;
-    MPI_Aint t_size, o_size = 0, r_size = 0;
-    int contig;
+    MPI_Aint t_size, o_size, r_size;
     MPIR_Datatype_get_size_macro(a->ttype, t_size);
-    s->bytes = t_size * a->tcount;
-    MPIDI_Datatype_check_contig_lb(a->ttype, contig, s->tlb);
-    if (!contig)
+    s->bytes = (size_t) (t_size * a->tcount);
+    s->elem = gdr_gpu_type_size(s->type);
+    *mpi_errno = pieces_of(NULL, a->tcount, a->ttype, (MPI_Aint) s->bytes, &s->t_one, &s->t,
+                           &s->tn);
+    if (*mpi_errno != MPI_SUCCESS)
         return 0;
-    s->olb = s->rlb = 0;
     if (s->op != GDR_GPU_OP_NO_OP) {
         MPIR_Datatype_get_size_macro(a->otype, o_size);
-        MPIDI_Datatype_check_contig_lb(a->otype, contig, s->olb);
-        if (!contig || o_size * a->ocount != s->bytes)
+        if ((size_t) (o_size * a->ocount) != s->bytes)
+            return 0;
+        *mpi_errno = pieces_of(a->origin, a->ocount, a->otype, (MPI_Aint) s->bytes, &s->o_one,
+                               &s->o, &s->on);
+        if (*mpi_errno != MPI_SUCCESS)
             return 0;
     }
     if (a->kind != GDR_RMA_ACC) {
         MPIR_Datatype_get_size_macro(a->rtype, r_size);
-        MPIDI_Datatype_check_contig_lb(a->rtype, contig, s->rlb);
-        if (!contig || r_size * a->rcount != s->bytes)
+        if ((size_t) (r_size * a->rcount) != s->bytes)
+            return 0;
+        *mpi_errno = pieces_of(a->result, a->rcount, a->rtype, (MPI_Aint) s->bytes, &s->r_one,
+                               &s->r, &s->rn);
+        if (*mpi_errno != MPI_SUCCESS)
             return 0;
     }
-    return s->bytes % (MPI_Aint) gdr_gpu_type_size(s->type) == 0;
+    const struct iovec *lists[3] = { s->t, s->o, s->r };
+    size_t counts[3] = { s->tn, s->on, s->rn };
+    for (int k = 0; k < 3; k++)
+        for (size_t i = 0; i < counts[k]; i++)
+            if (lists[k][i].iov_len % s->elem != 0)
+                return 0;
+    return 1;
+}
+
+/* Copies bytes [from, from + len) of what the pieces p[0..n) hold, in their order, into
+ * the contiguous buf (gather) or out of it (scatter), on the window's stream. */
+static int range_copy(struct MPIDI_GDR_local_win *l, const struct iovec *p, size_t n,
+                      size_t from, size_t len, char *buf, int gather)
+{
+    gdr_gpu_t *g = &MPIDI_GDR_global.gpu;
+    size_t pos = 0;
+    for (size_t i = 0; i < n && len > 0; pos += p[i].iov_len, i++) {
+        if (pos + p[i].iov_len <= from)
+            continue;
+        size_t skip = from - pos, take = p[i].iov_len - skip < len ? p[i].iov_len - skip : len;
+        char *at = (char *) p[i].iov_base + skip;
+        if (gather ? gdr_gpu_copy_async(g, l->stream, buf, at, take)
+            : gdr_gpu_copy_async(g, l->stream, at, buf, take))
+            return -1;
+        buf += take;
+        from += take;
+        len -= take;
+    }
+    return 0;
+}
+
+/* The kernel on the target pieces' part of bytes [from, from + len): one launch per piece
+ * (or part of one), origin and result at o_at and r_at for byte `from`. */
+static int launch_range(struct MPIDI_GDR_local_win *l, const gdr_gpu_acc_args_t * tmpl,
+                        char *tbase, const local_acc_t * s, size_t from, size_t len,
+                        const char *o_at, char *r_at)
+{
+    gdr_gpu_t *g = &MPIDI_GDR_global.gpu;
+    size_t pos = 0, end = from + len;
+    for (size_t i = 0; i < s->tn && pos < end; pos += s->t[i].iov_len, i++) {
+        size_t ps = pos, pe = pos + s->t[i].iov_len;
+        if (pe <= from)
+            continue;
+        size_t b = ps > from ? ps : from, e = pe < end ? pe : end;
+        gdr_gpu_acc_args_t args = *tmpl;
+        args.target = tbase + (uintptr_t) s->t[i].iov_base + (b - ps);
+        args.origin = o_at != NULL ? o_at + (b - from) : NULL;
+        args.result = r_at != NULL ? r_at + (b - from) : NULL;
+        args.count = (e - b) / s->elem;
+        if (gdr_gpu_acc_launch(g, l->stream, &args) != 0)
+            return -1;
+    }
+    return 0;
 }
 
 /* Whether the GPU reaches p as it is (device memory, page-locked host memory). */
@@ -326,7 +403,12 @@ static int scratch_ready(MPIR_Win * win, struct MPIDI_GDR_local_win *l, size_t n
     return MPI_SUCCESS;
 }
 
-/* One accumulate-family operation as the kernel on the target's mapped window. */
+/* One accumulate-family operation as the kernel on the target's mapped window: one launch
+ * per contiguous target piece, origin and result straight from their buffers when the GPU
+ * reaches them as one piece, else gathered into (scattered from) the device scratch in
+ * rounds of at most LOCAL_SCRATCH_MAX bytes, all in stream order.  So every element of a
+ * type the kernel takes goes this way whatever the layout or size, as element-wise
+ * atomicity with the other same-node origins needs. */
 static int local_acc(const MPIDI_GDR_rma_args_t * a, MPIR_Win * win,
                      struct MPIDI_GDR_local_win *l, const gdr_dev_peer_t * peer,
                      MPIR_Request ** req, int *handled)
@@ -342,28 +424,33 @@ static int local_acc(const MPIDI_GDR_rma_args_t * a, MPIR_Win * win,
      * memory), nor to this rank's page-locked host window (the staged protocol, as
      * before). */
     if (!l->one_gpu || (GDR_WIN(win).rma.eng != NULL && GDR_WIN(win).rma.atomics.native)
-        || (a->target == win->comm_ptr->rank && !l->self_device) || !acc_shape(a, &s))
+        || (a->target == win->comm_ptr->rank && !l->self_device))
         return MPI_SUCCESS;
-    MPI_Aint at = a->tdisp * (MPI_Aint) peer->disp_unit + s.tlb, size = (MPI_Aint) peer->size;
-    if (a->tdisp < 0 || at < 0 || s.bytes > size || at > size - s.bytes) {
-        *handled = 1;
-        MPIR_ERR_SETANDJUMP1(mpi_errno, MPI_ERR_RMA_RANGE, "**gdr_range", "**gdr_range %s",
-                             "the operation reaches outside the target's window");
+    if (!acc_shape(a, &s, &mpi_errno))
+        goto fn_exit;
+    MPI_Aint at = a->tdisp * (MPI_Aint) peer->disp_unit, size = (MPI_Aint) peer->size;
+    for (size_t i = 0; i < s.tn; i++) {
+        MPI_Aint off = at + (MPI_Aint) (intptr_t) s.t[i].iov_base, len = (MPI_Aint) s.t[i].iov_len;
+        if (a->tdisp < 0 || off < 0 || len > size || off > size - len) {
+            *handled = 1;
+            MPIR_ERR_SETANDJUMP1(mpi_errno, MPI_ERR_RMA_RANGE, "**gdr_range", "**gdr_range %s",
+                                 "the operation reaches outside the target's window");
+        }
+        if (!gdr_gpu_acc_atomic_ok(s.type, peer->base + off))
+            goto fn_exit;       /* 16-byte elements, misaligned: MPIDIG's messages */
     }
-    char *target = peer->base + at;
-    if (!gdr_gpu_acc_atomic_ok(s.type, target))
-        return MPI_SUCCESS;     /* 16-byte elements, misaligned: MPIDIG's messages */
-    size_t bytes = (size_t) s.bytes, elem = gdr_gpu_type_size(s.type);
-    const char *origin = s.op != GDR_GPU_OP_NO_OP ? (const char *) a->origin + s.olb : NULL;
-    char *result = a->kind != GDR_RMA_ACC ? (char *) a->result + s.rlb : NULL;
+    size_t bytes = s.bytes;
     const char *compare = a->kind == GDR_RMA_CAS ? (const char *) a->compare : NULL;
-    int o_bounce = origin != NULL && !gpu_reaches(origin);
-    int r_bounce = result != NULL && !gpu_reaches(result);
+    int has_o = s.op != GDR_GPU_OP_NO_OP, has_r = a->kind != GDR_RMA_ACC;
+    int o_direct = has_o && s.on == 1 && gpu_reaches(s.o[0].iov_base);
+    int r_direct = has_r && s.rn == 1 && gpu_reaches(s.r[0].iov_base);
     int c_bounce = compare != NULL && !gpu_reaches(compare);
-    size_t need = (o_bounce ? round16(bytes) : 0) + (c_bounce ? round16(elem) : 0)
-        + (r_bounce ? round16(bytes) : 0);
-    if (need > LOCAL_SCRATCH_MAX)
-        return MPI_SUCCESS;
+    int nbuf = (has_o && !o_direct) + (has_r && !r_direct);
+    /* bytes per round: whole 16-byte units (every element size divides 16) */
+    size_t cap = nbuf == 0 ? bytes : LOCAL_SCRATCH_MAX / (size_t) nbuf;
+    if (cap > round16(bytes))
+        cap = round16(bytes);
+    size_t need = (size_t) nbuf * cap + (c_bounce ? 16 : 0);
     MPIDIG_RMA_OP_CHECK_SYNC(a->target, win);
     *handled = 1;
     if (l->acc_elsewhere[a->target]) {
@@ -378,30 +465,28 @@ static int local_acc(const MPIDI_GDR_rma_args_t * a, MPIR_Win * win,
                              g->error);
     mpi_errno = scratch_ready(win, l, need);
     MPIR_ERR_CHECK(mpi_errno);
-    gdr_gpu_acc_args_t args = {.target = target,.origin = origin,.result = result,
-        .compare = compare,.count = bytes / elem,.op = s.op | GDR_GPU_ACC_ATOMIC,.type = s.type
+    char *o_buf = l->scratch, *r_buf = l->scratch + (has_o && !o_direct ? cap : 0);
+    gdr_gpu_acc_args_t tmpl = {.compare = compare,.op = s.op | GDR_GPU_ACC_ATOMIC,
+        .type = s.type
     };
-    char *bounce = l->scratch;
     int rc = 0;
-    if (bytes > 0 && o_bounce) {
-        rc |= gdr_gpu_copy_async(g, l->stream, bounce, origin, bytes);
-        args.origin = bounce;
-        bounce += round16(bytes);
-    }
     if (bytes > 0 && c_bounce) {
-        rc |= gdr_gpu_copy_async(g, l->stream, bounce, compare, elem);
-        args.compare = bounce;
-        bounce += round16(elem);
+        char *c_buf = l->scratch + (size_t) nbuf * cap;
+        rc = gdr_gpu_copy_async(g, l->stream, c_buf, compare, s.elem);
+        tmpl.compare = c_buf;
     }
-    if (r_bounce)
-        args.result = bounce;
+    for (size_t from = 0; rc == 0 && from < bytes; from += cap) {
+        size_t len = bytes - from < cap ? bytes - from : cap;
+        const char *o_at = !has_o ? NULL : o_direct ? (const char *) s.o[0].iov_base + from : o_buf;
+        char *r_at = !has_r ? NULL : r_direct ? (char *) s.r[0].iov_base + from : r_buf;
+        rc = (has_o && !o_direct && range_copy(l, s.o, s.on, from, len, o_buf, 1))
+            || launch_range(l, &tmpl, peer->base + at, &s, from, len, o_at, r_at)
+            || (has_r && !r_direct && range_copy(l, s.r, s.rn, from, len, r_buf, 0));
+    }
+    if (rc != 0 || (bytes > 0 && gdr_gpu_event_record(g, l->done, l->stream) != 0))
+        MPIR_ERR_SETANDJUMP1(mpi_errno, MPI_ERR_OTHER, "**gdr_transport", "**gdr_transport %s",
+                             g->error);
     if (bytes > 0) {
-        rc = rc || gdr_gpu_acc_launch(g, l->stream, &args)
-            || (r_bounce && gdr_gpu_copy_async(g, l->stream, result, args.result, bytes))
-            || gdr_gpu_event_record(g, l->done, l->stream);
-        if (rc != 0)
-            MPIR_ERR_SETANDJUMP1(mpi_errno, MPI_ERR_OTHER, "**gdr_transport",
-                                 "**gdr_transport %s", g->error);
         l->pending = 1;
         l->acc_here[a->target] = 1;
     }
@@ -409,6 +494,7 @@ static int local_acc(const MPIDI_GDR_rma_args_t * a, MPIR_Win * win,
     if (req != NULL)
         mpi_errno = complete_at_once(win, req);
   fn_exit:
+    acc_free(&s);
     return mpi_errno;
   fn_fail:
     goto fn_exit;

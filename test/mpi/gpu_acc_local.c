@@ -12,6 +12,8 @@
  *    int32, int8 neighbours (which share words) and float; Fetch_and_op tickets that must
  *    come out as a permutation; compare-and-swap increments that must all count.
  * 3. Raccumulate and Rget_accumulate: the result is there when MPI_Wait returns.
+ *    Non-contiguous layouts (vector target types, vector origins in host and device
+ *    memory, a vector result) from every rank at once on the same elements: exact sums.
  * 4. MPI_T: every one of those operations went as gdr's kernel on the peer's window
  *    (gdr_rma_{acc,get_acc,fop,cas}_local) when all ranks share the node; over Soft-RoCE
  *    with two ranks per guest, those to the other node through the staged protocol, whose
@@ -471,6 +473,63 @@ static void requests(int rank, int size)
     dwin_close(&w);
 }
 
+/* ---- 3b. non-contiguous layouts -------------------------------------------------------- */
+/* Every rank at once on rank 0's window, S_ROUNDS rounds: +1 to the int32 elements 4j and
+ * 4j + 1 (a vector target type, the origin contiguous), and +1 to every element (the
+ * target contiguous, the origin every other int of an array, host memory in even rounds
+ * and device memory in odd ones), so that each layout meets the others on the same
+ * elements (atomic only if every layout takes the same way); then each rank reads the
+ * elements back with Get_accumulate(MPI_NO_OP) into every other int of a host array. */
+enum { SK = 64, SM = 4 * SK, S_ROUNDS = 20, AT_STRIDE = 49152 };
+
+static void strided(int size)
+{
+    dwin_t w;
+    dwin_open(&w, 0);
+    int32_t zeros[SM] = { 0 }, ones[2 * SK], spread[2 * SM], back[2 * SM];
+    dev_copy(w.base + AT_STRIDE, zeros, sizeof(zeros));
+    for (int i = 0; i < 2 * SK; i++)
+        ones[i] = 1;
+    for (int i = 0; i < 2 * SM; i++)
+        spread[i] = i % 2 == 0 ? 1 : 999, back[i] = -7;     /* odd ints: never read */
+    int32_t *dspread = dev_alloc(sizeof(spread));
+    dev_copy(dspread, spread, sizeof(spread));
+    MPI_Datatype pairs, every_other;
+    MPI_Type_vector(SK, 2, 4, MPI_INT32_T, &pairs);
+    MPI_Type_vector(SM, 1, 2, MPI_INT32_T, &every_other);
+    MPI_Type_commit(&pairs);
+    MPI_Type_commit(&every_other);
+    MPI_Barrier(MPI_COMM_WORLD);
+    gdr_test_set_context("non-contiguous: %d ranks x %d rounds on rank 0's window", size,
+                         S_ROUNDS);
+    MPI_Win_lock_all(0, w.win);
+    for (int r = 0; r < S_ROUNDS; r++) {
+        MPI_Accumulate(ones, 2 * SK, MPI_INT32_T, 0, AT_STRIDE, 1, pairs, MPI_SUM, w.win);
+        MPI_Accumulate(r % 2 ? (void *) dspread : (void *) spread, 1, every_other, 0, AT_STRIDE,
+                       SM, MPI_INT32_T, MPI_SUM, w.win);
+    }
+    count_ops(0, 2 * S_ROUNDS);
+    MPI_Win_unlock_all(w.win);
+    MPI_Barrier(MPI_COMM_WORLD);
+    MPI_Win_lock_all(0, w.win);
+    MPI_Get_accumulate(NULL, 0, MPI_INT32_T, back, 1, every_other, 0, AT_STRIDE, SM,
+                       MPI_INT32_T, MPI_NO_OP, w.win);
+    MPI_Win_unlock_all(w.win);
+    count_ops(0, 1);
+    for (int i = 0; i < SM; i++)
+        if (!gdr_check_long("element (read back into every other int)", i,
+                            (long long) size * S_ROUNDS * (i % 4 < 2 ? 2 : 1), back[2 * i]))
+            break;
+    int touched = 0;
+    for (int i = 0; i < SM; i++)
+        touched += back[2 * i + 1] != -7;
+    gdr_check_long("result ints between the datatype's elements written", 0, 0, touched);
+    MPI_Type_free(&pairs);
+    MPI_Type_free(&every_other);
+    dev_free(dspread);
+    dwin_close(&w);
+}
+
 /* ---- 5. across paths ----------------------------------------------------------------- */
 static void across_paths(int rank, int size)
 {
@@ -540,6 +599,7 @@ int main(int argc, char **argv)
     matrix(rank, size, left, right);
     contention(rank, size);
     requests(rank, size);
+    strided(size);
     int node_ranks = 0;
     for (int t = 0; t < size; t++)
         node_ranks += same_gpu[t];
