@@ -14,6 +14,7 @@
  * 3. Raccumulate and Rget_accumulate: the result is there when MPI_Wait returns.
  *    Non-contiguous layouts (vector target types, vector origins in host and device
  *    memory, a vector result) from every rank at once on the same elements: exact sums.
+ *    18 MiB from pageable memory: more than one round of gdr's device scratch.
  * 4. MPI_T: every one of those operations went as gdr's kernel on the peer's window
  *    (gdr_rma_{acc,get_acc,fop,cas}_local) when all ranks share the node; over Soft-RoCE
  *    with two ranks per guest, those to the other node through the staged protocol, whose
@@ -530,6 +531,63 @@ static void strided(int size)
     dwin_close(&w);
 }
 
+/* ---- 3c. larger than one round of the device scratch --------------------------------- */
+/* 18 MiB of int32 on rank 0's window: every rank adds 1 from pageable memory (two rounds of
+ * the 16-MiB scratch), then Get_accumulate adds 1 more and fetches the old values into
+ * pageable memory (origin and result bounced: three rounds of 8 MiB). */
+enum { BIG = (18 << 20) / 4 };
+
+static void large(int rank, int size)
+{
+    int32_t *ones = malloc(BIG * sizeof(int32_t)), *old = malloc(BIG * sizeof(int32_t));
+    MPI_Win win;
+    int32_t *base = NULL;
+    if (ones == NULL || old == NULL)
+        gdr_test_die("malloc", MPI_ERR_NO_MEM);
+    MPI_Aint bytes = rank == 0 ? (MPI_Aint) BIG * 4 : 0;
+    if (bytes > 0) {
+        base = dev_alloc((size_t) bytes);
+        memset(old, 0, BIG * sizeof(int32_t));
+        dev_copy(base, old, (size_t) bytes);
+    }
+    if (!gdr_check_mpi("MPI_Win_create", MPI_Win_create(base, bytes, 4, MPI_INFO_NULL,
+                                                         MPI_COMM_WORLD, &win)))
+        gdr_test_die("MPI_Win_create", MPI_ERR_OTHER);
+    for (int i = 0; i < BIG; i++)
+        ones[i] = 1, old[i] = -1;
+    gdr_test_set_context("18 MiB accumulates from pageable memory (scratch rounds)");
+    MPI_Win_lock_all(0, win);
+    MPI_Accumulate(ones, BIG, MPI_INT32_T, 0, 0, BIG, MPI_INT32_T, MPI_SUM, win);
+    MPI_Win_unlock_all(win);
+    MPI_Barrier(MPI_COMM_WORLD);
+    for (int r = 0; r < size; r++) {    /* one at a time: each fetch has one expected value */
+        if (r == rank) {
+            MPI_Win_lock(MPI_LOCK_SHARED, 0, 0, win);
+            MPI_Get_accumulate(ones, BIG, MPI_INT32_T, old, BIG, MPI_INT32_T, 0, 0, BIG,
+                               MPI_INT32_T, MPI_SUM, win);
+            MPI_Win_unlock(0, win);
+        }
+        MPI_Barrier(MPI_COMM_WORLD);
+    }
+    count_ops(0, 2);
+    long wrong = 0;
+    for (int i = 0; i < BIG; i++)
+        wrong += old[i] != size + rank;
+    gdr_check_long("Get_accumulate's old values not size + rank", 0, 0, wrong);
+    if (rank == 0) {
+        dev_copy(old, base, (size_t) bytes);
+        wrong = 0;
+        for (int i = 0; i < BIG; i++)
+            wrong += old[i] != 2 * size;
+        gdr_check_long("elements not 2 x size at the end", 0, 0, wrong);
+    }
+    MPI_Win_free(&win);
+    if (base != NULL)
+        dev_free(base);
+    free(ones);
+    free(old);
+}
+
 /* ---- 5. across paths ----------------------------------------------------------------- */
 static void across_paths(int rank, int size)
 {
@@ -600,6 +658,7 @@ int main(int argc, char **argv)
     contention(rank, size);
     requests(rank, size);
     strided(size);
+    large(rank, size);
     int node_ranks = 0;
     for (int t = 0; t < size; t++)
         node_ranks += same_gpu[t];
