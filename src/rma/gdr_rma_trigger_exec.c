@@ -295,10 +295,17 @@ static void op_done(void *arg, int status, const void *landed, size_t len)
 static int exec_progress(void *ctx, char *why, size_t why_len)
 {
     gdr_trig_executor_t *x = ctx;
-    while (!x->failed && x->signals != NULL) {
+    while (x->signals != NULL) {
         gdr_trig_exec_op_t *op = x->signals;
         char what[160];
         x->signals = op->next;
+        if (x->failed) {
+            /* the transport failed: the signal is dropped (the error says why), and the
+             * operation ends, so that the window's free does not wait for it */
+            x->inflight--;
+            free(op);
+            continue;
+        }
         if (post_signal(op, what, sizeof(what)) != 0) {
             exec_fail(x, "the signal of a put_signal to rank %d: %s", op->d.rank, what);
             x->inflight--;

@@ -70,9 +70,7 @@ static int start_held(gdr_trig_proxy_t *p)
 int gdr_trig_proxy_progress(gdr_trig_proxy_t *p, int max)
 {
     int n = 0;
-    if (p->failed)
-        return -1;
-    while (n < max) {
+    while (!p->failed && n < max) {
         if (!p->holding) {
             if (!gdr_trig_take(p->ring, &p->next, &p->held))
                 break;
@@ -88,6 +86,8 @@ int gdr_trig_proxy_progress(gdr_trig_proxy_t *p, int max)
             break;              /* its target is at its window: wait for completions */
         n++;
     }
+    /* the executor's progress runs after a failure too: what it started must finish (a
+     * put_signal's signal, posted from here), or the window's free would wait for ever */
     char why[200] = "";
     if (p->exec.progress != NULL && p->exec.progress(p->ctx, why, sizeof(why)) != 0)
         return fail(p, "progress of triggered operations failed: %s", why);

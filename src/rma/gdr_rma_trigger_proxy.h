@@ -46,8 +46,9 @@ int gdr_trig_proxy_init(gdr_trig_proxy_t *p, const gdr_trig_ring_t *ring, uint32
                         const gdr_trig_exec_t *exec, void *ctx);
 void gdr_trig_proxy_free(gdr_trig_proxy_t *p);
 
-/* Starts what the ring holds (at most max descriptors) and runs the executor's progress.
- * Returns the number started, or -1 once the proxy failed. */
+/* Starts what the ring holds (at most max descriptors) and runs the executor's progress,
+ * also once the proxy failed (what was started still finishes).  Returns the number
+ * started, or -1 once the proxy failed. */
 int gdr_trig_proxy_progress(gdr_trig_proxy_t *p, int max);
 
 /* The executor finished operation rank_seq of rank.  0, or -1 (a completion that was never
