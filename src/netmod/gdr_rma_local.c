@@ -68,6 +68,7 @@ struct MPIDI_GDR_local_win {
     int self_device;            /* this rank's window is device memory (not page-locked) */
     char *scratch;              /* device memory for operands the GPU cannot reach */
     size_t scratch_size;
+    int kernel_ready;           /* the accumulate kernel was found loaded (asked once) */
 };
 
 void MPIDI_GDR_local_register_pvars(void)
@@ -459,10 +460,11 @@ static int local_acc(const MPIDI_GDR_rma_args_t * a, MPIR_Win * win,
         l->acc_elsewhere[a->target] = 0;
     }
     if (stream_ready(l) != 0
-        || gdr_gpu_kernel_ready(g, GDR_GPU_ACC_KERNEL, gdr_gpu_kernels_image,
-                                gdr_gpu_kernels_image_size) != 0)
+        || (!l->kernel_ready && gdr_gpu_kernel_ready(g, GDR_GPU_ACC_KERNEL, gdr_gpu_kernels_image,
+                                                     gdr_gpu_kernels_image_size) != 0))
         MPIR_ERR_SETANDJUMP1(mpi_errno, MPI_ERR_OTHER, "**gdr_transport", "**gdr_transport %s",
                              g->error);
+    l->kernel_ready = 1;
     mpi_errno = scratch_ready(win, l, need);
     MPIR_ERR_CHECK(mpi_errno);
     char *o_buf = l->scratch, *r_buf = l->scratch + (has_o && !o_direct ? cap : 0);

@@ -12,7 +12,8 @@
  * adds 64-bit words only), and a flush.  Then each rank waits on
  * its own signal word for THREADS x ROUNDS (signal_wait_until) and checks every cell its
  * left neighbour wrote, the counter, and that the fetch_adds it made saw distinct values
- * 0 .. THREADS x ROUNDS - 1 (no lost or duplicated update), and the accumulated sums exact.  A neighbour on this node is
+ * 0 .. THREADS x ROUNDS - 1 (no lost or duplicated update), and the accumulated sums
+ * exact.  A neighbour on this node is
  * reached through its window's IPC mapping (nothing on the ring; a displacement past its
  * window refused), one on another node through the ring (5 descriptors a round: the
  * accumulate's elements are one fetch-add each).
