@@ -176,6 +176,19 @@ static int pieces_of(const void *buf, MPI_Aint count, MPI_Datatype type, MPI_Ain
     return mpi_errno;
 }
 
+/* Whether every target piece (offsets from disp * unit) lies inside the peer's window. */
+static int pieces_inside(const gdr_dev_peer_t * peer, MPI_Aint tdisp, const struct iovec *t,
+                         size_t tn)
+{
+    MPI_Aint at = tdisp * (MPI_Aint) peer->disp_unit, size = (MPI_Aint) peer->size;
+    for (size_t i = 0; i < tn; i++) {
+        MPI_Aint off = at + (MPI_Aint) (intptr_t) t[i].iov_base, len = (MPI_Aint) t[i].iov_len;
+        if (tdisp < 0 || off < 0 || len > size || off > size - len)
+            return 0;
+    }
+    return 1;
+}
+
 /* The copies of one operation: origin pieces against target pieces, each run where both
  * are contiguous one copy (target pieces as offsets in the target's window). */
 static int queue_copies(struct MPIDI_GDR_local_win *l, int put, char *tbase,
@@ -429,17 +442,15 @@ static int local_acc(const MPIDI_GDR_rma_args_t * a, MPIR_Win * win,
         return MPI_SUCCESS;
     if (!acc_shape(a, &s, &mpi_errno))
         goto fn_exit;
-    MPI_Aint at = a->tdisp * (MPI_Aint) peer->disp_unit, size = (MPI_Aint) peer->size;
-    for (size_t i = 0; i < s.tn; i++) {
-        MPI_Aint off = at + (MPI_Aint) (intptr_t) s.t[i].iov_base, len = (MPI_Aint) s.t[i].iov_len;
-        if (a->tdisp < 0 || off < 0 || len > size || off > size - len) {
-            *handled = 1;
-            MPIR_ERR_SETANDJUMP1(mpi_errno, MPI_ERR_RMA_RANGE, "**gdr_range", "**gdr_range %s",
-                                 "the operation reaches outside the target's window");
-        }
-        if (!gdr_gpu_acc_atomic_ok(s.type, peer->base + off))
-            goto fn_exit;       /* 16-byte elements, misaligned: MPIDIG's messages */
+    if (!pieces_inside(peer, a->tdisp, s.t, s.tn)) {
+        *handled = 1;
+        MPIR_ERR_SETANDJUMP1(mpi_errno, MPI_ERR_RMA_RANGE, "**gdr_range", "**gdr_range %s",
+                             "the operation reaches outside the target's window");
     }
+    MPI_Aint at = a->tdisp * (MPI_Aint) peer->disp_unit;
+    for (size_t i = 0; i < s.tn; i++)
+        if (!gdr_gpu_acc_atomic_ok(s.type, peer->base + at + (MPI_Aint) (intptr_t) s.t[i].iov_base))
+            goto fn_exit;       /* 16-byte elements, misaligned: MPIDIG's messages */
     size_t bytes = s.bytes;
     const char *compare = a->kind == GDR_RMA_CAS ? (const char *) a->compare : NULL;
     int has_o = s.op != GDR_GPU_OP_NO_OP, has_r = a->kind != GDR_RMA_ACC;
@@ -548,14 +559,10 @@ int MPIDI_GDR_local_rma(const MPIDI_GDR_rma_args_t * a, MPIR_Win * win, MPIR_Req
     MPIR_ERR_CHECK(mpi_errno);
     if (on + tn > LOCAL_PIECES_MAX)
         goto fn_exit;
-    /* every target piece inside the target's window, in its own displacement unit */
-    MPI_Aint at = a->tdisp * (MPI_Aint) peer->disp_unit, size = (MPI_Aint) peer->size;
-    for (size_t i = 0; i < tn; i++) {
-        MPI_Aint off = at + (MPI_Aint) (intptr_t) t[i].iov_base, len = (MPI_Aint) t[i].iov_len;
-        if (a->tdisp < 0 || off < 0 || len > size || off > size - len)
-            MPIR_ERR_SETANDJUMP1(mpi_errno, MPI_ERR_RMA_RANGE, "**gdr_range", "**gdr_range %s",
-                                 "the operation reaches outside the target's window");
-    }
+    if (!pieces_inside(peer, a->tdisp, t, tn))
+        MPIR_ERR_SETANDJUMP1(mpi_errno, MPI_ERR_RMA_RANGE, "**gdr_range", "**gdr_range %s",
+                             "the operation reaches outside the target's window");
+    MPI_Aint at = a->tdisp * (MPI_Aint) peer->disp_unit;
     MPIDIG_RMA_OP_CHECK_SYNC(a->target, win);
     *handled = 1;
     if (stream_ready(l) != 0)
