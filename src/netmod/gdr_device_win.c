@@ -111,6 +111,10 @@ static int device_win_new(MPIR_Win * win, struct MPIDI_GDR_device_win **out)
     d->ids = (gdr_rma_device_t) {.buffer_id = buffer_id };
     gdr_trig_executor_init(&d->exec, &GDR_WIN(win).rma, d->dw.handle, &d->ids,
                            MPIDI_GDR_global.gpudirect == MPIDI_GDR_GPUDIRECT_PEERMEM);
+    /* what the NIC cannot take with device memory (atomics where ranks share a node,
+     * GPUDirect staged mode) goes through the staged protocol, as MPI calls' does */
+    if (MPIDI_GDR_global.staged != NULL && GDR_WIN(win).staged != NULL)
+        gdr_trig_executor_set_staged(&d->exec, MPIDI_GDR_global.staged, GDR_WIN(win).staged);
     if (gdr_trig_proxy_init(&d->proxy, &d->dw.ring, DEV_SLOTS, &gdr_trig_executor_ops,
                             &d->exec) != 0) {
         device_win_release(d);

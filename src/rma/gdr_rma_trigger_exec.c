@@ -67,6 +67,13 @@ void gdr_trig_executor_init(gdr_trig_executor_t *x, gdr_rma_win_t *win, uint32_t
     x->device_by_nic = device_by_nic;
 }
 
+void gdr_trig_executor_set_staged(gdr_trig_executor_t *x, gdr_rma_dev_t *d,
+                                  gdr_rma_dev_win_t *dw)
+{
+    x->staged = d;
+    x->staged_win = dw;
+}
+
 void gdr_trig_executor_bind(gdr_trig_executor_t *x, gdr_trig_proxy_t *proxy)
 {
     x->proxy = proxy;
@@ -99,6 +106,37 @@ static int check_target(const gdr_trig_executor_t *x, int rank, int64_t disp, ui
 
 static void op_done(void *arg, int status, const void *landed, size_t len);
 
+/* The staged protocol carries what RDMA cannot when device memory is involved (its
+ * target applies it with the device's copies and atomic steps) and the target has a
+ * queue pair (the protocol pulls data by RDMA reads between staging slots; the target's
+ * window itself need not be registered). */
+static int staged_takes(const gdr_trig_executor_t *x, const gdr_rma_access_t *a)
+{
+    const gdr_rma_win_t *w = x->win;
+    return x->staged_win != NULL && w->rdma && w->targets[a->target].peer >= 0
+        && (w->targets[a->target].device || a->origin.device_id != 0
+            || a->result.device_id != 0);
+}
+
+static int post_staged(gdr_trig_exec_op_t *op, gdr_rma_access_t *a, char *why, size_t why_len)
+{
+    gdr_trig_executor_t *x = op->x;
+    if (a->kind == GDR_RMA_FOP) {
+        /* a fetch-add on a 64-bit word: the same steps as MPI_Fetch_and_op's (SUM, INT64) */
+        a->gpu_op = GDR_GPU_OP_SUM;
+        a->gpu_type = GDR_GPU_T_INT64;
+        if (gdr_rma_switch_path(x->win, a->target, GDR_RMA_VIA_STAGED) != GDR_RMA_OK)
+            return say(why, why_len, "waiting for earlier accumulates to rank %d failed",
+                       a->target);
+    }
+    int rc = gdr_rma_dev_start(x->staged_win, a, op_done, op);
+    if (rc == GDR_RMA_OK)
+        return 0;
+    return say(why, why_len, "the staged protocol refused it (%s)",
+               rc == GDR_RMA_ERROR ? gdr_rma_dev_error(x->staged)
+               : rc == GDR_RMA_NOMEM ? "out of memory" : "the host's progress failed");
+}
+
 /* Plans and posts one contiguous access for op.  0, or -1 with why (nothing posted). */
 static int post(gdr_trig_exec_op_t *op, gdr_rma_access_t *a, char *why, size_t why_len)
 {
@@ -113,6 +151,9 @@ static int post(gdr_trig_exec_op_t *op, gdr_rma_access_t *a, char *why, size_t w
     a->ntpieces = 1;
     a->t_true_lb = (int64_t) op->toff;
     a->t_span = a->tbytes;
+    if (!x->device_by_nic && (a->origin.device_id != 0 || a->result.device_id != 0)
+        && staged_takes(x, a))
+        return post_staged(op, a, why, why_len);        /* the NIC must not register it */
     int rc = gdr_rma_plan(w, a, &plan, &not_attached);
     if (not_attached)
         return say(why, why_len, "rank %d has not attached displacement %lld of its dynamic "
@@ -122,14 +163,17 @@ static int post(gdr_trig_exec_op_t *op, gdr_rma_access_t *a, char *why, size_t w
                    rc == GDR_RMA_HOST_ERROR ? "the host's progress failed" : "transport error");
     if (!plan.by_rdma) {
         gdr_rma_plan_drop(w, &plan);
-        return say(why, why_len, "it cannot go by RDMA (%s), and triggered operations go by "
-                   "RDMA only", !gdr_rma_win_reaches(w, a->target)
-                   ? "the target is not registered or has no queue pair"
+        if (staged_takes(x, a))
+            return post_staged(op, a, why, why_len);
+        return say(why, why_len, "it cannot go by RDMA (%s); triggered operations go by RDMA%s",
+                   !gdr_rma_win_reaches(w, a->target)
+                   ? "the target's window is not registered, or it has no queue pair"
                    : a->kind == GDR_RMA_FOP
-                   ? "the window's accumulate rule keeps NIC atomics off: every rank needs a "
-                   "queue pair and which_accumulate_ops must allow sum"
-                   : "a device buffer the NIC may not register: GPUDirect RDMA "
-                   "(nvidia-peermem, MPIR_CVAR_CH4_GDR_GPUDIRECT) is off");
+                   ? "the window's accumulate rule keeps NIC atomics off: ranks share a node, "
+                   "or which_accumulate_ops lacks sum"
+                   : "GPUDirect RDMA is off: nvidia-peermem, MPIR_CVAR_CH4_GDR_GPUDIRECT",
+                   x->staged_win != NULL ? ", or through the staged protocol with device memory"
+                   : " only");
     }
     if (a->kind == GDR_RMA_FOP) {
         rc = gdr_rma_switch_path(w, a->target, GDR_RMA_VIA_NIC);
@@ -162,9 +206,10 @@ static int local_buf(gdr_trig_exec_op_t *op, gdr_rma_buf_t *b, char *why, size_t
     *b = (gdr_rma_buf_t) {.addr = addr,.device_id = id };
     if (id == 0)
         return 0;
-    if (!x->device_by_nic)
-        return say(why, why_len, "its local buffer is device memory and GPUDirect RDMA is off "
-                   "(nvidia-peermem, MPIR_CVAR_CH4_GDR_GPUDIRECT): use host-pinned buffers");
+    if (!x->device_by_nic && x->staged_win == NULL)
+        return say(why, why_len, "its local buffer is device memory, GPUDirect RDMA is off "
+                   "(nvidia-peermem, MPIR_CVAR_CH4_GDR_GPUDIRECT) and so is the staged "
+                   "protocol (MPIR_CVAR_CH4_GDR_STAGED): use host-pinned buffers");
     op->local = (struct iovec) {.iov_base = addr,.iov_len = op->d.bytes };
     b->scattered = 1;
     b->iov = &op->local;
@@ -244,7 +289,7 @@ static int check(const gdr_trig_executor_t *x, const gdr_trig_desc_t *d, char *w
 static int exec_start(void *ctx, const gdr_trig_desc_t *d, char *why, size_t why_len)
 {
     gdr_trig_executor_t *x = ctx;
-    char what[160];
+    char what[256];
     if (check(x, d, what, sizeof(what)) != 0)
         return say(why, why_len, "%s refused: %s", op_name(d->op), what);
     gdr_trig_exec_op_t *op = calloc(1, sizeof(*op));
@@ -297,7 +342,7 @@ static int exec_progress(void *ctx, char *why, size_t why_len)
     gdr_trig_executor_t *x = ctx;
     while (x->signals != NULL) {
         gdr_trig_exec_op_t *op = x->signals;
-        char what[160];
+        char what[256];
         x->signals = op->next;
         if (x->failed) {
             /* the transport failed: the signal is dropped (the error says why), and the

@@ -58,7 +58,7 @@ static int start_held(gdr_trig_proxy_t *p)
         p->window_waits++;
         return 0;
     }
-    char why[200] = "";
+    char why[320] = "";
     if (p->exec.start(p->ctx, d, why, sizeof(why)) != 0)
         return fail(p, "starting a triggered operation (kind %u) to rank %d failed: %s",
                     d->op, d->rank, why);
@@ -88,7 +88,7 @@ int gdr_trig_proxy_progress(gdr_trig_proxy_t *p, int max)
     }
     /* the executor's progress runs after a failure too: what it started must finish (a
      * put_signal's signal, posted from here), or the window's free would wait for ever */
-    char why[200] = "";
+    char why[320] = "";
     if (p->exec.progress != NULL && p->exec.progress(p->ctx, why, sizeof(why)) != 0)
         return fail(p, "progress of triggered operations failed: %s", why);
     return p->failed ? -1 : n;

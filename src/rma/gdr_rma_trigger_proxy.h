@@ -36,7 +36,7 @@ typedef struct gdr_trig_proxy {
     uint64_t started, finished;
     uint64_t window_waits;      /* times the head descriptor waited for room at its target */
     int failed;
-    char error[256];
+    char error[384];
 } gdr_trig_proxy_t;
 
 /* window: unfinished operations per target (raised to twice the ring's slot count, which

@@ -31,6 +31,8 @@
 #include <unistd.h>
 #include "gdr_unit.h"
 #include "rma/gdr_rma_dev.h"
+#include "rma/gdr_rma_dev_api.h"
+#include "rma/gdr_rma_trigger_exec.h"
 #include "gpu/gdr_gpu_acc_atomic.h"
 
 #define NR 3                    /* ranks at most */
@@ -2602,6 +2604,155 @@ static void test_dynamic(void)
     world_end();
 }
 
+/* ---- kernel-triggered operations through the protocol ---------------------------------- */
+
+#define TRIG_SLOTS 16
+#define TRIG_HANDLE 9
+
+typedef struct {
+    uint64_t head, tail, stopped, posted[NR], done[NR];
+    gdr_trig_slot_t slots[TRIG_SLOTS];
+    gdr_dev_peer_t peers[NR];   /* none direct: every target through the ring */
+    gdr_dev_win_t dw;
+    gdr_trig_proxy_t proxy;
+    gdr_trig_executor_t x;
+} trig_t;
+
+/* Rank o's device handle on tw with its proxy and executor (staged: over the protocol). */
+static void trig_new(trig_t *t, twin_t *tw, int o, int staged)
+{
+    memset(t, 0, sizeof(*t));
+    t->dw = (gdr_dev_win_t) {.ring = {.head = &t->head,.tail = &t->tail,.stopped = &t->stopped,
+                                      .posted = t->posted,.done = t->done,.slots = t->slots,
+                                      .nslots = TRIG_SLOTS,.nranks = W.n},
+        .handle = TRIG_HANDLE,.rank = o,.nranks = W.n,.peers = t->peers };
+    /* device_by_nic 0: GPUDirect staged mode, the NIC never registers device memory */
+    gdr_trig_executor_init(&t->x, &tw->at[o].w, TRIG_HANDLE, &W.r[o].seam, 0);
+    if (staged)
+        gdr_trig_executor_set_staged(&t->x, W.r[o].d, tw->at[o].dw);
+    if (gdr_trig_proxy_init(&t->proxy, &t->dw.ring, TRIG_SLOTS, &gdr_trig_executor_ops, &t->x))
+        abort();
+    gdr_trig_executor_bind(&t->x, &t->proxy);
+}
+
+/* The proxy's progress beside the world's ticks until rank t finished n descriptors (1), the
+ * proxy failed (-1) or WAIT_TICKS passed (0). */
+static int trig_run(trig_t *t, int target, uint64_t n)
+{
+    for (int i = 0; i < WAIT_TICKS; i++) {
+        if (gdr_trig_proxy_progress(&t->proxy, 64) < 0)
+            return -1;
+        if (gdr_trig_finished(&t->dw.ring, target, n) && gdr_trig_executor_inflight(&t->x) == 0)
+            return 1;
+        world_tick();
+    }
+    return 0;
+}
+
+static void trig_fetch_add(trig_t *t, int target, int64_t disp, uint64_t value, uint64_t *old)
+{
+    gdr_trig_desc_t d = gdr_dev_desc(&t->dw, GDR_TRIG_FETCH_ADD, target,
+                                     (uint64_t) (uintptr_t) old, 8, disp);
+    d.value = value;
+    gdr_trig_post(&t->dw.ring, d);
+}
+
+static int64_t model_word(twin_t *tw, int r, size_t at)
+{
+    int64_t v;
+    memcpy(&v, tw->at[r].model + at, 8);
+    return v;
+}
+
+/* The device API's operations to another node whose window is device memory, where the
+ * NIC may take neither the atomics (ranks of the window share a node: its accumulate rule
+ * keeps NIC atomics off) nor device memory (GPUDirect staged): the executor hands them to
+ * the protocol, and the target's device applies them; without the protocol, or to a host
+ * window, the proxy stops with the reason. */
+static void test_triggered(void)
+{
+    section("kernel-triggered operations through the staged protocol");
+    if (!world_init(2, 32, 64, 2, 1, 0))
+        return;
+    twin_t *tw = win_new(4096, 8, 0x2), *hostw = win_new(4096, 8, 0);
+    trig_t *t = calloc(1, sizeof(*t));
+    trig_new(t, tw, 0, 1);
+    unsigned long long fops0 = counts(0).started[GDR_RMA_FOP];
+
+    /* two fetch-adds on one word, then an accumulate of three int64: in ring order */
+    uint64_t old[2] = { 0, 0 };
+    int64_t v0 = model_word(tw, 1, 80), a0[3];
+    int64_t addends[3] = { 5, -9, 1LL << 40 };
+    for (int i = 0; i < 3; i++)
+        a0[i] = model_word(tw, 1, 160 + 8 * (size_t) i);
+    trig_fetch_add(t, 1, 10, 5, &old[0]);
+    trig_fetch_add(t, 1, 10, 7, &old[1]);
+    int arc = gdr_dev_accumulate(&t->dw, addends, 3, GDR_GPU_T_INT64, GDR_GPU_OP_SUM, 1, 20, 0, 1);
+    int rc = trig_run(t, 1, 5);
+    int64_t now[4];
+    peek(&now[0], tw->at[1].base + 80, 8);
+    peek(&now[1], tw->at[1].base + 160, 24);
+    GDR_CHECK(arc == GDR_DEV_OK && rc == 1 && old[0] == (uint64_t) v0
+              && old[1] == (uint64_t) v0 + 5 && now[0] == v0 + 12 && now[1] == a0[0] + 5
+              && now[2] == a0[1] - 9 && now[3] == a0[2] + (1LL << 40)
+              && counts(0).started[GDR_RMA_FOP] == fops0 + 5 && counts(1).served[GDR_RMA_FOP] == 5,
+              "fetch_add and accumulate to a device window without NIC atomics: 5 fetch-adds "
+              "through the protocol, applied by the target's device in ring order (run %d: %s; "
+              "old %llu %llu, word %lld, want %lld)", rc, gdr_trig_proxy_error(&t->proxy),
+              (unsigned long long) old[0], (unsigned long long) old[1], (long long) now[0],
+              (long long) v0 + 12);
+    memcpy(tw->at[1].model + 80, &now[0], 8);
+    memcpy(tw->at[1].model + 160, &now[1], 24);
+
+    /* put_signals from device memory, ADD signals, then a get into device memory */
+    unsigned char src[48], back[48];
+    for (size_t j = 0; j < sizeof(src); j++)
+        src[j] = (unsigned char) (j * 29 + 3);
+    poke(W.r[0].dbuf, src, sizeof(src));
+    int64_t s0 = model_word(tw, 1, 400);
+    int prc = gdr_dev_put_signal(&t->dw, W.r[0].dbuf, 32, 1, 40, 50, 3, GDR_SIGNAL_ADD);
+    prc |= gdr_dev_put_signal(&t->dw, W.r[0].dbuf + 32, 16, 1, 44, 50, 4, GDR_SIGNAL_ADD);
+    rc = trig_run(t, 1, 7);
+    int64_t sig;
+    peek(&sig, tw->at[1].base + 400, 8);
+    memcpy(tw->at[1].model + 320, src, 48);
+    memcpy(tw->at[1].model + 400, &sig, 8);
+    long at = win_diff(tw, 1);
+    GDR_CHECK(prc == GDR_DEV_OK && rc == 1 && sig == s0 + 7 && at < 0,
+              "two put_signals from device memory with ADD signals: the data (48 bytes) and "
+              "the signal (+7) at the device window, nothing else changed (run %d: %s; first "
+              "difference at byte %ld)", rc, gdr_trig_proxy_error(&t->proxy), at);
+    int grc = gdr_dev_get(&t->dw, W.r[0].dbuf + 1024, 48, 1, 40);
+    rc = trig_run(t, 1, 8);
+    peek(back, W.r[0].dbuf + 1024, sizeof(back));
+    GDR_CHECK(grc == GDR_DEV_OK && rc == 1 && memcmp(back, src, sizeof(src)) == 0,
+              "a get into device memory: the 48 bytes come back (run %d)", rc);
+
+    /* a host window's target takes no device work: still refused, with the reason */
+    gdr_trig_proxy_free(&t->proxy);
+    trig_new(t, hostw, 0, 1);
+    trig_fetch_add(t, 1, 2, 1, &old[0]);
+    rc = trig_run(t, 1, 1);
+    const char *why = gdr_trig_proxy_error(&t->proxy);
+    GDR_CHECK(rc == -1 && strstr(why, "NIC atomics off") != NULL
+              && strstr(why, "staged protocol") != NULL,
+              "a fetch_add to a host window without NIC atomics stops the proxy with the reason "
+              "(%s)", why);
+    gdr_trig_proxy_free(&t->proxy);
+
+    /* without the protocol: refused as before */
+    trig_new(t, tw, 0, 0);
+    trig_fetch_add(t, 1, 10, 1, &old[0]);
+    rc = trig_run(t, 1, 1);
+    why = gdr_trig_proxy_error(&t->proxy);
+    GDR_CHECK(rc == -1 && strstr(why, "cannot go by RDMA") != NULL
+              && strstr(why, "RDMA only") != NULL,
+              "without the staged protocol the same fetch_add stops the proxy (%s)", why);
+    gdr_trig_proxy_free(&t->proxy);
+    free(t);
+    world_end();
+}
+
 int main(void)
 {
     struct sigaction sa;
@@ -2632,5 +2783,6 @@ int main(void)
     test_abort();
     test_validation();
     test_dynamic();
+    test_triggered();
     return gdr_unit_finish();
 }
