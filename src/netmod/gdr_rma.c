@@ -55,8 +55,7 @@ int MPIDI_GDR_rma_wait_all(MPIR_Win * win, int local_only)
 int MPIDI_GDR_rma_wait_target(MPIR_Win * win, int rank, int local_only)
 {
     gdr_rma_win_t *w = &GDR_WIN(win).rma;
-    /* (the same-node copies share one stream: waiting for one rank's is waiting for all) */
-    int mpi_errno = MPIDI_GDR_local_wait(win);
+    int mpi_errno = MPIDI_GDR_local_wait_target(win, rank);
     if (mpi_errno != MPI_SUCCESS || w->eng == NULL)
         return mpi_errno;
     int took = MPIDI_GDR_engine_enter();

@@ -23,14 +23,15 @@ cvars:
 /* Same-node windows in device memory (DESIGN.md section 3): a Put or Get to a rank whose
  * window this process maps (its own in device or page-locked memory, or a same-node
  * device window through the CUDA IPC handle its card carried at creation) is one copy
- * per contiguous piece on the window's own stream, between the origin buffer and the
- * target's window: the copy engine, no host staging, no message to the target, and the
- * target's CPU not involved.  Completion is the stream's: flush, fence, unlock and
- * complete wait on the event recorded after the last copy (remote and local completion
- * are one here).  ch4 hands such windows' same-node operations to gdr because gdr marks
+ * per contiguous piece on the target's own internal stream (a lane: one per target rank,
+ * made at the first operation to it), between the origin buffer and the target's window:
+ * the copy engine, no host staging, no message to the target, and the target's CPU not
+ * involved.  Copies to different ranks overlap on the copy engines.  Completion is the
+ * lane's: flush of a rank waits on the event recorded after that rank's last copy, fence,
+ * unlock_all and complete on every lane's (remote and local completion are one here).  ch4 hands such windows' same-node operations to gdr because gdr marks
  * them at creation (MPIDI_WINATTR_NM_LOCAL, MPICH patch 0015).
  * Accumulate, Get_accumulate, Fetch_and_op and Compare_and_swap to a device window are
- * one launch of gdr's accumulate kernel on the same stream, applied to the target's
+ * one launch of gdr's accumulate kernel on the target's lane (so they stay in order), applied to the target's
  * window through the mapping with element-wise atomic steps (GDR_GPU_ACC_ATOMIC): other
  * same-node origins do the same at once, and the target's staged protocol applies
  * other nodes' accumulates atomically too.  Operands the GPU cannot reach (pageable
@@ -55,19 +56,25 @@ cvars:
 enum { LOCAL_PIECES_MAX = 1024 };       /* more pieces: MPIDIG's messages pack them */
 enum { LOCAL_SCRATCH_MAX = 16 << 20 };  /* device scratch for operands, per round */
 
+/* One target rank's work: its own stream, so that copies to different ranks overlap and
+ * a flush of one rank waits for that rank's work alone. */
+typedef struct {
+    gdr_gpu_stream_t stream;    /* made at the first operation to the rank */
+    gdr_gpu_event_t done;       /* recorded after its last copy or launch */
+    int pending;                /* work since the last wait */
+    int acc_here;               /* accumulates by this path among it */
+    char *scratch;              /* device memory for operands the GPU cannot reach */
+    size_t scratch_size;
+} local_lane_t;
+
 struct MPIDI_GDR_local_win {
     int nranks;
     gdr_dev_peer_t *peers;      /* per rank, mapped on first use (base NULL: not this path) */
     unsigned char *seen;        /* per rank: looked at */
-    gdr_gpu_stream_t stream;    /* the copies', made at the first one */
-    gdr_gpu_event_t done;       /* recorded after the last copy */
-    int pending;                /* copies since the last wait */
-    unsigned char *acc_here;    /* per rank: accumulates by this path since the last wait */
+    local_lane_t *lanes;        /* per rank */
     unsigned char *acc_elsewhere;       /* per rank: accumulates by another path since */
     int one_gpu;                /* every rank of this node uses this GPU: accumulates here */
     int self_device;            /* this rank's window is device memory (not page-locked) */
-    char *scratch;              /* device memory for operands the GPU cannot reach */
-    size_t scratch_size;
     int kernel_ready;           /* the accumulate kernel was found loaded (asked once) */
 };
 
@@ -97,15 +104,18 @@ static void local_release(MPIR_Win * win, struct MPIDI_GDR_local_win *l)
     for (int r = 0; l->peers != NULL && r < l->nranks; r++)
         if (l->seen[r])
             MPIDI_GDR_peer_window_close(win, r, &l->peers[r]);
-    if (l->done != NULL)
-        (void) gdr_gpu_event_destroy(g, l->done);
-    if (l->stream != NULL)
-        (void) gdr_gpu_stream_destroy(g, l->stream);
-    if (l->scratch != NULL)
-        (void) gdr_gpu_mem_free(g, l->scratch);
+    for (int r = 0; l->lanes != NULL && r < l->nranks; r++) {
+        local_lane_t *lane = &l->lanes[r];
+        if (lane->done != NULL)
+            (void) gdr_gpu_event_destroy(g, lane->done);
+        if (lane->stream != NULL)
+            (void) gdr_gpu_stream_destroy(g, lane->stream);
+        if (lane->scratch != NULL)
+            (void) gdr_gpu_mem_free(g, lane->scratch);
+    }
     MPL_free(l->peers);
     MPL_free(l->seen);
-    MPL_free(l->acc_here);
+    MPL_free(l->lanes);
     MPL_free(l->acc_elsewhere);
     MPL_free(l);
 }
@@ -129,12 +139,12 @@ int MPIDI_GDR_local_claims(MPIR_Win * win, int one_gpu)
         l->nranks = n;
         l->peers = MPL_calloc(n, sizeof(*l->peers), MPL_MEM_RMA);
         l->seen = MPL_calloc(n, 1, MPL_MEM_RMA);
-        l->acc_here = MPL_calloc(n, 1, MPL_MEM_RMA);
+        l->lanes = MPL_calloc(n, sizeof(*l->lanes), MPL_MEM_RMA);
         l->acc_elsewhere = MPL_calloc(n, 1, MPL_MEM_RMA);
         l->one_gpu = one_gpu;
         l->self_device = self && info.is_device;
     }
-    if (l == NULL || l->peers == NULL || l->seen == NULL || l->acc_here == NULL
+    if (l == NULL || l->peers == NULL || l->seen == NULL || l->lanes == NULL
         || l->acc_elsewhere == NULL) {
         if (l != NULL)
             local_release(win, l);
@@ -191,7 +201,7 @@ static int pieces_inside(const gdr_dev_peer_t * peer, MPI_Aint tdisp, const stru
 
 /* The copies of one operation: origin pieces against target pieces, each run where both
  * are contiguous one copy (target pieces as offsets in the target's window). */
-static int queue_copies(struct MPIDI_GDR_local_win *l, int put, char *tbase,
+static int queue_copies(local_lane_t * lane, int put, char *tbase,
                         const struct iovec *o, size_t on, const struct iovec *t, size_t tn)
 {
     gdr_gpu_t *g = &MPIDI_GDR_global.gpu;
@@ -202,8 +212,8 @@ static int queue_copies(struct MPIDI_GDR_local_win *l, int put, char *tbase,
         if (len > 0) {
             char *mine = (char *) o[oi].iov_base + ooff;
             char *theirs = tbase + (uintptr_t) t[ti].iov_base + toff;
-            int rc = put ? gdr_gpu_copy_async(g, l->stream, theirs, mine, len)
-                : gdr_gpu_copy_async(g, l->stream, mine, theirs, len);
+            int rc = put ? gdr_gpu_copy_async(g, lane->stream, theirs, mine, len)
+                : gdr_gpu_copy_async(g, lane->stream, mine, theirs, len);
             if (rc != 0)
                 return rc;
         }
@@ -221,19 +231,37 @@ static int queue_copies(struct MPIDI_GDR_local_win *l, int put, char *tbase,
     return 0;
 }
 
-static int stream_ready(struct MPIDI_GDR_local_win *l)
+/* Target's lane with its stream and event made, or NULL (the GPU layer's error says why). */
+static local_lane_t *lane_ready(struct MPIDI_GDR_local_win *l, int target)
 {
     gdr_gpu_t *g = &MPIDI_GDR_global.gpu;
-    if (l->stream != NULL)
-        return 0;
-    return gdr_gpu_stream_create(g, &l->stream) != 0 || gdr_gpu_event_create(g, &l->done) != 0;
+    local_lane_t *lane = &l->lanes[target];
+    if (lane->stream == NULL && gdr_gpu_stream_create(g, &lane->stream) != 0)
+        return NULL;
+    if (lane->done == NULL && gdr_gpu_event_create(g, &lane->done) != 0)
+        return NULL;
+    return lane;
+}
+
+/* Blocks until the lane's work completed (the engine lock is held). */
+static int lane_wait(local_lane_t * lane)
+{
+    if (!lane->pending)
+        return MPI_SUCCESS;
+    if (gdr_gpu_event_sync(&MPIDI_GDR_global.gpu, lane->done) != 0)
+        return MPIR_Err_create_code(MPI_SUCCESS, MPIR_ERR_RECOVERABLE, __func__, __LINE__,
+                                    MPI_ERR_OTHER, "**gdr_transport", "**gdr_transport %s",
+                                    MPIDI_GDR_global.gpu.error);
+    lane->pending = 0;
+    lane->acc_here = 0;
+    return MPI_SUCCESS;
 }
 
 /* A request-based operation completes before it returns (the copies and launches are
  * short; no request stays pending on a stream): a completed request in *req. */
-static int complete_at_once(MPIR_Win * win, MPIR_Request ** req)
+static int complete_at_once(local_lane_t * lane, MPIR_Request ** req)
 {
-    int mpi_errno = MPIDI_GDR_local_wait(win);
+    int mpi_errno = lane_wait(lane);
     if (mpi_errno != MPI_SUCCESS)
         return mpi_errno;
     *req = MPIR_Request_create_from_pool(MPIR_REQUEST_KIND__RMA, 0, 2);
@@ -324,8 +352,8 @@ static int acc_shape(const MPIDI_GDR_rma_args_t * a, local_acc_t * s, int *mpi_e
 }
 
 /* Copies bytes [from, from + len) of what the pieces p[0..n) hold, in their order, into
- * the contiguous buf (gather) or out of it (scatter), on the window's stream. */
-static int range_copy(struct MPIDI_GDR_local_win *l, const struct iovec *p, size_t n,
+ * the contiguous buf (gather) or out of it (scatter), on the lane's stream. */
+static int range_copy(local_lane_t * lane, const struct iovec *p, size_t n,
                       size_t from, size_t len, char *buf, int gather)
 {
     gdr_gpu_t *g = &MPIDI_GDR_global.gpu;
@@ -335,8 +363,8 @@ static int range_copy(struct MPIDI_GDR_local_win *l, const struct iovec *p, size
             continue;
         size_t skip = from - pos, take = p[i].iov_len - skip < len ? p[i].iov_len - skip : len;
         char *at = (char *) p[i].iov_base + skip;
-        if (gather ? gdr_gpu_copy_async(g, l->stream, buf, at, take)
-            : gdr_gpu_copy_async(g, l->stream, at, buf, take))
+        if (gather ? gdr_gpu_copy_async(g, lane->stream, buf, at, take)
+            : gdr_gpu_copy_async(g, lane->stream, at, buf, take))
             return -1;
         buf += take;
         from += take;
@@ -347,7 +375,7 @@ static int range_copy(struct MPIDI_GDR_local_win *l, const struct iovec *p, size
 
 /* The kernel on the target pieces' part of bytes [from, from + len): one launch per piece
  * (or part of one), origin and result at o_at and r_at for byte `from`. */
-static int launch_range(struct MPIDI_GDR_local_win *l, const gdr_gpu_acc_args_t * tmpl,
+static int launch_range(local_lane_t * lane, const gdr_gpu_acc_args_t * tmpl,
                         char *tbase, const local_acc_t * s, size_t from, size_t len,
                         const char *o_at, char *r_at)
 {
@@ -363,7 +391,7 @@ static int launch_range(struct MPIDI_GDR_local_win *l, const gdr_gpu_acc_args_t 
         args.origin = o_at != NULL ? o_at + (b - from) : NULL;
         args.result = r_at != NULL ? r_at + (b - from) : NULL;
         args.count = (e - b) / s->elem;
-        if (gdr_gpu_acc_launch(g, l->stream, &args) != 0)
+        if (gdr_gpu_acc_launch(g, lane->stream, &args) != 0)
             return -1;
     }
     return 0;
@@ -395,32 +423,33 @@ static int wait_elsewhere(MPIR_Win * win, int target)
     return mpi_errno;
 }
 
-/* At least `need` bytes of scratch; a smaller one is freed once the stream is done. */
-static int scratch_ready(MPIR_Win * win, struct MPIDI_GDR_local_win *l, size_t need)
+/* At least `need` bytes of the lane's scratch (each lane its own: its stream alone orders
+ * the scratch's reuse); a smaller one is freed once the lane's work is done. */
+static int scratch_ready(local_lane_t * lane, size_t need)
 {
     gdr_gpu_t *g = &MPIDI_GDR_global.gpu;
-    if (need <= l->scratch_size)
+    if (need <= lane->scratch_size)
         return MPI_SUCCESS;
-    int mpi_errno = MPIDI_GDR_local_wait(win);
+    int mpi_errno = lane_wait(lane);
     if (mpi_errno != MPI_SUCCESS)
         return mpi_errno;
-    if (l->scratch != NULL)
-        (void) gdr_gpu_mem_free(g, l->scratch);
-    l->scratch = NULL;
-    l->scratch_size = 0;
+    if (lane->scratch != NULL)
+        (void) gdr_gpu_mem_free(g, lane->scratch);
+    lane->scratch = NULL;
+    lane->scratch_size = 0;
     size_t size = need < (64 << 10) ? (64 << 10) : need;
-    if (gdr_gpu_mem_alloc(g, size, (void **) &l->scratch) != 0)
+    if (gdr_gpu_mem_alloc(g, size, (void **) &lane->scratch) != 0)
         return MPIR_Err_create_code(MPI_SUCCESS, MPIR_ERR_RECOVERABLE, __func__, __LINE__,
                                     MPI_ERR_NO_MEM, "**gdr_transport", "**gdr_transport %s",
                                     g->error);
-    l->scratch_size = size;
+    lane->scratch_size = size;
     return MPI_SUCCESS;
 }
 
 /* One accumulate-family operation as the kernel on the target's mapped window: one launch
  * per contiguous target piece, origin and result straight from their buffers when the GPU
- * reaches them as one piece, else gathered into (scattered from) the device scratch in
- * rounds of at most LOCAL_SCRATCH_MAX bytes, all in stream order.  So every element of a
+ * reaches them as one piece, else gathered into (scattered from) the lane's device scratch
+ * in rounds of at most LOCAL_SCRATCH_MAX bytes, all in the target's lane's order.  So every element of a
  * type the kernel takes goes this way whatever the layout or size, as element-wise
  * atomicity with the other same-node origins needs. */
 static int local_acc(const MPIDI_GDR_rma_args_t * a, MPIR_Win * win,
@@ -470,42 +499,43 @@ static int local_acc(const MPIDI_GDR_rma_args_t * a, MPIR_Win * win,
         MPIR_ERR_CHECK(mpi_errno);
         l->acc_elsewhere[a->target] = 0;
     }
-    if (stream_ready(l) != 0
+    local_lane_t *lane = lane_ready(l, a->target);
+    if (lane == NULL
         || (!l->kernel_ready && gdr_gpu_kernel_ready(g, GDR_GPU_ACC_KERNEL, gdr_gpu_kernels_image,
                                                      gdr_gpu_kernels_image_size) != 0))
         MPIR_ERR_SETANDJUMP1(mpi_errno, MPI_ERR_OTHER, "**gdr_transport", "**gdr_transport %s",
                              g->error);
     l->kernel_ready = 1;
-    mpi_errno = scratch_ready(win, l, need);
+    mpi_errno = scratch_ready(lane, need);
     MPIR_ERR_CHECK(mpi_errno);
-    char *o_buf = l->scratch, *r_buf = l->scratch + (has_o && !o_direct ? cap : 0);
+    char *o_buf = lane->scratch, *r_buf = lane->scratch + (has_o && !o_direct ? cap : 0);
     gdr_gpu_acc_args_t tmpl = {.compare = compare,.op = s.op | GDR_GPU_ACC_ATOMIC,
         .type = s.type
     };
     int rc = 0;
     if (bytes > 0 && c_bounce) {
-        char *c_buf = l->scratch + (size_t) nbuf * cap;
-        rc = gdr_gpu_copy_async(g, l->stream, c_buf, compare, s.elem);
+        char *c_buf = lane->scratch + (size_t) nbuf * cap;
+        rc = gdr_gpu_copy_async(g, lane->stream, c_buf, compare, s.elem);
         tmpl.compare = c_buf;
     }
     for (size_t from = 0; rc == 0 && from < bytes; from += cap) {
         size_t len = bytes - from < cap ? bytes - from : cap;
         const char *o_at = !has_o ? NULL : o_direct ? (const char *) s.o[0].iov_base + from : o_buf;
         char *r_at = !has_r ? NULL : r_direct ? (char *) s.r[0].iov_base + from : r_buf;
-        rc = (has_o && !o_direct && range_copy(l, s.o, s.on, from, len, o_buf, 1))
-            || launch_range(l, &tmpl, peer->base + at, &s, from, len, o_at, r_at)
-            || (has_r && !r_direct && range_copy(l, s.r, s.rn, from, len, r_buf, 0));
+        rc = (has_o && !o_direct && range_copy(lane, s.o, s.on, from, len, o_buf, 1))
+            || launch_range(lane, &tmpl, peer->base + at, &s, from, len, o_at, r_at)
+            || (has_r && !r_direct && range_copy(lane, s.r, s.rn, from, len, r_buf, 0));
     }
-    if (rc != 0 || (bytes > 0 && gdr_gpu_event_record(g, l->done, l->stream) != 0))
+    if (rc != 0 || (bytes > 0 && gdr_gpu_event_record(g, lane->done, lane->stream) != 0))
         MPIR_ERR_SETANDJUMP1(mpi_errno, MPI_ERR_OTHER, "**gdr_transport", "**gdr_transport %s",
                              g->error);
     if (bytes > 0) {
-        l->pending = 1;
-        l->acc_here[a->target] = 1;
+        lane->pending = 1;
+        lane->acc_here = 1;
     }
     MPIDI_GDR_global.local_count[a->kind]++;
     if (req != NULL)
-        mpi_errno = complete_at_once(win, req);
+        mpi_errno = complete_at_once(lane, req);
   fn_exit:
     acc_free(&s);
     return mpi_errno;
@@ -519,9 +549,9 @@ static int local_acc(const MPIDI_GDR_rma_args_t * a, MPIR_Win * win,
 static int acc_goes_elsewhere(MPIR_Win * win, struct MPIDI_GDR_local_win *l, int target)
 {
     l->acc_elsewhere[target] = 1;
-    if (!l->acc_here[target])
+    if (!l->lanes[target].acc_here)
         return MPI_SUCCESS;
-    return MPIDI_GDR_local_wait(win);
+    return lane_wait(&l->lanes[target]);
 }
 
 int MPIDI_GDR_local_rma(const MPIDI_GDR_rma_args_t * a, MPIR_Win * win, MPIR_Request ** req,
@@ -565,17 +595,18 @@ int MPIDI_GDR_local_rma(const MPIDI_GDR_rma_args_t * a, MPIR_Win * win, MPIR_Req
     MPI_Aint at = a->tdisp * (MPI_Aint) peer->disp_unit;
     MPIDIG_RMA_OP_CHECK_SYNC(a->target, win);
     *handled = 1;
-    if (stream_ready(l) != 0)
+    local_lane_t *lane = lane_ready(l, a->target);
+    if (lane == NULL)
         MPIR_ERR_SETANDJUMP1(mpi_errno, MPI_ERR_OTHER, "**gdr_transport", "**gdr_transport %s",
                              g->error);
-    if (bytes > 0 && (queue_copies(l, put, peer->base + at, o, on, t, tn) != 0
-                      || gdr_gpu_event_record(g, l->done, l->stream) != 0))
+    if (bytes > 0 && (queue_copies(lane, put, peer->base + at, o, on, t, tn) != 0
+                      || gdr_gpu_event_record(g, lane->done, lane->stream) != 0))
         MPIR_ERR_SETANDJUMP1(mpi_errno, MPI_ERR_OTHER, "**gdr_transport", "**gdr_transport %s",
                              g->error);
-    l->pending |= bytes > 0;
+    lane->pending |= bytes > 0;
     MPIDI_GDR_global.local_count[a->kind]++;
     if (req != NULL)
-        mpi_errno = complete_at_once(win, req);
+        mpi_errno = complete_at_once(lane, req);
   fn_exit:
     if (o != &o_one)
         MPL_free(o);
@@ -598,24 +629,26 @@ int MPIDI_GDR_local_only_by_message(MPIR_Win * win, int target)
         && MPIDI_av_is_local(MPIDIU_comm_rank_to_av(win->comm_ptr, target));
 }
 
-int MPIDI_GDR_local_wait(MPIR_Win * win)
+int MPIDI_GDR_local_wait_target(MPIR_Win * win, int target)
 {
     struct MPIDI_GDR_local_win *l = win->dev.netmod.gdr.s != NULL ? GDR_WIN(win).local : NULL;
     int mpi_errno = MPI_SUCCESS;
     if (l == NULL)
         return MPI_SUCCESS;
-    /* (under the engine lock: another thread's copies may be recording the event) */
+    /* (under the engine lock: another thread's copies may be recording the events) */
     int took = MPIDI_GDR_engine_enter();
-    if (l->pending && gdr_gpu_event_sync(&MPIDI_GDR_global.gpu, l->done) != 0)
-        mpi_errno = MPIR_Err_create_code(MPI_SUCCESS, MPIR_ERR_RECOVERABLE, __func__, __LINE__,
-                                         MPI_ERR_OTHER, "**gdr_transport", "**gdr_transport %s",
-                                         MPIDI_GDR_global.gpu.error);
-    else if (l->pending) {
-        l->pending = 0;
-        memset(l->acc_here, 0, (size_t) l->nranks);
+    for (int r = target < 0 ? 0 : target; r < l->nranks && mpi_errno == MPI_SUCCESS; r++) {
+        mpi_errno = lane_wait(&l->lanes[r]);
+        if (target >= 0)
+            break;
     }
     MPIDI_GDR_engine_exit(took);
     return mpi_errno;
+}
+
+int MPIDI_GDR_local_wait(MPIR_Win * win)
+{
+    return MPIDI_GDR_local_wait_target(win, -1);
 }
 
 void MPIDI_GDR_local_free(MPIR_Win * win)

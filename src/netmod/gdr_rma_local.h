@@ -28,15 +28,17 @@ int MPIDI_GDR_local_rma(const MPIDI_GDR_rma_args_t * a, MPIR_Win * win, MPIR_Req
  * other nodes only). */
 int MPIDI_GDR_local_only_by_message(MPIR_Win * win, int target);
 
-/* Blocks until every copy this path started on win has completed (flush, fence, unlock,
- * complete: remote and local completion are the same here). */
+/* Blocks until every copy this path started on win has completed (flush_all, fence,
+ * unlock_all, complete: remote and local completion are the same here). */
 int MPIDI_GDR_local_wait(MPIR_Win * win);
+/* The same for the copies and launches to target alone (flush, unlock; -1: every rank). */
+int MPIDI_GDR_local_wait_target(MPIR_Win * win, int target);
 
 /* Whether accumulates this rank sent to target as MPIDIG's messages have not all been
  * applied yet (gdr_rma_host.c). */
 int MPIDI_GDR_am_accumulates_pending(MPIR_Win * win, int target);
 
-/* At window free, after MPIDI_GDR_local_wait: the mappings and the copy stream. */
+/* At window free, after MPIDI_GDR_local_wait: the mappings and the lanes' streams. */
 void MPIDI_GDR_local_free(MPIR_Win * win);
 
 #endif /* GDR_RMA_LOCAL_H_INCLUDED */
