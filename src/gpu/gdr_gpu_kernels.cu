@@ -3,6 +3,7 @@
  * in gdr: each kernel is a thin launch shell around a __host__ __device__ header, so the
  * host (unit tests, the simulated GPU) runs the same element code. */
 #include "gdr_gpu_acc_body.h"
+#include "gdr_gpu_copy_body.h"
 #include "../rma/gdr_rma_signal.h"
 
 /* gdr_gpu_acc.h's executor (GDR_GPU_ACC_KERNEL): thread k of the grid applies the
@@ -34,4 +35,12 @@ extern "C" __global__ void gdr_gpu_signal_wait_kernel(const unsigned long long *
         return;
     while (!gdr_signal_met(cmp, *(volatile const unsigned long long *)word, value))
         __nanosleep(256);
+}
+
+/* gdr_gpu_module.h's piece copy (GDR_GPU_COPY_KERNEL): thread k of the grid copies units
+ * k, k + N, ... of every piece (gdr_gpu_copy_body.h). */
+extern "C" __global__ void gdr_gpu_copy_kernel(gdr_gpu_copy_args_t args)
+{
+    uint64_t first = (uint64_t)blockIdx.x * blockDim.x + threadIdx.x;
+    gdr_gpu_copy_range(&args, first, (uint64_t)gridDim.x * blockDim.x);
 }

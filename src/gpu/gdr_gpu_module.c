@@ -162,6 +162,36 @@ int gdr_gpu_signal_wait_launch(gdr_gpu_t *g, gdr_gpu_stream_t s, const uint64_t 
     return gdr_gpu_launch(g, s, GDR_GPU_SIGNAL_WAIT_KERNEL, 1, 1, params);
 }
 
+int gdr_gpu_copy_pieces_launch(gdr_gpu_t *g, gdr_gpu_stream_t s, const gdr_gpu_copy_piece_t *p,
+                               unsigned n)
+{
+    gdr_gpu_copy_args_t args;
+    void *params[] = { &args };
+    uint64_t widest = 0;
+
+    if (n == 0 || n > GDR_GPU_COPY_PIECES_MAX || p == NULL)
+        return gdr_gpu_refuse(g, EINVAL, "piece copy: %u pieces (1 to %d in one launch)", n,
+                              GDR_GPU_COPY_PIECES_MAX);
+    args.n = 0;
+    for (unsigned i = 0; i < n; i++) {
+        if (p[i].len == 0)
+            continue;
+        if (p[i].dst == 0 || p[i].src == 0)
+            return gdr_gpu_refuse(g, EINVAL, "piece copy: piece %u has a NULL address", i);
+        args.p[args.n++] = p[i];
+        uint64_t units = p[i].len / gdr_gpu_copy_unit(&p[i]);
+        widest = units > widest ? units : widest;
+    }
+    if (args.n == 0)
+        return 0;
+    /* enough threads for the longest piece, in whole blocks, at most the grid's cap */
+    uint64_t blocks = (widest + GDR_GPU_COPY_BLOCK - 1) / GDR_GPU_COPY_BLOCK;
+    if (blocks > GDR_GPU_COPY_GRID_MAX)
+        blocks = GDR_GPU_COPY_GRID_MAX;
+    return gdr_gpu_launch(g, s, GDR_GPU_COPY_KERNEL, (unsigned) blocks, GDR_GPU_COPY_BLOCK,
+                          params);
+}
+
 unsigned gdr_gpu_acc_grid(uint64_t count)
 {
     uint64_t blocks = count / GDR_GPU_ACC_BLOCK + (count % GDR_GPU_ACC_BLOCK != 0);

@@ -4,6 +4,7 @@
 
 #include "gdr_gpu.h"
 #include "gdr_gpu_acc.h"
+#include "gdr_gpu_copy_body.h"
 #include "gdr_gpu_stream.h"
 
 #define GDR_GPU_ACC_BLOCK 256           /* threads per block of the accumulate kernel */
@@ -62,5 +63,17 @@ int gdr_gpu_signal_add_launch(gdr_gpu_t *g, gdr_gpu_stream_t s, uint64_t *word, 
  * queued after it on s waits.  It holds a slot of the GPU while it polls. */
 int gdr_gpu_signal_wait_launch(gdr_gpu_t *g, gdr_gpu_stream_t s, const uint64_t *word,
                                uint64_t value, int cmp);
+
+#define GDR_GPU_COPY_KERNEL "gdr_gpu_copy_kernel"
+#define GDR_GPU_COPY_BLOCK 256          /* threads per block of the copy kernel */
+#define GDR_GPU_COPY_GRID_MAX 64        /* its most blocks: it is for small copies */
+
+/* Queues one launch of GDR_GPU_COPY_KERNEL on s that copies the n pieces (each len bytes
+ * from src to dst, addresses the GPU reaches: device memory, a peer's mapped through CUDA
+ * IPC, pinned or registered host memory), for copies too small or too scattered for the
+ * copy engine to pay.  1 <= n <= GDR_GPU_COPY_PIECES_MAX (-EINVAL otherwise); pieces of 0
+ * bytes are dropped, and when all are, nothing is queued; pieces must not overlap. */
+int gdr_gpu_copy_pieces_launch(gdr_gpu_t *g, gdr_gpu_stream_t s, const gdr_gpu_copy_piece_t *p,
+                               unsigned n);
 
 #endif /* GDR_GPU_MODULE_H */

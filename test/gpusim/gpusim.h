@@ -22,7 +22,7 @@
 #define GPUSIM_API __attribute__((visibility("default")))
 #define GPUSIM_MAX_DEVICES 8
 #define GPUSIM_DRIVER_VERSION 13000
-#define GPUSIM_PARAMS_MAX 256           /* bytes of kernel parameters one launch carries */
+#define GPUSIM_PARAMS_MAX 4096          /* bytes of kernel parameters one launch carries (CUDA: 4 KiB) */
 
 enum gpusim_mode { GPUSIM_STRICT, GPUSIM_HOST_VISIBLE };
 

@@ -4,6 +4,7 @@
  * be pinned or registered host memory; anything else is the GPU's illegal address). */
 #include "gpusim.h"
 #include "gpu/gdr_gpu_acc_atomic.h"
+#include "gpu/gdr_gpu_copy_body.h"
 #include "gpu/gdr_gpu_module.h"
 #include "rma/gdr_rma_signal.h"
 
@@ -68,6 +69,30 @@ static gdr_cu_result_t run_signal_add(const gpusim_launch_t *launch)
     return GDR_CUDA_SUCCESS;
 }
 
+/* gdr_gpu_copy_kernel(gdr_gpu_copy_args_t args): every piece at once, each address
+ * translated as the GPU reaches it. */
+static gdr_cu_result_t run_copy(const gpusim_launch_t *launch)
+{
+    gdr_gpu_copy_args_t a;
+    memcpy(&a, launch->params, sizeof(a));
+    if (a.n > GDR_GPU_COPY_PIECES_MAX)
+        return GDR_CUDA_ERROR_LAUNCH_FAILED;
+    for (uint64_t i = 0; i < a.n; i++) {
+        void *dst, *src;
+        if (a.p[i].len == 0)
+            continue;
+        if (reach_arg(GDR_GPU_COPY_KERNEL, (void *) (uintptr_t) a.p[i].dst, a.p[i].len,
+                      "destination", &dst) != 0
+            || reach_arg(GDR_GPU_COPY_KERNEL, (void *) (uintptr_t) a.p[i].src, a.p[i].len,
+                         "source", &src) != 0)
+            return GDR_CUDA_ERROR_ILLEGAL_ADDRESS;
+        a.p[i].dst = (uint64_t) (uintptr_t) dst;
+        a.p[i].src = (uint64_t) (uintptr_t) src;
+    }
+    gdr_gpu_copy_range(&a, 0, 1);
+    return GDR_CUDA_SUCCESS;
+}
+
 typedef struct signal_wait {
     const uint64_t *word;
     uint64_t value;
@@ -105,5 +130,6 @@ struct CUfunc_st gpusim_kernels[] = {
     { GDR_GPU_SIGNAL_ADD_KERNEL, 2, { sizeof(uint64_t *), sizeof(uint64_t) }, run_signal_add },
     { GDR_GPU_SIGNAL_WAIT_KERNEL, 3, { sizeof(uint64_t *), sizeof(uint64_t), sizeof(int) },
       run_signal_wait },
+    { GDR_GPU_COPY_KERNEL, 1, { sizeof(gdr_gpu_copy_args_t) }, run_copy },
 };
 const size_t gpusim_nkernels = sizeof(gpusim_kernels) / sizeof(gpusim_kernels[0]);

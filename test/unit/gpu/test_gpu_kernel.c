@@ -2,7 +2,8 @@
  * gdr_gpu_acc_launch on device memory (values read back by copies), the signal add and
  * wait (every comparison), a
  * kernel made ready by loading its image on demand, parameters copied at
- * the launch, pinned host memory as a kernel operand, unknown kernels, and the sticky
+ * the launch, pinned host memory as a kernel operand, unknown kernels, the piece copy
+ * (every unit width, pinned and device ends, the most pieces, refusals), and the sticky
  * fault of a kernel that touches memory the device cannot reach. */
 #include "gpusim_modes.h"
 #include <errno.h>
@@ -183,6 +184,66 @@ static void test_signal_wait(gdr_gpu_t *g, gdr_gpu_stream_t s)
     GDR_CHECK(gdr_gpu_host_free(g, word) == 0 && gdr_gpu_host_free(g, after) == 0, "free");
 }
 
+/* The piece copy: pieces of every alignment (16-, 8-, 4-byte units and bytes) between
+ * device memory and pinned host memory in one launch, longer than one block's units,
+ * nothing outside the pieces written; the most pieces; refusals. */
+static void test_copy_pieces(gdr_gpu_t *g, gdr_gpu_stream_t s)
+{
+    enum { BYTES = 64 * 1024 };
+    unsigned char *dev, *pin, *want = malloc(BYTES), *back = malloc(BYTES);
+    GDR_CHECK(gdr_gpu_mem_alloc(g, BYTES, (void **) &dev) == 0
+              && gdr_gpu_host_alloc(g, BYTES, (void **) &pin) == 0 && want && back,
+              "device and pinned buffers");
+    for (size_t i = 0; i < BYTES; i++)
+        pin[i] = (unsigned char) (i * 7 + 1);
+    memset(want, 0xee, BYTES);
+    GDR_CHECK(gdr_gpu_copy(g, dev, want, BYTES) == 0, "the device buffer filled");
+    /* pinned -> device: 16-byte units over several blocks, 8, 4 and 1; device -> device */
+    gdr_gpu_copy_piece_t p[5] = {
+        {(uint64_t) (uintptr_t) dev, (uint64_t) (uintptr_t) pin, 16 * 300},
+        {(uint64_t) (uintptr_t) (dev + 8200), (uint64_t) (uintptr_t) (pin + 8), 8 * 33},
+        {(uint64_t) (uintptr_t) (dev + 9004), (uint64_t) (uintptr_t) (pin + 12), 4 * 5},
+        {(uint64_t) (uintptr_t) (dev + 10001), (uint64_t) (uintptr_t) (pin + 3), 77},
+        {(uint64_t) (uintptr_t) (dev + 12000), (uint64_t) (uintptr_t) (pin + 100), 0},
+    };
+    size_t spans[4][3] = { {0, 0, 4800}, {8200, 8, 264}, {9004, 12, 20}, {10001, 3, 77} };
+    for (int i = 0; i < 4; i++)
+        memcpy(want + spans[i][0], pin + spans[i][1], spans[i][2]);
+    GDR_CHECK(gdr_gpu_copy_unit(&p[0]) == 16 && gdr_gpu_copy_unit(&p[1]) == 8
+              && gdr_gpu_copy_unit(&p[2]) == 4 && gdr_gpu_copy_unit(&p[3]) == 1,
+              "unit widths: 16, 8, 4 and 1 bytes by alignment");
+    int rc = gdr_gpu_copy_pieces_launch(g, s, p, 5);
+    GDR_CHECK(rc == 0 && gdr_gpu_stream_sync(g, s) == 0 && gdr_gpu_copy(g, back, dev, BYTES) == 0
+              && memcmp(back, want, BYTES) == 0, "pinned to device, four widths and an empty "
+              "piece in one launch: the pieces copied, every other byte untouched (%s)",
+              rc ? g->error : "");
+    /* device -> pinned and device -> device, 64 pieces */
+    gdr_gpu_copy_piece_t many[GDR_GPU_COPY_PIECES_MAX];
+    memset(pin + 32768, 0, 16384);
+    for (int i = 0; i < GDR_GPU_COPY_PIECES_MAX; i++)
+        many[i] = (gdr_gpu_copy_piece_t) {(uint64_t) (uintptr_t) (pin + 32768 + 200 * i),
+                                          (uint64_t) (uintptr_t) (dev + 100 * i), 100};
+    many[5].dst = (uint64_t) (uintptr_t) (dev + 40000);
+    rc = gdr_gpu_copy_pieces_launch(g, s, many, GDR_GPU_COPY_PIECES_MAX);
+    int ok = rc == 0 && gdr_gpu_stream_sync(g, s) == 0;
+    for (int i = 0; ok && i < GDR_GPU_COPY_PIECES_MAX; i++)
+        ok = i == 5 || (memcmp(pin + 32768 + 200 * i, want + 100 * i, 100) == 0
+                        && pin[32768 + 200 * i + 100] == 0);
+    ok = ok && gdr_gpu_copy(g, back, dev + 40000, 100) == 0 && memcmp(back, want + 500, 100) == 0
+        && pin[32768 + 1000] == 0;
+    GDR_CHECK(ok, "64 pieces in one launch, device to pinned and one device to device: each "
+              "copied, the gaps untouched (%s)", rc ? g->error : "");
+    GDR_CHECK(gdr_gpu_copy_pieces_launch(g, s, many, 0) == -EINVAL
+              && gdr_gpu_copy_pieces_launch(g, s, many, GDR_GPU_COPY_PIECES_MAX + 1) == -EINVAL
+              && strstr(g->error, "1 to 64"), "0 or 65 pieces: -EINVAL (%s)", g->error);
+    many[0].src = 0;
+    GDR_CHECK(gdr_gpu_copy_pieces_launch(g, s, many, 1) == -EINVAL
+              && strstr(g->error, "NULL"), "a NULL address: -EINVAL (%s)", g->error);
+    GDR_CHECK(gdr_gpu_mem_free(g, dev) == 0 && gdr_gpu_host_free(g, pin) == 0, "free");
+    free(want);
+    free(back);
+}
+
 static void body(const char *lib, const char *mode)
 {
     gdr_gpu_t g;
@@ -210,11 +271,12 @@ static void body(const char *lib, const char *mode)
               && g.n_modules == loaded + 1, "a kernel in no image: loads it, then -ENOENT (%s)",
               g.error);
     static const char *const gdr_kernels[] = {
-        GDR_GPU_ACC_KERNEL, GDR_GPU_SIGNAL_ADD_KERNEL, GDR_GPU_SIGNAL_WAIT_KERNEL
+        GDR_GPU_ACC_KERNEL, GDR_GPU_SIGNAL_ADD_KERNEL, GDR_GPU_SIGNAL_WAIT_KERNEL,
+        GDR_GPU_COPY_KERNEL
     };
     loaded = g.n_modules;
-    GDR_CHECK(gdr_gpu_kernels_load_now(&g, gdr_kernels, 3, empty, 0) == 0
-              && g.n_modules == loaded, "gdr's three kernels loaded onto the device now"
+    GDR_CHECK(gdr_gpu_kernels_load_now(&g, gdr_kernels, 4, empty, 0) == 0
+              && g.n_modules == loaded, "gdr's four kernels loaded onto the device now"
               " (cuFuncLoad on each; their image is in already): %s", g.error);
     static const char *const unknown[] = { GDR_GPU_ACC_KERNEL, "gdr_no_such_kernel" };
     GDR_CHECK(gdr_gpu_kernels_load_now(&g, unknown, 2, empty, 0) == -ENOENT
@@ -223,6 +285,7 @@ static void body(const char *lib, const char *mode)
     test_accumulate(&g, s);
     test_signal_add(&g, s);
     test_signal_wait(&g, s);
+    test_copy_pieces(&g, s);
     test_params_copied(&g, s);
     test_pinned_operand(&g, s);
     test_fault(&g, s);
