@@ -4,15 +4,16 @@
  * mpix_gdr_device.cuh), so a C thread runs the very code a CUDA thread would.
  *
  * Every rank exposes a window in device memory (cuMemAlloc, MPI_Win_create), opens a
- * lock_all epoch and takes a device handle.  THREADS "kernel" threads, ROUNDS rounds each,
+ * lock_all epoch and takes a device handle.  THREADS "kernel" threads, rounds rounds each
+ * (250, or GDR_TEST_ROUNDS),
  * to the right neighbour: a put of one 8-byte cell (each thread and round its own cell),
  * a put_signal (another cell) adding 1 to the neighbour's signal word, a fetch_add on its
  * counter (the old value into host-pinned memory), an accumulate (MPI_SUM) of two int64
  * elements, on this node also of four int32 ones (to another node that is refused: the NIC
  * adds 64-bit words only), and a flush.  Then each rank waits on
- * its own signal word for THREADS x ROUNDS (signal_wait_until) and checks every cell its
+ * its own signal word for THREADS x rounds (signal_wait_until) and checks every cell its
  * left neighbour wrote, the counter, and that the fetch_adds it made saw distinct values
- * 0 .. THREADS x ROUNDS - 1 (no lost or duplicated update), and the accumulated sums
+ * 0 .. THREADS x rounds - 1 (no lost or duplicated update), and the accumulated sums
  * exact.  A neighbour on this node is
  * reached through its window's IPC mapping (nothing on the ring; a displacement past its
  * window refused), one on another node through the ring (5 descriptors a round: the
@@ -29,14 +30,16 @@
 
 enum {
     THREADS = 4,
-    ROUNDS = 250,
     SIGNAL = 0,                 /* byte offsets in the window (displacement unit 1) */
     COUNTER = 8,
     ACC64 = 16,                 /* 2 int64 accumulated */
     ACC32 = 32,                 /* 4 int32 accumulated (same node only) */
-    CELLS = 64,
-    WIN_BYTES = CELLS + 2 * THREADS * ROUNDS * 8
+    CELLS = 64
 };
+
+/* rounds per thread: 250, or GDR_TEST_ROUNDS (1 to 250: maint/check-rxe's slower layouts) */
+static int rounds = 250;
+static size_t win_bytes;
 
 
 typedef struct {
@@ -56,13 +59,13 @@ static uint64_t cell_value(int rank, int id, int round, int which)
 static void *kernel(void *arg)
 {
     kernel_t *k = arg;
-    for (int i = 0; i < ROUNDS; i++) {
-        int cell = k->id * ROUNDS + i;
+    for (int i = 0; i < rounds; i++) {
+        int cell = k->id * rounds + i;
         k->src[2 * i] = cell_value(k->rank, k->id, i, 0);
         k->src[2 * i + 1] = cell_value(k->rank, k->id, i, 1);
         k->errors += gdr_dev_put(k->w, &k->src[2 * i], 8, k->right, CELLS + 8 * cell) != 0;
         k->errors += gdr_dev_put_signal(k->w, &k->src[2 * i + 1], 8, k->right,
-                                        CELLS + 8 * (THREADS * ROUNDS + cell), SIGNAL, 1,
+                                        CELLS + 8 * (THREADS * rounds + cell), SIGNAL, 1,
                                         GDR_SIGNAL_ADD) != 0;
         k->errors += gdr_dev_fetch_add(k->w, k->right, COUNTER, 1, &k->olds[i]) != 0;
         const int64_t add64[2] = { 1, 3 };
@@ -80,6 +83,10 @@ static void *kernel(void *arg)
 int main(int argc, char **argv)
 {
     int provided, rank, size;
+    const char *r = getenv("GDR_TEST_ROUNDS");
+    if (r != NULL && atoi(r) >= 1 && atoi(r) <= 250)
+        rounds = atoi(r);
+    win_bytes = CELLS + 2 * (size_t) THREADS * (size_t) rounds * 8;
     MPI_Init_thread(&argc, &argv, MPI_THREAD_MULTIPLE, &provided);
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
     MPI_Comm_size(MPI_COMM_WORLD, &size);
@@ -92,15 +99,15 @@ int main(int argc, char **argv)
     int right = (rank + 1) % size, left = (rank + size - 1) % size;
     uint64_t winmem;
     uint64_t *pinned;
-    if (cu.alloc(&winmem, WIN_BYTES) != 0
-        || cu.host_alloc((void **) &pinned, (size_t) THREADS * ROUNDS * 8 * 3, 0) != 0)
+    if (cu.alloc(&winmem, win_bytes) != 0
+        || cu.host_alloc((void **) &pinned, (size_t) THREADS * rounds * 8 * 3, 0) != 0)
         gdr_test_die("cuMemAlloc", MPI_ERR_NO_MEM);
-    memset(pinned, 0, (size_t) THREADS * ROUNDS * 8 * 3);
-    char *zero = calloc(1, WIN_BYTES);
-    cu.copy(winmem, (uint64_t) (uintptr_t) zero, WIN_BYTES);
+    memset(pinned, 0, (size_t) THREADS * rounds * 8 * 3);
+    char *zero = calloc(1, win_bytes);
+    cu.copy(winmem, (uint64_t) (uintptr_t) zero, win_bytes);
 
     MPI_Win win, dyn;
-    GDR_CHECK_MPI(MPI_Win_create((void *) (uintptr_t) winmem, WIN_BYTES, 1, MPI_INFO_NULL,
+    GDR_CHECK_MPI(MPI_Win_create((void *) (uintptr_t) winmem, win_bytes, 1, MPI_INFO_NULL,
                              MPI_COMM_WORLD, &win));
     MPI_Win_set_errhandler(win, MPI_ERRORS_RETURN);
     MPI_Win_lock_all(0, win);
@@ -126,7 +133,7 @@ int main(int argc, char **argv)
     MPI_Group_translate_ranks(world_group, 1, &right, node_group, &right_here);
     int same_node = right_here != MPI_UNDEFINED, left_here = MPI_UNDEFINED;
     MPI_Group_translate_ranks(world_group, 1, &left, node_group, &left_here);
-    if (same_node && (gdr_dev_put(w, &v, 8, right, WIN_BYTES) != GDR_DEV_ERR_RANGE
+    if (same_node && (gdr_dev_put(w, &v, 8, right, win_bytes) != GDR_DEV_ERR_RANGE
                       || gdr_dev_fetch_add(w, right, -8, 1, &v) != GDR_DEV_ERR_RANGE))
         gdr_test_fail("same node: a displacement outside the neighbour's window was not "
                       "refused with GDR_DEV_ERR_RANGE");
@@ -136,8 +143,8 @@ int main(int argc, char **argv)
     pthread_t t[THREADS];
     for (int i = 0; i < THREADS; i++) {
         k[i] = (kernel_t) {.w = w,.id = i,.right = right,.rank = rank,.right_same_node = same_node,
-            .src = pinned + (size_t) i * ROUNDS * 2,
-            .olds = pinned + (size_t) THREADS * ROUNDS * 2 + (size_t) i * ROUNDS
+            .src = pinned + (size_t) i * rounds * 2,
+            .olds = pinned + (size_t) THREADS * rounds * 2 + (size_t) i * rounds
         };
         pthread_create(&t[i], NULL, kernel, &k[i]);
     }
@@ -155,42 +162,42 @@ int main(int argc, char **argv)
         MPI_Abort(MPI_COMM_WORLD, 1);
     }
     uint64_t posted = *w->ring.head - before;
-    if (same_node ? posted != 0 : posted != (uint64_t) THREADS * ROUNDS * 5)
+    if (same_node ? posted != 0 : posted != (uint64_t) THREADS * rounds * 5)
         gdr_test_fail("%llu descriptors on the ring, expected %d (right neighbour on %s)",
-                      (unsigned long long) posted, same_node ? 0 : THREADS * ROUNDS * 5,
+                      (unsigned long long) posted, same_node ? 0 : THREADS * rounds * 5,
                       same_node ? "this node: IPC" : "another node");
     uint64_t seen = 0;
-    gdr_dev_signal_wait_until(w, SIGNAL, GDR_CMP_GE, THREADS * ROUNDS, &seen);
-    if (seen != THREADS * ROUNDS)
+    gdr_dev_signal_wait_until(w, SIGNAL, GDR_CMP_GE, THREADS * rounds, &seen);
+    if (seen != (uint64_t) THREADS * rounds)
         gdr_test_fail("signal word %llu, expected %d", (unsigned long long) seen,
-                      THREADS * ROUNDS);
+                      THREADS * rounds);
     MPI_Barrier(MPI_COMM_WORLD);
 
     gdr_test_set_context("the window after the kernels");
-    uint64_t *mine = malloc(WIN_BYTES);
-    cu.copy((uint64_t) (uintptr_t) mine, winmem, WIN_BYTES);
-    gdr_check_long("counter", 0, THREADS * ROUNDS, (long long) mine[COUNTER / 8]);
-    gdr_check_long("int64 accumulated", 0, THREADS * ROUNDS, (long long) mine[ACC64 / 8]);
-    gdr_check_long("int64 accumulated", 1, 3 * THREADS * ROUNDS, (long long) mine[ACC64 / 8 + 1]);
+    uint64_t *mine = malloc(win_bytes);
+    cu.copy((uint64_t) (uintptr_t) mine, winmem, win_bytes);
+    gdr_check_long("counter", 0, THREADS * rounds, (long long) mine[COUNTER / 8]);
+    gdr_check_long("int64 accumulated", 0, THREADS * rounds, (long long) mine[ACC64 / 8]);
+    gdr_check_long("int64 accumulated", 1, 3 * THREADS * rounds, (long long) mine[ACC64 / 8 + 1]);
     const int32_t add32[4] = { 1, -2, 3, 1 << 20 };
     int32_t got32[4];
     memcpy(got32, (const char *) mine + ACC32, sizeof(got32));
     for (int e = 0; e < 4; e++)     /* from the left neighbour: on this node only */
         gdr_check_long("int32 accumulated", e, left_here != MPI_UNDEFINED
-                       ? (long long) add32[e] * THREADS * ROUNDS : 0, got32[e]);
+                       ? (long long) add32[e] * THREADS * rounds : 0, got32[e]);
     for (int id = 0; id < THREADS; id++)
-        for (int i = 0; i < ROUNDS; i++) {
-            int cell = id * ROUNDS + i;
+        for (int i = 0; i < rounds; i++) {
+            int cell = id * rounds + i;
             gdr_check_long("cell", cell, (long long) cell_value(left, id, i, 0),
                            (long long) mine[(CELLS + 8 * cell) / 8]);
             gdr_check_long("signalled cell", cell, (long long) cell_value(left, id, i, 1),
-                           (long long) mine[(CELLS + 8 * (THREADS * ROUNDS + cell)) / 8]);
+                           (long long) mine[(CELLS + 8 * (THREADS * rounds + cell)) / 8]);
         }
-    unsigned char *hit = calloc(THREADS * ROUNDS, 1);
+    unsigned char *hit = calloc(THREADS * rounds, 1);
     int dup = 0;
-    for (int i = 0; i < THREADS * ROUNDS; i++) {
-        uint64_t o = pinned[(size_t) THREADS * ROUNDS * 2 + i];
-        dup += o >= THREADS * ROUNDS || hit[o]++;
+    for (int i = 0; i < THREADS * rounds; i++) {
+        uint64_t o = pinned[(size_t) THREADS * rounds * 2 + i];
+        dup += o >= (uint64_t) THREADS * rounds || hit[o]++;
     }
     if (dup)
         gdr_test_fail("%d fetch_add results repeated or out of range", dup);
