@@ -64,10 +64,12 @@ static inline GDR_GPU_HD void gdr_gpu_copy_range(const gdr_gpu_copy_args_t *a, u
                         ((const gdr_gpu_copy_unit16_t *) (uintptr_t) p->src)[k];
                     break;
                 case 8:
-                    ((uint64_t *) (uintptr_t) p->dst)[k] = ((const uint64_t *) (uintptr_t) p->src)[k];
+                    ((uint64_t *) (uintptr_t) p->dst)[k] =
+                        ((const uint64_t *) (uintptr_t) p->src)[k];
                     break;
                 case 4:
-                    ((uint32_t *) (uintptr_t) p->dst)[k] = ((const uint32_t *) (uintptr_t) p->src)[k];
+                    ((uint32_t *) (uintptr_t) p->dst)[k] =
+                        ((const uint32_t *) (uintptr_t) p->src)[k];
                     break;
                 default:
                     ((uint8_t *) (uintptr_t) p->dst)[k] = ((const uint8_t *) (uintptr_t) p->src)[k];

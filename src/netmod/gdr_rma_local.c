@@ -28,14 +28,17 @@ cvars:
  * the copy engine, no host staging, no message to the target, and the target's CPU not
  * involved.  Copies to different ranks overlap on the copy engines.  Completion is the
  * lane's: flush of a rank waits on the event recorded after that rank's last copy, fence,
- * unlock_all and complete on every lane's (remote and local completion are one here).  ch4 hands such windows' same-node operations to gdr because gdr marks
- * them at creation (MPIDI_WINATTR_NM_LOCAL, MPICH patch 0015).
+ * unlock_all and complete on every lane's (remote and local completion are one here).
+ * ch4 hands such windows' same-node operations to gdr because gdr marks them at creation
+ * (MPIDI_WINATTR_NM_LOCAL, MPICH patch 0015).
  * Accumulate, Get_accumulate, Fetch_and_op and Compare_and_swap to a device window are
- * one launch of gdr's accumulate kernel on the target's lane (so they stay in order), applied to the target's
- * window through the mapping with element-wise atomic steps (GDR_GPU_ACC_ATOMIC): other
+ * one launch of gdr's accumulate kernel on the target's lane (so they stay in order),
+ * applied to the target's window through the mapping with element-wise atomic steps
+ * (GDR_GPU_ACC_ATOMIC): other
  * same-node origins do the same at once, and the target's staged protocol applies
  * other nodes' accumulates atomically too.  Operands the GPU cannot reach (pageable
- * memory), and non-contiguous ones, go through a device scratch buffer in stream order;
+ * memory), and non-contiguous ones, go through the lane's device scratch buffer in
+ * stream order;
  * a non-contiguous target is one launch per contiguous piece.  What the kernel cannot take
  * (16-byte elements, misaligned targets, user-defined ops) goes as MPIDIG's messages as
  * before: a choice by op, type and address alone, never by layout; with MPI's default
@@ -449,9 +452,9 @@ static int scratch_ready(local_lane_t * lane, size_t need)
 /* One accumulate-family operation as the kernel on the target's mapped window: one launch
  * per contiguous target piece, origin and result straight from their buffers when the GPU
  * reaches them as one piece, else gathered into (scattered from) the lane's device scratch
- * in rounds of at most LOCAL_SCRATCH_MAX bytes, all in the target's lane's order.  So every element of a
- * type the kernel takes goes this way whatever the layout or size, as element-wise
- * atomicity with the other same-node origins needs. */
+ * in rounds of at most LOCAL_SCRATCH_MAX bytes, all in the target's lane's order.  So
+ * every element of a type the kernel takes goes this way whatever the layout or size, as
+ * element-wise atomicity with the other same-node origins needs. */
 static int local_acc(const MPIDI_GDR_rma_args_t * a, MPIR_Win * win,
                      struct MPIDI_GDR_local_win *l, const gdr_dev_peer_t * peer,
                      MPIR_Request ** req, int *handled)
@@ -637,11 +640,9 @@ int MPIDI_GDR_local_wait_target(MPIR_Win * win, int target)
         return MPI_SUCCESS;
     /* (under the engine lock: another thread's copies may be recording the events) */
     int took = MPIDI_GDR_engine_enter();
-    for (int r = target < 0 ? 0 : target; r < l->nranks && mpi_errno == MPI_SUCCESS; r++) {
+    int lo = target < 0 ? 0 : target, hi = target < 0 ? l->nranks : target + 1;
+    for (int r = lo; r < hi && r < l->nranks && mpi_errno == MPI_SUCCESS; r++)
         mpi_errno = lane_wait(&l->lanes[r]);
-        if (target >= 0)
-            break;
-    }
     MPIDI_GDR_engine_exit(took);
     return mpi_errno;
 }
