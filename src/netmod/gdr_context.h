@@ -49,6 +49,7 @@ struct MPIDI_GDR_context {
     gdr_rma_device_t device_seam;
     unsigned long long staged_count[GDR_RMA_KINDS];     /* MPI_T */
     unsigned long long local_count[GDR_RMA_KINDS];      /* MPI_T: same-node device path */
+    unsigned long long local_kernel_copies;     /* MPI_T: of those, by the copy kernel */
     /* windows with a stream queue or a device handle, for progress (gdr_triggered.c) */
     struct MPIDI_GDR_win_state *triggered;
     int triggered_progressing;  /* their progress is running: not re-entered */

@@ -146,7 +146,8 @@ int MPIDI_GDR_gpu_start(void)
     /* gdr's kernels on the device now: loaded lazily at a first launch made while a stream
      * of the application waits for gdr (enqueued RMA), they would never load */
     static const char *const kernels[] = {
-        GDR_GPU_ACC_KERNEL, GDR_GPU_SIGNAL_ADD_KERNEL, GDR_GPU_SIGNAL_WAIT_KERNEL
+        GDR_GPU_ACC_KERNEL, GDR_GPU_SIGNAL_ADD_KERNEL, GDR_GPU_SIGNAL_WAIT_KERNEL,
+        GDR_GPU_COPY_KERNEL
     };
     if (gdr_gpu_kernels_load_now(g, kernels, (int) (sizeof(kernels) / sizeof(kernels[0])),
                                  gdr_gpu_kernels_image, gdr_gpu_kernels_image_size) != 0

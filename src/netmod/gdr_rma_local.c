@@ -18,6 +18,20 @@ cvars:
         with element-wise atomic steps.  Off: MPICH's shared-memory path carries
         them, as before gdr had this path.
 
+    - name        : MPIR_CVAR_CH4_GDR_LOCAL_KERNEL_COPY
+      category    : CH4_GDR
+      type        : int
+      default     : 16384
+      class       : none
+      verbosity   : MPI_T_VERBOSITY_USER_BASIC
+      scope       : MPI_T_SCOPE_LOCAL
+      description : >-
+        Same-node device windows (MPIR_CVAR_CH4_GDR_LOCAL_DEVICE): a Put or Get
+        of at most this many bytes, in at most 64 contiguous runs, between
+        memory the GPU reaches (device or page-locked host memory) is one
+        launch of gdr's copy kernel on the GPU's cores instead of one
+        copy-engine transfer per run. 0: always the copy engine.
+
 === END_MPI_T_CVAR_INFO_BLOCK ===
 */
 /* Same-node windows in device memory (DESIGN.md section 3): a Put or Get to a rank whose
@@ -26,7 +40,9 @@ cvars:
  * per contiguous piece on the target's own internal stream (a lane: one per target rank,
  * made at the first operation to it), between the origin buffer and the target's window:
  * the copy engine, no host staging, no message to the target, and the target's CPU not
- * involved.  Copies to different ranks overlap on the copy engines.  Completion is the
+ * involved.  Copies to different ranks overlap on the copy engines.  Small operations
+ * (MPIR_CVAR_CH4_GDR_LOCAL_KERNEL_COPY) between memory the GPU reaches are one launch of
+ * gdr's copy kernel instead, however many runs (up to 64) their datatypes make.  Completion is the
  * lane's: flush of a rank waits on the event recorded after that rank's last copy, fence,
  * unlock_all and complete on every lane's (remote and local completion are one here).
  * ch4 hands such windows' same-node operations to gdr because gdr marks them at creation
@@ -99,6 +115,13 @@ void MPIDI_GDR_local_register_pvars(void)
                                   MPI_T_VERBOSITY_USER_BASIC, MPI_T_BIND_NO_OBJECT,
                                   MPIR_T_PVAR_FLAG_READONLY | MPIR_T_PVAR_FLAG_CONTINUOUS,
                                   NULL, NULL, "CH4_GDR", names[k][1]);
+    MPIR_T_PVAR_REGISTER_impl(MPI_T_PVAR_CLASS_COUNTER, MPI_UNSIGNED_LONG_LONG,
+                              "gdr_rma_local_kernel_copies",
+                              &MPIDI_GDR_global.local_kernel_copies, 1, NULL,
+                              MPI_T_VERBOSITY_USER_BASIC, MPI_T_BIND_NO_OBJECT,
+                              MPIR_T_PVAR_FLAG_READONLY | MPIR_T_PVAR_FLAG_CONTINUOUS, NULL,
+                              NULL, "CH4_GDR", "same-node Put/Get/Rput/Rget as one launch of "
+                              "gdr's copy kernel (MPIR_CVAR_CH4_GDR_LOCAL_KERNEL_COPY)");
 }
 
 static void local_release(MPIR_Win * win, struct MPIDI_GDR_local_win *l)
@@ -202,12 +225,13 @@ static int pieces_inside(const gdr_dev_peer_t * peer, MPI_Aint tdisp, const stru
     return 1;
 }
 
-/* The copies of one operation: origin pieces against target pieces, each run where both
- * are contiguous one copy (target pieces as offsets in the target's window). */
-static int queue_copies(local_lane_t * lane, int put, char *tbase,
-                        const struct iovec *o, size_t on, const struct iovec *t, size_t tn)
+/* The runs of one operation: origin pieces against target pieces, each stretch where
+ * both are contiguous one run (target pieces as offsets in the target's window), passed to
+ * run(arg, dst, src, len) in order; the first non-zero return stops the walk. */
+static int for_each_run(int put, char *tbase, const struct iovec *o, size_t on,
+                        const struct iovec *t, size_t tn,
+                        int (*run)(void *arg, char *dst, const char *src, size_t len), void *arg)
 {
-    gdr_gpu_t *g = &MPIDI_GDR_global.gpu;
     size_t oi = 0, ti = 0, ooff = 0, toff = 0;
     while (oi < on && ti < tn) {
         size_t left_o = o[oi].iov_len - ooff, left_t = t[ti].iov_len - toff;
@@ -215,8 +239,7 @@ static int queue_copies(local_lane_t * lane, int put, char *tbase,
         if (len > 0) {
             char *mine = (char *) o[oi].iov_base + ooff;
             char *theirs = tbase + (uintptr_t) t[ti].iov_base + toff;
-            int rc = put ? gdr_gpu_copy_async(g, lane->stream, theirs, mine, len)
-                : gdr_gpu_copy_async(g, lane->stream, mine, theirs, len);
+            int rc = put ? run(arg, theirs, mine, len) : run(arg, mine, theirs, len);
             if (rc != 0)
                 return rc;
         }
@@ -232,6 +255,58 @@ static int queue_copies(local_lane_t * lane, int put, char *tbase,
         }
     }
     return 0;
+}
+
+typedef struct {
+    gdr_gpu_copy_piece_t p[GDR_GPU_COPY_PIECES_MAX];
+    unsigned n;
+} kernel_runs_t;
+
+static int add_kernel_run(void *arg, char *dst, const char *src, size_t len)
+{
+    kernel_runs_t *k = arg;
+    if (k->n == GDR_GPU_COPY_PIECES_MAX)
+        return 1;               /* more runs than one launch takes: the copy engine */
+    k->p[k->n++] = (gdr_gpu_copy_piece_t) {.dst = (uint64_t) (uintptr_t) dst,
+        .src = (uint64_t) (uintptr_t) src,.len = len };
+    return 0;
+}
+
+static int engine_copy(void *arg, char *dst, const char *src, size_t len)
+{
+    return gdr_gpu_copy_async(&MPIDI_GDR_global.gpu, ((local_lane_t *) arg)->stream, dst, src,
+                              len);
+}
+
+/* Whether the GPU reaches p as it is (device memory, page-locked host memory). */
+static int gpu_reaches(const void *p)
+{
+    gdr_gpu_mem_info_t info;
+    return gdr_gpu_mem_query(&MPIDI_GDR_global.gpu, p, &info) == 0
+        && (info.is_device || info.is_pinned_host);
+}
+
+/* The copies of one operation of `bytes` on the lane: one launch of the copy kernel when
+ * it is small (MPIR_CVAR_CH4_GDR_LOCAL_KERNEL_COPY), takes at most a launch's runs and
+ * the GPU reaches the origin buffer (the target's window it always does); else one
+ * copy-engine transfer per run. */
+static int queue_copies(local_lane_t * lane, int put, char *tbase, const void *origin,
+                        MPI_Aint bytes, const struct iovec *o, size_t on, const struct iovec *t,
+                        size_t tn)
+{
+    gdr_gpu_t *g = &MPIDI_GDR_global.gpu;
+    if (bytes <= MPIR_CVAR_CH4_GDR_LOCAL_KERNEL_COPY && gpu_reaches(origin)) {
+        kernel_runs_t k;
+        k.n = 0;
+        if (for_each_run(put, tbase, o, on, t, tn, add_kernel_run, &k) == 0) {
+            if (gdr_gpu_kernel_ready(g, GDR_GPU_COPY_KERNEL, gdr_gpu_kernels_image,
+                                     gdr_gpu_kernels_image_size) != 0)
+                return -1;
+            MPIDI_GDR_global.local_kernel_copies++;
+            return k.n == 0 ? 0 : gdr_gpu_copy_pieces_launch(g, lane->stream, k.p, k.n);
+        }
+    }
+    return for_each_run(put, tbase, o, on, t, tn, engine_copy, lane);
 }
 
 /* Target's lane with its stream and event made, or NULL (the GPU layer's error says why). */
@@ -399,15 +474,6 @@ static int launch_range(local_lane_t * lane, const gdr_gpu_acc_args_t * tmpl,
     }
     return 0;
 }
-
-/* Whether the GPU reaches p as it is (device memory, page-locked host memory). */
-static int gpu_reaches(const void *p)
-{
-    gdr_gpu_mem_info_t info;
-    return gdr_gpu_mem_query(&MPIDI_GDR_global.gpu, p, &info) == 0
-        && (info.is_device || info.is_pinned_host);
-}
-
 
 static size_t round16(size_t n)
 {
@@ -602,7 +668,7 @@ int MPIDI_GDR_local_rma(const MPIDI_GDR_rma_args_t * a, MPIR_Win * win, MPIR_Req
     if (lane == NULL)
         MPIR_ERR_SETANDJUMP1(mpi_errno, MPI_ERR_OTHER, "**gdr_transport", "**gdr_transport %s",
                              g->error);
-    if (bytes > 0 && (queue_copies(lane, put, peer->base + at, o, on, t, tn) != 0
+    if (bytes > 0 && (queue_copies(lane, put, peer->base + at, a->origin, bytes, o, on, t, tn) != 0
                       || gdr_gpu_event_record(g, lane->done, lane->stream) != 0))
         MPIR_ERR_SETANDJUMP1(mpi_errno, MPI_ERR_OTHER, "**gdr_transport", "**gdr_transport %s",
                              g->error);

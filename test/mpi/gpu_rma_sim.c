@@ -238,6 +238,8 @@ static unsigned long long local_count(void)
     return pvar("gdr_rma_put_local") + pvar("gdr_rma_get_local");
 }
 
+static unsigned long long create_kernel;       /* of create_local, by the copy kernel */
+
 static void matrix(int rank, int size, MPI_Group left, MPI_Group right)
 {
     for (int dyn = 0; dyn < 2 - putget_only; dyn++) {
@@ -252,13 +254,16 @@ static void matrix(int rank, int size, MPI_Group left, MPI_Group right)
                                              op_names[op], sync_names[s],
                                              vec ? "vector" : "contiguous");
                         unsigned long long n0 = pvar("gdr_rma_put_native")
-                            + pvar("gdr_rma_get_native"), l0 = local_count();
+                            + pvar("gdr_rma_get_native"), l0 = local_count(),
+                            k0 = pvar("gdr_rma_local_kernel_copies");
                         run_cell(&g, rank, size, op, s, dev, vec, left, right);
                         if (dev && !vec)
                             dev_native += pvar("gdr_rma_put_native")
                                 + pvar("gdr_rma_get_native") - n0;
-                        if (!dyn)
+                        if (!dyn) {
                             create_local += local_count() - l0;
+                            create_kernel += pvar("gdr_rma_local_kernel_copies") - k0;
+                        }
                     }
         gwin_close(&g);
     }
@@ -484,6 +489,13 @@ int main(int argc, char **argv)
         free(gpu_of);
         gdr_check_long("Put/Get/Rput/Rget on the created window as same-node GPU copies", 0,
                        mapped ? 80 : 0, (long long) create_local);
+        /* of those, the contiguous ones from device memory (4 KiB: under the default
+         * MPIR_CVAR_CH4_GDR_LOCAL_KERNEL_COPY) are one launch of gdr's copy kernel; pageable
+         * origins and the vector's 256 runs go to the copy engine */
+        const char *kc = getenv("MPIR_CVAR_CH4_GDR_LOCAL_KERNEL_COPY");
+        int kernel = kc == NULL || atoi(kc) >= N * 8;
+        gdr_check_long("contiguous device-origin Put/Get/Rput/Rget as one copy-kernel launch",
+                       0, mapped && kernel ? 20 : 0, (long long) create_kernel);
     }
     if (!putget_only)
         accumulates(rank, size);
