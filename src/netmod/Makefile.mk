@@ -7,6 +7,7 @@ AM_CPPFLAGS += -I$(top_srcdir)/src/mpid/ch4/netmod/gdr
 
 noinst_HEADERS += src/mpid/ch4/netmod/gdr/gdr_pre.h \
                   src/mpid/ch4/netmod/gdr/gdr_impl.h \
+                  src/mpid/ch4/netmod/gdr/gdr_internal.h \
                   src/mpid/ch4/netmod/gdr/gdr_am.h \
                   src/mpid/ch4/netmod/gdr/gdr_pt2pt.h \
                   src/mpid/ch4/netmod/gdr/gdr_progress.h \
@@ -44,6 +45,7 @@ noinst_HEADERS += src/mpid/ch4/netmod/gdr/gdr_pre.h \
                   src/mpid/ch4/netmod/gdr/rma/gdr_rma_path.h \
                   src/mpid/ch4/netmod/gdr/rma/gdr_rma_transport.h \
                   src/mpid/ch4/netmod/gdr/rma/gdr_rma_engine.h \
+                  src/mpid/ch4/netmod/gdr/rma/gdr_rma_kind.h \
                   src/mpid/ch4/netmod/gdr/rma/gdr_rma_regions.h \
                   src/mpid/ch4/netmod/gdr/rma/gdr_rma_completion.h \
                   src/mpid/ch4/netmod/gdr/rma/gdr_rma_win.h \
@@ -72,6 +74,7 @@ mpi_core_sources += src/mpid/ch4/netmod/gdr/func_table.c \
                     src/mpid/ch4/netmod/gdr/gdr_comm.c \
                     src/mpid/ch4/netmod/gdr/gdr_win.c \
                     src/mpid/ch4/netmod/gdr/gdr_win_dynamic.c \
+                    src/mpid/ch4/netmod/gdr/gdr_win_sync.c \
                     src/mpid/ch4/netmod/gdr/gdr_rma.c \
                     src/mpid/ch4/netmod/gdr/gdr_rma_host.c \
                     src/mpid/ch4/netmod/gdr/gdr_layout.c \

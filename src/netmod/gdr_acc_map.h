@@ -4,7 +4,7 @@
 #ifndef GDR_ACC_MAP_H_INCLUDED
 #define GDR_ACC_MAP_H_INCLUDED
 
-#include "gdr_impl.h"
+#include "gdr_internal.h"
 
 /* gdr_gpu_type_t of the netmod's internal datatype handle t; -1 where the kernel has none
  * (long double, derived types). */

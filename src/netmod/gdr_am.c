@@ -1,7 +1,7 @@
 /* Active messages over the verbs channel: MPIDIG's sends in, MPIDIG's handlers out.
  * Eager sends are copied before return, so the origin callback runs at once;
  * larger payloads are read by the target (rendezvous) and complete at its FIN. */
-#include "gdr_impl.h"
+#include "gdr_internal.h"
 #include "gdr_noinline.h"
 #include <sched.h>
 

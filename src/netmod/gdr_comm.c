@@ -1,6 +1,6 @@
 /* Communicator hooks.  MPI_COMM_WORLD's first commit (BOOTSTRAP) brings the channel to
  * every rank on another node up; gdr keeps no other per-communicator state. */
-#include "gdr_impl.h"
+#include "gdr_internal.h"
 #include "gdr_noinline.h"
 
 int MPIDI_GDR_mpi_comm_commit_pre_hook(MPIR_Comm * comm)

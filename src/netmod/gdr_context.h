@@ -1,6 +1,7 @@
 /* gdr's context and its per-window state, as the glue in this directory sees them.
- * gdr_pre.h, which all of MPICH includes, only points to these, so that editing a header
- * of the plain layers recompiles gdr's files alone, never the rest of MPICH. */
+ * gdr_pre.h, which all of MPICH includes, only points to these, and only gdr's own files
+ * include this header (through gdr_internal.h), so that editing it or a header of the
+ * plain layers recompiles gdr's files alone, never the rest of MPICH. */
 #ifndef GDR_CONTEXT_H_INCLUDED
 #define GDR_CONTEXT_H_INCLUDED
 

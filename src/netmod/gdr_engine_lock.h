@@ -7,7 +7,7 @@
 #ifndef GDR_ENGINE_LOCK_H
 #define GDR_ENGINE_LOCK_H
 
-#include "gdr_impl.h"
+#include "gdr_internal.h"
 
 /* Whether this thread holds VCI 0's lock (always 0 when MPICH is not threaded). */
 static inline int MPIDI_GDR_engine_held(void)

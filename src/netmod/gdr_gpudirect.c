@@ -2,7 +2,7 @@
  * GPU memory, decided once by trying it (NCCL-style: the start-up line says what was
  * chosen and why).  MPICH's own CUDA code (MPL, yaksa) is separate: it uses the CUDA
  * runtime and the real driver only. */
-#include "gdr_impl.h"
+#include "gdr_internal.h"
 #include "gdr_noinline.h"
 #include "gpu/gdr_gpu_mem.h"
 #include "gpu/gdr_gpu_module.h"

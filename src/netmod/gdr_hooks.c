@@ -1,6 +1,6 @@
 /* Datatype, op, memory and partitioned-communication hooks: MPICH's generic
  * implementations, nothing gdr-specific yet. */
-#include "gdr_impl.h"
+#include "gdr_internal.h"
 #include "gdr_noinline.h"
 
 int MPIDI_GDR_mpi_type_commit_hook(MPIR_Datatype * datatype_p)

@@ -5,7 +5,7 @@
  * of them with MPIR_CVAR_NOLOCAL=1) are reached through the verbs AM channel,
  * connected when MPI_COMM_WORLD is committed (gdr_comm.c, gdr_am.c). */
 #include "gdr_triggered.h"
-#include "gdr_impl.h"
+#include "gdr_internal.h"
 #include "gdr_noinline.h"
 
 /*

@@ -1,6 +1,6 @@
 /* MPI datatypes as the RMA engine's flat descriptions (src/rma/gdr_rma_plan.h): target
  * pieces as offsets, origin and result buffers as spans or piece lists. */
-#include "gdr_impl.h"
+#include "gdr_internal.h"
 #include "gdr_acc_map.h"
 #include "gdr_noinline.h"
 

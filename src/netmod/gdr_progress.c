@@ -2,7 +2,7 @@
  * protocol, and the stream queues and device rings of stream-ordered and kernel-triggered
  * RMA.  Out of line: MPICH's files, which include the inline header, need not see gdr's
  * context. */
-#include "gdr_impl.h"
+#include "gdr_internal.h"
 #include "gdr_progress.h"
 
 /* One channel serves every VCI (gdr grants no extra ones: gdr_comm.c), so any VCI's

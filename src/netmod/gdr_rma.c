@@ -2,7 +2,7 @@
  * (src/rma), which plans it (RDMA, or a message through MPICH's active-message RMA,
  * MPIDIG) and posts it.  This file only translates: MPI datatypes, requests, epochs
  * and error classes. */
-#include "gdr_impl.h"
+#include "gdr_internal.h"
 #include "gdr_noinline.h"
 #include "gdr_engine_lock.h"
 #include "gdr_rma.h"

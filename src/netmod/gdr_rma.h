@@ -1,12 +1,13 @@
 /* The netmod's RMA entry points: each operation tries the RDMA path (gdr_rma.c, the
  * engine in src/rma) and otherwise goes to MPICH's active-message RMA.  Synchronisation
- * is MPIDIG's; it calls the completion hooks below, which wait for this rank's RDMA
- * operations. */
+ * goes out of line to gdr_win_sync.c (MPIDIG's today, which calls the completion hooks
+ * below: they wait for this rank's RDMA operations), so that changing it recompiles
+ * only gdr's files: MPICH includes this header nearly everywhere. */
 #ifndef GDR_RMA_H_INCLUDED
 #define GDR_RMA_H_INCLUDED
 
 #include "gdr_impl.h"
-#include "rma/gdr_rma_engine.h"       /* gdr_rma_kind_t (MPICH includes this header early) */
+#include "rma/gdr_rma_kind.h"
 
 typedef struct {
     gdr_rma_kind_t kind;
@@ -53,46 +54,63 @@ int MPIDI_GDR_rma_wait_target(MPIR_Win * win, int rank, int local_only);
             return err_;                                                         \
     } while (0)
 
+/* gdr_win_sync.c: window synchronisation, one function per MPI call. */
+int MPIDI_GDR_win_start(MPIR_Group * group, int assert, MPIR_Win * win);
+int MPIDI_GDR_win_complete(MPIR_Win * win);
+int MPIDI_GDR_win_post(MPIR_Group * group, int assert, MPIR_Win * win);
+int MPIDI_GDR_win_wait(MPIR_Win * win);
+int MPIDI_GDR_win_test(MPIR_Win * win, int *flag);
+int MPIDI_GDR_win_lock(int lock_type, int rank, int assert, MPIR_Win * win);
+int MPIDI_GDR_win_unlock(int rank, MPIR_Win * win);
+int MPIDI_GDR_win_lock_all(int assert, MPIR_Win * win);
+int MPIDI_GDR_win_unlock_all(MPIR_Win * win);
+int MPIDI_GDR_win_fence(int assert, MPIR_Win * win);
+int MPIDI_GDR_win_flush(int rank, MPIR_Win * win);
+int MPIDI_GDR_win_flush_local(int rank, MPIR_Win * win);
+int MPIDI_GDR_win_flush_all(MPIR_Win * win);
+int MPIDI_GDR_win_flush_local_all(MPIR_Win * win);
+int MPIDI_GDR_win_sync(MPIR_Win * win);
+
 MPL_STATIC_INLINE_PREFIX int MPIDI_NM_mpi_win_start(MPIR_Group * group, int assert, MPIR_Win * win)
 {
-    return MPIDIG_mpi_win_start(group, assert, win);
+    return MPIDI_GDR_win_start(group, assert, win);
 }
 
 MPL_STATIC_INLINE_PREFIX int MPIDI_NM_mpi_win_complete(MPIR_Win * win)
 {
-    return MPIDIG_mpi_win_complete(win);
+    return MPIDI_GDR_win_complete(win);
 }
 
 MPL_STATIC_INLINE_PREFIX int MPIDI_NM_mpi_win_post(MPIR_Group * group, int assert, MPIR_Win * win)
 {
-    return MPIDIG_mpi_win_post(group, assert, win);
+    return MPIDI_GDR_win_post(group, assert, win);
 }
 
 MPL_STATIC_INLINE_PREFIX int MPIDI_NM_mpi_win_wait(MPIR_Win * win)
 {
-    return MPIDIG_mpi_win_wait(win);
+    return MPIDI_GDR_win_wait(win);
 }
 
 MPL_STATIC_INLINE_PREFIX int MPIDI_NM_mpi_win_test(MPIR_Win * win, int *flag)
 {
-    return MPIDIG_mpi_win_test(win, flag);
+    return MPIDI_GDR_win_test(win, flag);
 }
 
 MPL_STATIC_INLINE_PREFIX int MPIDI_NM_mpi_win_lock(int lock_type, int rank, int assert,
                                                    MPIR_Win * win, MPIDI_av_entry_t * addr)
 {
-    return MPIDIG_mpi_win_lock(lock_type, rank, assert, win);
+    return MPIDI_GDR_win_lock(lock_type, rank, assert, win);
 }
 
 MPL_STATIC_INLINE_PREFIX int MPIDI_NM_mpi_win_unlock(int rank, MPIR_Win * win,
                                                      MPIDI_av_entry_t * addr)
 {
-    return MPIDIG_mpi_win_unlock(rank, win);
+    return MPIDI_GDR_win_unlock(rank, win);
 }
 
 MPL_STATIC_INLINE_PREFIX int MPIDI_NM_mpi_win_fence(int assert, MPIR_Win * win)
 {
-    return MPIDIG_mpi_win_fence(assert, win);
+    return MPIDI_GDR_win_fence(assert, win);
 }
 
 MPL_STATIC_INLINE_PREFIX int MPIDI_NM_mpi_win_shared_query(MPIR_Win * win, int rank,
@@ -105,43 +123,38 @@ MPL_STATIC_INLINE_PREFIX int MPIDI_NM_mpi_win_shared_query(MPIR_Win * win, int r
 MPL_STATIC_INLINE_PREFIX int MPIDI_NM_mpi_win_flush(int rank, MPIR_Win * win,
                                                     MPIDI_av_entry_t * addr)
 {
-    return MPIDIG_mpi_win_flush(rank, win);
+    return MPIDI_GDR_win_flush(rank, win);
 }
 
 MPL_STATIC_INLINE_PREFIX int MPIDI_NM_mpi_win_flush_local_all(MPIR_Win * win)
 {
-    return MPIDIG_mpi_win_flush_local_all(win);
+    return MPIDI_GDR_win_flush_local_all(win);
 }
-
-/* gdr_enqueue.c: waits until the stream has reached every operation enqueued on win and
- * they are complete (the epoch they belong to ends after them). */
-int MPIDI_GDR_enqueue_drain(MPIR_Win * win);
 
 MPL_STATIC_INLINE_PREFIX int MPIDI_NM_mpi_win_unlock_all(MPIR_Win * win)
 {
-    int mpi_errno = MPIDI_GDR_enqueue_drain(win);
-    return mpi_errno != MPI_SUCCESS ? mpi_errno : MPIDIG_mpi_win_unlock_all(win);
+    return MPIDI_GDR_win_unlock_all(win);
 }
 
 MPL_STATIC_INLINE_PREFIX int MPIDI_NM_mpi_win_flush_local(int rank, MPIR_Win * win,
                                                           MPIDI_av_entry_t * addr)
 {
-    return MPIDIG_mpi_win_flush_local(rank, win);
+    return MPIDI_GDR_win_flush_local(rank, win);
 }
 
 MPL_STATIC_INLINE_PREFIX int MPIDI_NM_mpi_win_sync(MPIR_Win * win)
 {
-    return MPIDIG_mpi_win_sync(win);
+    return MPIDI_GDR_win_sync(win);
 }
 
 MPL_STATIC_INLINE_PREFIX int MPIDI_NM_mpi_win_flush_all(MPIR_Win * win)
 {
-    return MPIDIG_mpi_win_flush_all(win);
+    return MPIDI_GDR_win_flush_all(win);
 }
 
 MPL_STATIC_INLINE_PREFIX int MPIDI_NM_mpi_win_lock_all(int assert, MPIR_Win * win)
 {
-    return MPIDIG_mpi_win_lock_all(assert, win);
+    return MPIDI_GDR_win_lock_all(assert, win);
 }
 
 /* RC completions are remote completions: a write's or atomic's acknowledgement

@@ -2,7 +2,7 @@
  * of MPICH's progress, a dynamic window's region is asked for with an active message
  * (gdr_win_dynamic.c), message-path accumulates are MPIDIG's; and the engine's results
  * become MPI error codes here. */
-#include "gdr_impl.h"
+#include "gdr_internal.h"
 #include "gdr_noinline.h"
 #include "gdr_engine_lock.h"
 #include "gdr_rma_local.h"

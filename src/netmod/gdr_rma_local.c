@@ -60,7 +60,7 @@ cvars:
  * before: a choice by op, type and address alone, never by layout; with MPI's default
  * accumulate ordering an origin that changes a target's path first waits for the
  * other path's accumulates to it. */
-#include "gdr_impl.h"
+#include "gdr_internal.h"
 #include "gdr_noinline.h"
 #include "gdr_engine_lock.h"
 #include "gdr_rma_local.h"

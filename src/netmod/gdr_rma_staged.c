@@ -4,7 +4,7 @@
  * context at start-up over src/gpu's device seam, its one active-message handler, each
  * window's part, and the translation of an MPI call (datatypes as piece lists, MPI_Op
  * and basic types as the kernel's enums, requests, error classes). */
-#include "gdr_impl.h"
+#include "gdr_internal.h"
 #include "gdr_noinline.h"
 #include "gdr_engine_lock.h"
 #include "gdr_am.h"

@@ -3,7 +3,7 @@
  * between groups of the job work (the leaders exchange through the peer communicator);
  * MPI_Comm_spawn and connect/accept need a connection to a process outside the job,
  * which the verbs channel cannot make yet: said so. */
-#include "gdr_impl.h"
+#include "gdr_internal.h"
 #include "gdr_noinline.h"
 
 static int not_supported(void)

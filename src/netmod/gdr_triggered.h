@@ -6,7 +6,7 @@
 #ifndef GDR_TRIGGERED_H_INCLUDED
 #define GDR_TRIGGERED_H_INCLUDED
 
-#include "gdr_impl.h"
+#include "gdr_internal.h"
 #include "rma/gdr_rma_dev_api.h"
 
 /* Puts win on the progress list (its state's enqueue or device part is being set up)
@@ -30,6 +30,9 @@ void MPIDI_GDR_peer_window_close(MPIR_Win * win, int rank, gdr_dev_peer_t * p);
  * freed at window free (waits for what is in flight).  made: set when anything moved. */
 int MPIDI_GDR_enqueue_progress(MPIR_Win * win, int *made);
 int MPIDI_GDR_enqueue_free(MPIR_Win * win);
+/* gdr_enqueue.c: waits until the stream has reached every operation enqueued on win and
+ * they are complete (the epoch they belong to ends after them). */
+int MPIDI_GDR_enqueue_drain(MPIR_Win * win);
 int MPIDI_GDR_device_win_progress(MPIR_Win * win, int *made);
 int MPIDI_GDR_device_win_free(MPIR_Win * win);
 

@@ -5,7 +5,7 @@
  * be in gdr's progress (reading these registries) or making its own window: every change
  * of gdr's shared state happens under the engine lock, never across a collective. */
 #include "gdr_triggered.h"
-#include "gdr_impl.h"
+#include "gdr_internal.h"
 #include "gdr_noinline.h"
 #include "gdr_rma.h"
 #include "gdr_rma_local.h"

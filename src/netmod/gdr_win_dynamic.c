@@ -2,7 +2,7 @@
  * gdr_rma_regions.h).  MPI_Win_attach registers the region and MPI_Win_detach destroys
  * its key; an origin asks the target about the region around an address with a small
  * active message, answered by the target's progress engine. */
-#include "gdr_impl.h"
+#include "gdr_internal.h"
 #include "gdr_noinline.h"
 #include "gdr_engine_lock.h"
 #include "gdr_am.h"

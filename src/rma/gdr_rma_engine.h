@@ -3,6 +3,7 @@
  * Plain C11, no MPICH: src/netmod translates MPI objects into these calls.
  *
  *   gdr_rma_engine.h      this context (one per process, owned by the netmod) and waits
+ *   gdr_rma_kind.h        the kinds of operation
  *   gdr_rma_transport.h   the seams: transport (verbs) and host (MPICH progress, messages)
  *   gdr_rma_win.h         window registry: every target's size, unit, base, key, peer
  *   gdr_rma_regions.h     dynamic windows: attached regions and what origins learned
@@ -14,12 +15,8 @@
 #ifndef GDR_RMA_ENGINE_H
 #define GDR_RMA_ENGINE_H
 
+#include "gdr_rma_kind.h"
 #include "gdr_rma_transport.h"
-
-typedef enum gdr_rma_kind {
-    GDR_RMA_PUT, GDR_RMA_GET, GDR_RMA_ACC, GDR_RMA_GET_ACC, GDR_RMA_FOP, GDR_RMA_CAS,
-    GDR_RMA_KINDS
-} gdr_rma_kind_t;
 
 enum { GDR_RMA_BY_NIC = 0, GDR_RMA_BY_MESSAGE = 1 };
 

@@ -1,0 +1,78 @@
+/* What every gdr glue file includes: MPICH's device internals (gdr_impl.h), gdr's layers and
+ * context.  Never included by MPICH's own files (gdr_impl.h says why). */
+#ifndef GDR_INTERNAL_H_INCLUDED
+#define GDR_INTERNAL_H_INCLUDED
+
+#include "gdr_impl.h"
+#include "rma/gdr_rma_plan.h"
+#include "gdr_context.h"
+
+/* gdr's context (gdr_context.h): valid from MPIDI_GDR_init_local to finalize */
+#define MPIDI_GDR_global (*MPIDI_global.nm.gdr.ctx)
+/* A window's gdr state (gdr_context.h): valid from its first gdr hook to its free hook */
+#define GDR_WIN(win) (*(win)->dev.netmod.gdr.s)
+
+/* gdr_am.c: bring the AM channel up when MPI_COMM_WORLD is committed, down at finalize. */
+int MPIDI_GDR_am_start(void);
+int MPIDI_GDR_am_stop(void);
+/* The AM channel's last error as an MPI error (MPI_ERR_OTHER naming the peer). */
+int MPIDI_GDR_transport_error(void);
+/* gdr_rma.c: MPI_T counters (the engine's), registered at init. */
+void MPIDI_GDR_rma_register_pvars(void);
+/* gdr_rma_host.c: the RMA engine's host seam, set up once the channel is (or is not). */
+void MPIDI_GDR_rma_engine_start(void);
+void MPIDI_GDR_rma_engine_stop(void);
+/* An engine result (GDR_RMA_*) as an MPI error code. */
+int MPIDI_GDR_rma_error(int rc);
+/* gdr_win_dynamic.c: the region lookup messages of dynamic windows, at init; asking a
+ * target (an MPIR_Win rank) about its region around addr. */
+int MPIDI_GDR_dynamic_register_handlers(void);
+int MPIDI_GDR_dynamic_attach(MPIR_Win * win, void *base, MPI_Aint size);
+int MPIDI_GDR_dynamic_detach(MPIR_Win * win, const void *base);
+int MPIDI_GDR_dynamic_query(void *win, int target, uint64_t addr, gdr_rma_region_reply_t * out);
+/* gdr_layout.c: MPI datatypes as the engine's flat descriptions.  The bytes a target
+ * access of count x type spans from its true lower bound (*true_lb); whether a basic
+ * type is an 8-byte integer. */
+uint64_t MPIDI_GDR_target_span(MPI_Aint count, MPI_Datatype type, MPI_Aint * true_lb);
+int MPIDI_GDR_is_int64(MPI_Datatype basic);
+/* count x type at buf: contiguous, or scattered and listed into small[GDR_RMA_SGE_MAX]
+ * when want_list and it has at most that many pieces.  device_id != 0: GPU memory of
+ * that CUDA buffer id, always described as a list (one piece when contiguous), never to
+ * be touched on the host. */
+void MPIDI_GDR_describe_buf(const void *buf, MPI_Aint count, MPI_Datatype type, MPI_Aint bytes,
+                            int want_list, uint64_t device_id, struct iovec *small,
+                            gdr_rma_buf_t * out);
+/* gdr_gpudirect.c: GPU support at start-up (the driver, the GPUDirect mode) and whether
+ * a buffer is device memory (gdr's own query: MPICH's cannot see the simulated GPU). */
+int MPIDI_GDR_gpu_start(void);        /* before the verbs device: never fails */
+int MPIDI_GDR_gpudirect_start(void);  /* after it: fails only for a forced mode */
+void MPIDI_GDR_gpu_stop(void);
+/* 0: host memory; else device memory, by its CUDA buffer id (UINT64_MAX when only
+ * MPICH's CUDA support knows it as device memory) */
+uint64_t MPIDI_GDR_gpu_buffer_id(const void *p);
+/* How window memory at base is exposed (GDR_RMA_EXPOSE_ mask, src/rma/gdr_rma_regions.h):
+ * device memory or not; registered with the NIC only in GPUDirect peermem mode; whether
+ * gdr's GPU layer is on. */
+unsigned MPIDI_GDR_gpu_expose_flags(const void *base);
+const char *MPIDI_GDR_gpudirect_name(int mode);
+/* The pieces of a target access as offsets from its displacement; *pieces is small
+ * (one piece) or allocated (MPL_free it).  *n 0 with MPI_SUCCESS: too scattered. */
+/* count x type at buf as absolute pieces, in out->iov (allocated: MPL_free it). */
+int MPIDI_GDR_list_buf(const void *buf, MPI_Aint count, MPI_Datatype type, MPI_Aint bytes,
+                       uint64_t device_id, gdr_rma_buf_t * out);
+int MPIDI_GDR_target_pieces(MPI_Aint count, MPI_Datatype type, MPI_Aint bytes,
+                            gdr_rma_kind_t kind, struct iovec *small, struct iovec **pieces,
+                            size_t *n);
+
+/* gdr_rma_staged.c: the staged protocol for device memory (MPIR_CVAR_CH4_GDR_STAGED):
+ * its handler (at init), its context once the engine is up (it sets the host seam's
+ * send_msg), each window's part.  Its progress: gdr_progress.h. */
+int MPIDI_GDR_staged_register_handler(void);
+void MPIDI_GDR_staged_register_pvars(void);
+void MPIDI_GDR_local_register_pvars(void);
+void MPIDI_GDR_staged_start(void);
+void MPIDI_GDR_staged_stop(void);
+void MPIDI_GDR_staged_win_new(MPIR_Win * win);
+void MPIDI_GDR_staged_win_free(MPIR_Win * win);
+
+#endif /* GDR_INTERNAL_H_INCLUDED */
