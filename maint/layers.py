@@ -35,7 +35,7 @@ MPICH_HEADER_PATTERNS = (
     'mpiimpl.h', 'mpidimpl.h', 'mpl.h', 'mpl_*.h', 'mpir_*.h', 'mpidig*.h', 'mpidu_*.h',
     'mpidpre.h', 'mpidch4*.h', 'ch4_*.h', 'netmod_*.h',
     # the netmod's own glue, also when the tree does not (yet) hold the file
-    'gdr_impl.h', 'gdr_internal.h', 'gdr_pre.h', 'gdr_noinline.h',
+    'gdr_impl.h', 'gdr_internal.h', 'gdr_cvars.h', 'gdr_pre.h', 'gdr_noinline.h',
 )
 MPICH_IDENTIFIER = re.compile(r'\b(?:MPIR|MPIDI|MPIDIG|MPIDU|MPL|MPID)_[A-Za-z0-9_]*')
 MAX_DETAILS = 20

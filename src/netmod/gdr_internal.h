@@ -4,6 +4,7 @@
 #define GDR_INTERNAL_H_INCLUDED
 
 #include "gdr_impl.h"
+#include "gdr_cvars.h"            /* gdr's MPIR_CVAR_CH4_GDR_*, written by maint/graft */
 #include "rma/gdr_rma_plan.h"
 #include "gdr_context.h"
 
