@@ -95,6 +95,8 @@ struct MPIDI_GDR_local_win {
     int one_gpu;                /* every rank of this node uses this GPU: accumulates here */
     int self_device;            /* this rank's window is device memory (not page-locked) */
     int kernel_ready;           /* the accumulate kernel was found loaded (asked once) */
+    int copy_kernel;            /* the copy kernel: 0 not asked yet, 1 loaded, -1 not
+                                 * available (the copy engine carries everything) */
 };
 
 void MPIDI_GDR_local_register_pvars(void)
@@ -286,24 +288,34 @@ static int gpu_reaches(const void *p)
         && (info.is_device || info.is_pinned_host);
 }
 
-/* The copies of one operation of `bytes` on the lane: one launch of the copy kernel when
- * it is small (MPIR_CVAR_CH4_GDR_LOCAL_KERNEL_COPY), takes at most a launch's runs and
- * the GPU reaches the origin buffer (the target's window it always does); else one
- * copy-engine transfer per run. */
-static int queue_copies(local_lane_t * lane, int put, char *tbase, const void *origin,
-                        MPI_Aint bytes, const struct iovec *o, size_t on, const struct iovec *t,
-                        size_t tn)
+/* Whether the copy kernel is loaded: asked once per window (a lookup under the GPU
+ * layer's lock otherwise on every small operation); without it the copy engine carries
+ * every operation. */
+static int copy_kernel_usable(struct MPIDI_GDR_local_win *l)
 {
-    gdr_gpu_t *g = &MPIDI_GDR_global.gpu;
-    if (bytes <= MPIR_CVAR_CH4_GDR_LOCAL_KERNEL_COPY && gpu_reaches(origin)) {
+    if (l->copy_kernel == 0)
+        l->copy_kernel = gdr_gpu_kernel_ready(&MPIDI_GDR_global.gpu, GDR_GPU_COPY_KERNEL,
+                                              gdr_gpu_kernels_image,
+                                              gdr_gpu_kernels_image_size) == 0 ? 1 : -1;
+    return l->copy_kernel > 0;
+}
+
+/* The copies of one operation of `bytes` on the lane: one launch of the copy kernel when
+ * it is small (MPIR_CVAR_CH4_GDR_LOCAL_KERNEL_COPY), takes at most a launch's runs, the
+ * GPU reaches the origin buffer (the target's window it always does) and the kernel is
+ * loaded; else one copy-engine transfer per run. */
+static int queue_copies(struct MPIDI_GDR_local_win *l, local_lane_t * lane, int put,
+                        char *tbase, const void *origin, MPI_Aint bytes,
+                        const struct iovec *o, size_t on, const struct iovec *t, size_t tn)
+{
+    if (bytes <= MPIR_CVAR_CH4_GDR_LOCAL_KERNEL_COPY && gpu_reaches(origin)
+        && copy_kernel_usable(l)) {
         kernel_runs_t k;
         k.n = 0;
         if (for_each_run(put, tbase, o, on, t, tn, add_kernel_run, &k) == 0) {
-            if (gdr_gpu_kernel_ready(g, GDR_GPU_COPY_KERNEL, gdr_gpu_kernels_image,
-                                     gdr_gpu_kernels_image_size) != 0)
-                return -1;
             MPIDI_GDR_global.local_kernel_copies++;
-            return k.n == 0 ? 0 : gdr_gpu_copy_pieces_launch(g, lane->stream, k.p, k.n);
+            return k.n == 0 ? 0 : gdr_gpu_copy_pieces_launch(&MPIDI_GDR_global.gpu,
+                                                             lane->stream, k.p, k.n);
         }
     }
     return for_each_run(put, tbase, o, on, t, tn, engine_copy, lane);
@@ -668,7 +680,8 @@ int MPIDI_GDR_local_rma(const MPIDI_GDR_rma_args_t * a, MPIR_Win * win, MPIR_Req
     if (lane == NULL)
         MPIR_ERR_SETANDJUMP1(mpi_errno, MPI_ERR_OTHER, "**gdr_transport", "**gdr_transport %s",
                              g->error);
-    if (bytes > 0 && (queue_copies(lane, put, peer->base + at, a->origin, bytes, o, on, t, tn) != 0
+    if (bytes > 0 && (queue_copies(l, lane, put, peer->base + at, a->origin, bytes, o, on, t,
+                                   tn) != 0
                       || gdr_gpu_event_record(g, lane->done, lane->stream) != 0))
         MPIR_ERR_SETANDJUMP1(mpi_errno, MPI_ERR_OTHER, "**gdr_transport", "**gdr_transport %s",
                              g->error);
