@@ -46,6 +46,7 @@ noinst_HEADERS += src/mpid/ch4/netmod/gdr/gdr_pre.h \
                   src/mpid/ch4/netmod/gdr/rma/gdr_rma_transport.h \
                   src/mpid/ch4/netmod/gdr/rma/gdr_rma_engine.h \
                   src/mpid/ch4/netmod/gdr/rma/gdr_rma_kind.h \
+                  src/mpid/ch4/netmod/gdr/rma/gdr_rma_passive.h \
                   src/mpid/ch4/netmod/gdr/rma/gdr_rma_regions.h \
                   src/mpid/ch4/netmod/gdr/rma/gdr_rma_completion.h \
                   src/mpid/ch4/netmod/gdr/rma/gdr_rma_win.h \
@@ -120,6 +121,7 @@ mpi_core_sources += src/mpid/ch4/netmod/gdr/func_table.c \
                     src/mpid/ch4/netmod/gdr/rma/gdr_rma_trigger_exec.c \
                     src/mpid/ch4/netmod/gdr/rma/gdr_rma_stream_queue.c \
                     src/mpid/ch4/netmod/gdr/rma/gdr_rma_lock.c \
+                    src/mpid/ch4/netmod/gdr/rma/gdr_rma_passive.c \
                     src/mpid/ch4/netmod/gdr/gpu/gdr_gpu_rma_device.c \
                     src/mpid/ch4/netmod/gdr/gpu/gdr_gpu_rma_stream.c \
                     src/mpid/ch4/netmod/gdr/gdr_rma_staged.c \

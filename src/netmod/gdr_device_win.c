@@ -143,6 +143,12 @@ int MPIR_Win_get_device_handle_impl(MPIR_Win * win_ptr, MPIX_Win_device * dwin)
         if (mpi_errno == MPI_SUCCESS)
             mpi_errno = MPIDI_GDR_triggered_add(win_ptr);
     }
+    /* its proxy moves data without passing through MPIDI_GDR_win_need: a native
+     * lock_all epoch takes every lock now (and lock_all does, when the handle exists) */
+    if (mpi_errno == MPI_SUCCESS
+        && gdr_rma_passive_need_all(&GDR_WIN(win_ptr).rma) != GDR_RMA_OK)
+        mpi_errno = MPIDI_GDR_triggered_error(MPI_ERR_RMA_SYNC, "taking the passive-target "
+                                              "locks of the epoch by remote atomics failed");
     if (mpi_errno == MPI_SUCCESS) {
         struct MPIDI_GDR_device_win *d = GDR_WIN(win_ptr).device;
         memset(dwin, 0, sizeof(*dwin));

@@ -497,7 +497,12 @@ static int enqueue(enq_op_t * proto, MPIR_Win * win)
                                               "MPI_Win_lock_all on the host");
         goto fn_exit;
     }
-    mpi_errno = queue_of(win, &eq);
+    /* a native lock is taken here, by the caller: gdr's progress starts the operation
+     * later and must not wait for a lock there */
+    if (proto->target >= 0)
+        mpi_errno = MPIDI_GDR_win_need(win, proto->target);
+    if (mpi_errno == MPI_SUCCESS)
+        mpi_errno = queue_of(win, &eq);
     if (mpi_errno != MPI_SUCCESS)
         goto fn_exit;
     if (eq->q.failed) {

@@ -65,6 +65,10 @@ int MPIDI_GDR_target_pieces(MPI_Aint count, MPI_Datatype type, MPI_Aint bytes,
                             gdr_rma_kind_t kind, struct iovec *small, struct iovec **pieces,
                             size_t *n);
 
+/* gdr_rma.c: before an operation to rank (engine lock held), takes the
+ * passive-target lock its epoch wants, if the window locks natively and it is not held. */
+int MPIDI_GDR_win_need(MPIR_Win * win, int rank);
+
 /* gdr_rma_staged.c: the staged protocol for device memory (MPIR_CVAR_CH4_GDR_STAGED):
  * its handler (at init), its context once the engine is up (it sets the host seam's
  * send_msg), each window's part.  Its progress: gdr_progress.h. */

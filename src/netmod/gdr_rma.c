@@ -38,6 +38,21 @@ void MPIDI_GDR_rma_register_pvars(void)
                                       MPI_T_VERBOSITY_USER_BASIC, MPI_T_BIND_NO_OBJECT,
                                       MPIR_T_PVAR_FLAG_READONLY | MPIR_T_PVAR_FLAG_CONTINUOUS,
                                       NULL, NULL, "CH4_GDR", pvar_names[path][k][1]);
+    static const char *const lock_names[2][2] = {
+        {"gdr_rma_lock_atomics", "atomics on lock words of passive-target epochs "
+         "(MPIR_CVAR_CH4_GDR_NATIVE_LOCKS): acquires, retries and releases"},
+        {"gdr_rma_lock_retries", "tries at a passive-target lock word that found the lock "
+         "held by others"},
+    };
+    unsigned long long *lock_counts[2] = {
+        &MPIDI_GDR_global.engine.lock_atomics, &MPIDI_GDR_global.engine.lock_retries
+    };
+    for (int k = 0; k < 2; k++)
+        MPIR_T_PVAR_REGISTER_impl(MPI_T_PVAR_CLASS_COUNTER, MPI_UNSIGNED_LONG_LONG,
+                                  lock_names[k][0], lock_counts[k], 1, NULL,
+                                  MPI_T_VERBOSITY_USER_BASIC, MPI_T_BIND_NO_OBJECT,
+                                  MPIR_T_PVAR_FLAG_READONLY | MPIR_T_PVAR_FLAG_CONTINUOUS,
+                                  NULL, NULL, "CH4_GDR", lock_names[k][1]);
 }
 
 int MPIDI_GDR_rma_wait_all(MPIR_Win * win, int local_only)
@@ -244,12 +259,32 @@ static int rma_native(const MPIDI_GDR_rma_args_t * a, MPIR_Win * win, MPIR_Reque
     goto fn_exit;
 }
 
+/* Called with the engine lock held (MPIDI_GDR_rma_native, enqueue calls). */
+int MPIDI_GDR_win_need(MPIR_Win * win, int rank)
+{
+    if (win->dev.netmod.gdr.s == NULL)
+        return MPI_SUCCESS;
+    int rc = gdr_rma_passive_need(&GDR_WIN(win).rma, rank);
+    if (rc == GDR_RMA_OK)
+        return MPI_SUCCESS;
+    int mpi_errno = MPIDI_GDR_rma_error(rc);
+    if (rc == GDR_RMA_ERROR)
+        MPIR_ERR_SET1(mpi_errno, MPI_ERR_RMA_SYNC, "**gdr_transport", "**gdr_transport %s",
+                      "taking a passive-target lock by remote atomics failed (the "
+                      "connection to the target broke?)");
+    return mpi_errno;
+}
+
 int MPIDI_GDR_rma_native(const MPIDI_GDR_rma_args_t * a, MPIR_Win * win, MPIR_Request ** req,
                          int *handled)
 {
     int took = MPIDI_GDR_engine_enter();
+    /* every operation passes here first, whatever path it takes: a native lock epoch
+     * takes its lock now (gdr_win_sync.c) */
+    int mpi_errno = MPIDI_GDR_win_need(win, a->target);
     /* same-node device windows first: copies straight into the peer's window */
-    int mpi_errno = MPIDI_GDR_local_rma(a, win, req, handled);
+    if (mpi_errno == MPI_SUCCESS)
+        mpi_errno = MPIDI_GDR_local_rma(a, win, req, handled);
     if (mpi_errno == MPI_SUCCESS && !*handled
         && !MPIDI_GDR_local_only_by_message(win, a->target))
         mpi_errno = rma_native(a, win, req, handled);

@@ -129,14 +129,20 @@ static int win_table_init(MPIR_Win * win, int rdma)
     if (!made)
         MPIR_ERR_SETANDJUMP1(mpi_errno, MPI_ERR_NO_MEM, "**nomem", "**nomem %s",
                              "gdr window table");
-    /* NIC atomics only if every accumulate of the window, from anyone, reaches a NIC */
-    int all_reach = gdr_rma_win_all_reachable(w)
-        && (MPIDI_WIN(win, winattr) & MPIDI_WINATTR_ACCU_NO_SHM) != 0, agreed = 0;
-    mpi_errno = MPIR_Allreduce(&all_reach, &agreed, 1, MPIR_INT_INTERNAL, MPI_MIN, win->comm_ptr,
+    /* NIC atomics only if every accumulate of the window, from anyone, reaches a NIC;
+     * native locks only if every rank reaches every lock word by RDMA and wants them */
+    int mine[2] = {
+        gdr_rma_win_all_reachable(w) && (MPIDI_WIN(win, winattr) & MPIDI_WINATTR_ACCU_NO_SHM),
+        gdr_rma_win_all_reachable(w) && MPIR_CVAR_CH4_GDR_NATIVE_LOCKS != 0
+    }, agreed[2] = { 0, 0 };
+    mpi_errno = MPIR_Allreduce(mine, agreed, 2, MPIR_INT_INTERNAL, MPI_MIN, win->comm_ptr,
                                MPIR_COLL_ATTR_SYNC);
     MPIR_ERR_CHECK(mpi_errno);
-    gdr_rma_win_set_policy(w, agreed, declared_ops(win),
+    gdr_rma_win_set_policy(w, agreed[0], declared_ops(win),
                            MPIDIG_WIN(win, info_args).accumulate_ordering != 0);
+    uint64_t backoff_max_ns = MPIR_CVAR_CH4_GDR_LOCK_BACKOFF_MAX_US > 1
+        ? (uint64_t) MPIR_CVAR_CH4_GDR_LOCK_BACKOFF_MAX_US * 1000 : 1000;
+    gdr_rma_passive_configure(&w->passive, agreed[1], 1000, backoff_max_ns);
 
     char why[256];
     took = MPIDI_GDR_engine_enter();

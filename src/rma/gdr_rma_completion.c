@@ -7,7 +7,8 @@ int gdr_rma_tracker_init(gdr_rma_tracker_t *t, int n, gdr_rma_regions_t *regions
     *t = (gdr_rma_tracker_t) {.n = n,.regions = regions };
     t->remote = calloc((size_t) n, sizeof(unsigned long));
     t->local = calloc((size_t) n, sizeof(unsigned long));
-    if (t->remote == NULL || t->local == NULL) {
+    t->reading = calloc((size_t) n, sizeof(unsigned long));
+    if (t->remote == NULL || t->local == NULL || t->reading == NULL) {
         gdr_rma_tracker_free(t);
         return GDR_RMA_NOMEM;
     }
@@ -18,7 +19,8 @@ void gdr_rma_tracker_free(gdr_rma_tracker_t *t)
 {
     free(t->remote);
     free(t->local);
-    t->remote = t->local = NULL;
+    free(t->reading);
+    t->remote = t->local = t->reading = NULL;
 }
 
 void gdr_rma_op_hold_local(gdr_rma_op_t *op)
@@ -28,6 +30,14 @@ void gdr_rma_op_hold_local(gdr_rma_op_t *op)
     op->local_held = 1;
     op->tracker->local[op->target]++;
     op->tracker->total_local++;
+}
+
+void gdr_rma_op_writes_only(gdr_rma_op_t *op)
+{
+    if (!op->reads_target)
+        return;
+    op->reads_target = 0;
+    op->tracker->reading[op->target]--;
 }
 
 void gdr_rma_op_local_done(gdr_rma_op_t *op)
@@ -51,6 +61,8 @@ gdr_rma_op_t *gdr_rma_op_new(const gdr_rma_engine_t *eng, gdr_rma_tracker_t *t, 
     op->parts = 1;              /* held while posting */
     t->remote[target]++;
     t->total_remote++;
+    op->reads_target = 1;
+    t->reading[target]++;
     if (holds_local)
         gdr_rma_op_hold_local(op);
     return op;
@@ -70,6 +82,8 @@ static void op_release(gdr_rma_op_t *op)
         t->local[op->target]--;
         t->total_local--;
     }
+    if (op->reads_target)
+        t->reading[op->target]--;
     if (op->pin != NULL)
         op->eng->net.unpin(op->eng->net.ctx, op->pin);
     free(op->temp);

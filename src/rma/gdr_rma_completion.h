@@ -14,6 +14,7 @@
 typedef struct gdr_rma_tracker {
     int n;                      /* targets */
     unsigned long *remote, *local;      /* per target */
+    unsigned long *reading;     /* per target: in flight and not known to be writes only */
     unsigned long total_remote, total_local;
     int failed;                 /* a transport operation failed: waits report it */
     gdr_rma_regions_t *regions; /* dynamic windows: forgotten at remote completion */
@@ -28,6 +29,7 @@ typedef struct gdr_rma_op {
     gdr_rma_tracker_t *tracker;
     int target;
     int local_held;             /* counted in local[] until done */
+    int reads_target;           /* counted in reading[] until done (the default) */
     int status;
     unsigned parts;             /* transport operations not complete, +1 while posting */
     void *temp;                 /* engine buffer where results land (passed to complete) */
@@ -45,6 +47,10 @@ void gdr_rma_tracker_free(gdr_rma_tracker_t *t);
 /* A new operation to target, held until gdr_rma_op_posted; NULL when out of memory. */
 gdr_rma_op_t *gdr_rma_op_new(const gdr_rma_engine_t *eng, gdr_rma_tracker_t *t, int target,
                              int holds_local);
+/* The op is RDMA writes only.  Every other op counts as reading at the target (RDMA
+ * reads, atomics, the staged protocol): a later atomic on the same queue pair may run
+ * before such an op is done there, never before a write (gdr_rma_passive_unlock). */
+void gdr_rma_op_writes_only(gdr_rma_op_t *op);
 /* The op's origin or result buffer is in the transport's hands until completion. */
 void gdr_rma_op_hold_local(gdr_rma_op_t *op);
 /* The op's origin buffer is free again before the op completes (the staged protocol

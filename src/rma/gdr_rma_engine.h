@@ -25,6 +25,9 @@ typedef struct gdr_rma_engine {
     gdr_rma_host_t host;
     /* operations by kind and the path they took (the netmod's MPI_T counters) */
     unsigned long long count[2][GDR_RMA_KINDS];
+    /* native passive-target locks (gdr_rma_passive.h): atomics on lock words, and tries
+     * that found a lock taken (MPI_T) */
+    unsigned long long lock_atomics, lock_retries;
 } gdr_rma_engine_t;
 
 /* Progresses until *count is 0.  what and peer (-1: any) name the wait in a stall

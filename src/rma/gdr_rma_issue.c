@@ -57,6 +57,8 @@ int gdr_rma_issue(gdr_rma_win_t *w, const gdr_rma_access_t *a, gdr_rma_plan_t *p
         rc = GDR_RMA_NOMEM;
         goto drop;
     }
+    if (a->kind == GDR_RMA_PUT)
+        gdr_rma_op_writes_only(op);
     /* the plan's buffers now belong to the op */
     op->pin = plan->pin;
     if (plan->result_bounce != NULL) {

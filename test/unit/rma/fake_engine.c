@@ -181,6 +181,8 @@ static int h_progress(void *c)
 {
     (void) c;
     fk.progress_calls++;
+    if (fk.on_progress != NULL)
+        fk.on_progress();
     if (fk.n > 0)
         complete_one();
     else if (fk.am_acc_pending > 0)

@@ -42,6 +42,7 @@ typedef struct {
     gdr_rma_region_reply_t region, region2;    /* what h_query answers (region2: a second) */
     int am_acc_pending;
     gdr_rma_op_t *staged_op;    /* a staged-protocol operation progress completes */
+    void (*on_progress)(void);  /* called by each round of progress (another rank acting) */
 } fake_t;
 
 extern fake_t fk;

@@ -1,0 +1,269 @@
+#ifndef _POSIX_C_SOURCE
+#define _POSIX_C_SOURCE 200809L     /* clock_gettime, posix_memalign */
+#endif
+#include "gdr_rma_passive.h"
+#include "gdr_rma_win.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+enum { EPOCH_NONE, EPOCH_WANTED, EPOCH_HELD };
+
+/* one cache line: the NIC's atomics on it never share a line with anything else */
+#define WORD_BLOCK 64
+
+static uint64_t now_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t) ts.tv_sec * 1000000000u + (uint64_t) ts.tv_nsec;
+}
+
+void gdr_rma_passive_configure(gdr_rma_passive_t *p, int on, uint64_t min_ns, uint64_t max_ns)
+{
+    p->on = on;
+    p->min_ns = min_ns;
+    p->max_ns = max_ns;
+}
+
+static int targets_ready(gdr_rma_win_t *w)
+{
+    if (w->passive.t == NULL)
+        w->passive.t = calloc((size_t) w->n, sizeof(*w->passive.t));
+    return w->passive.t != NULL;
+}
+
+int gdr_rma_passive_expose(gdr_rma_win_t *w, gdr_rma_passive_card_t *card, char *why,
+                           size_t why_len)
+{
+    gdr_rma_passive_t *p = &w->passive;
+    memset(card, 0, sizeof(*card));
+    if (!p->on || !w->rdma)
+        return 0;
+    if (!targets_ready(w) || posix_memalign((void **) &p->word, WORD_BLOCK, WORD_BLOCK) != 0) {
+        p->word = NULL;
+        return GDR_RMA_NOMEM;
+    }
+    memset(p->word, 0, WORD_BLOCK);
+    if (w->eng->net.reg(w->eng->net.ctx, p->word, WORD_BLOCK,
+                        GDR_RMA_REMOTE_READ | GDR_RMA_REMOTE_ATOMIC, &p->mr, why,
+                        why_len) != 0) {
+        memset(&p->mr, 0, sizeof(p->mr));
+        free(p->word);
+        p->word = NULL;
+        return 1;
+    }
+    card->lock_addr = p->mr.addr;
+    card->lock_rkey = p->mr.rkey;
+    return 0;
+}
+
+void gdr_rma_passive_set_card(gdr_rma_win_t *w, int target, const gdr_rma_passive_card_t *card)
+{
+    if (!w->passive.on || target < 0 || target >= w->n || !targets_ready(w))
+        return;
+    if (card->lock_rkey == 0) {
+        /* every rank sees every card: all turn the window's native locks off together
+         * (lock_all cannot mix the two ways) */
+        w->passive.on = 0;
+        return;
+    }
+    w->passive.t[target].lock_addr = card->lock_addr;
+    w->passive.t[target].lock_rkey = (uint32_t) card->lock_rkey;
+}
+
+int gdr_rma_passive_native(const gdr_rma_win_t *w, int target)
+{
+    const gdr_rma_passive_t *p = &w->passive;
+    return p->on && w->rdma && p->t != NULL && target >= 0 && target < w->n
+        && p->t[target].lock_rkey != 0 && w->targets[target].peer >= 0;
+}
+
+static void step_done(void *arg, int status)
+{
+    gdr_rma_passive_target_t *t = arg;
+    t->status = status;
+    t->done = 1;
+}
+
+static int step_pending(const void *arg)
+{
+    return !((const volatile gdr_rma_passive_target_t *) arg)->done;
+}
+
+/* Issues t's step on target's lock word. */
+static int post_step(gdr_rma_win_t *w, int target)
+{
+    gdr_rma_engine_t *eng = w->eng;
+    gdr_rma_passive_target_t *t = &w->passive.t[target];
+    gdr_rma_atomic_t op = GDR_RMA_ATOMIC_FETCH_ADD;
+    uint64_t compare = 0;
+    t->operand = t->step.add;
+    if (t->step.op == GDR_RMA_LOCK_CAS) {
+        op = GDR_RMA_ATOMIC_CMP_SWAP;
+        t->operand = t->step.swap;
+        compare = t->step.compare;
+    }
+    t->done = 0;
+    t->status = 0;
+    int rc;
+    while ((rc = eng->net.atomicv(eng->net.ctx, w->targets[target].peer, op, &t->operand,
+                                  compare, &t->result, &t->lock_addr, 1, t->lock_rkey,
+                                  step_done, t)) == GDR_RMA_BUSY) {
+        if (eng->host.progress(eng->host.ctx) != 0)
+            return GDR_RMA_HOST_ERROR;
+    }
+    if (rc != GDR_RMA_OK)
+        return GDR_RMA_ERROR;
+    eng->lock_atomics++;
+    return GDR_RMA_OK;
+}
+
+/* Waits for the result of t's step. */
+static int wait_step(gdr_rma_win_t *w, int target)
+{
+    gdr_rma_passive_target_t *t = &w->passive.t[target];
+    int rc = gdr_rma_wait_until(w->eng, step_pending, t, "for an atomic on a lock word", target);
+    if (rc != GDR_RMA_OK)
+        return rc;
+    return t->status == 0 ? GDR_RMA_OK : GDR_RMA_ERROR;
+}
+
+static int run_step(gdr_rma_win_t *w, int target)
+{
+    int rc = post_step(w, target);
+    return rc == GDR_RMA_OK ? wait_step(w, target) : rc;
+}
+
+/* Progresses the host for ns: others' operations, and this rank's own lock word's
+ * holders, move on meanwhile. */
+static int back_off(const gdr_rma_engine_t *eng, uint64_t ns)
+{
+    uint64_t until = now_ns() + ns;
+    while (now_ns() < until)
+        if (eng->host.progress(eng->host.ctx) != 0)
+            return GDR_RMA_HOST_ERROR;
+    return GDR_RMA_OK;
+}
+
+static int acquire(gdr_rma_win_t *w, int target)
+{
+    gdr_rma_passive_t *p = &w->passive;
+    gdr_rma_passive_target_t *t = &p->t[target];
+    uint64_t delay = 0;
+    gdr_rma_lock_acquire(&t->lk, t->lk.kind, p->min_ns, p->max_ns, &t->step);
+    for (;;) {
+        int rc = delay > 0 ? back_off(w->eng, delay) : GDR_RMA_OK;
+        if (rc == GDR_RMA_OK)
+            rc = run_step(w, target);
+        if (rc != GDR_RMA_OK)
+            return rc;
+        if (gdr_rma_lock_on_result(&t->lk, t->result, &t->step, &delay) == GDR_RMA_LOCK_HELD) {
+            t->state = EPOCH_HELD;
+            w->eng->lock_retries += t->lk.tries;
+            return GDR_RMA_OK;
+        }
+    }
+}
+
+int gdr_rma_passive_lock(gdr_rma_win_t *w, int target, gdr_rma_lock_kind_t kind)
+{
+    if (!gdr_rma_passive_native(w, target))
+        return GDR_RMA_OK;
+    gdr_rma_passive_target_t *t = &w->passive.t[target];
+    t->lk.kind = kind;
+    t->state = EPOCH_WANTED;
+    return target == w->self ? acquire(w, target) : GDR_RMA_OK;
+}
+
+int gdr_rma_passive_need(gdr_rma_win_t *w, int target)
+{
+    if (!gdr_rma_passive_native(w, target) || w->passive.t[target].state != EPOCH_WANTED)
+        return GDR_RMA_OK;
+    return acquire(w, target);
+}
+
+int gdr_rma_passive_need_all(gdr_rma_win_t *w)
+{
+    for (int i = 0; i < w->n; i++) {
+        int rc = gdr_rma_passive_need(w, i);
+        if (rc != GDR_RMA_OK)
+            return rc;
+    }
+    return GDR_RMA_OK;
+}
+
+int gdr_rma_passive_held(const gdr_rma_win_t *w, int target)
+{
+    return gdr_rma_passive_native(w, target) && w->passive.t[target].state == EPOCH_HELD;
+}
+
+/* Posts target's release if its lock is held (*posted); the epoch ends either way. */
+static int release_post(gdr_rma_win_t *w, int target, int *posted)
+{
+    *posted = 0;
+    if (!gdr_rma_passive_native(w, target))
+        return GDR_RMA_OK;
+    gdr_rma_passive_target_t *t = &w->passive.t[target];
+    int held = t->state == EPOCH_HELD;
+    t->state = EPOCH_NONE;      /* the epoch is over, whatever the release's fate */
+    if (!held)
+        return GDR_RMA_OK;
+    gdr_rma_lock_release(&t->lk, &t->step);
+    int rc = post_step(w, target);
+    *posted = rc == GDR_RMA_OK;
+    return rc;
+}
+
+static int release_wait(gdr_rma_win_t *w, int target)
+{
+    gdr_rma_passive_target_t *t = &w->passive.t[target];
+    uint64_t delay;
+    int rc = wait_step(w, target);
+    if (rc == GDR_RMA_OK)
+        (void) gdr_rma_lock_on_result(&t->lk, t->result, &t->step, &delay);
+    return rc;
+}
+
+int gdr_rma_passive_unlock(gdr_rma_win_t *w, int target)
+{
+    int posted, rc = release_post(w, target, &posted);
+    return rc == GDR_RMA_OK && posted ? release_wait(w, target) : rc;
+}
+
+int gdr_rma_passive_unlock_all(gdr_rma_win_t *w)
+{
+    int rc = GDR_RMA_OK;
+    if (!w->passive.on || w->passive.t == NULL)
+        return GDR_RMA_OK;
+    /* every release in flight, then every wait: one round trip, not one per target */
+    uint8_t *posted = calloc((size_t) w->n, 1);
+    for (int i = 0; i < w->n; i++) {
+        int p = 0, r = release_post(w, i, &p);
+        if (posted != NULL)
+            posted[i] = (uint8_t) p;
+        else if (p && r == GDR_RMA_OK)
+            r = release_wait(w, i);     /* no memory to remember: one at a time */
+        if (rc == GDR_RMA_OK)
+            rc = r;
+    }
+    for (int i = 0; posted != NULL && i < w->n; i++) {
+        int r = posted[i] ? release_wait(w, i) : GDR_RMA_OK;
+        if (rc == GDR_RMA_OK)
+            rc = r;
+    }
+    free(posted);
+    return rc;
+}
+
+void gdr_rma_passive_free(gdr_rma_win_t *w)
+{
+    gdr_rma_passive_t *p = &w->passive;
+    if (p->mr.handle != NULL && w->eng != NULL)
+        w->eng->net.dereg(w->eng->net.ctx, &p->mr);
+    free(p->word);
+    free(p->t);
+    memset(p, 0, sizeof(*p));
+}
