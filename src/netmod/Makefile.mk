@@ -46,7 +46,9 @@ noinst_HEADERS += src/mpid/ch4/netmod/gdr/gdr_pre.h \
                   src/mpid/ch4/netmod/gdr/rma/gdr_rma_transport.h \
                   src/mpid/ch4/netmod/gdr/rma/gdr_rma_engine.h \
                   src/mpid/ch4/netmod/gdr/rma/gdr_rma_kind.h \
+                  src/mpid/ch4/netmod/gdr/rma/gdr_rma_ctl.h \
                   src/mpid/ch4/netmod/gdr/rma/gdr_rma_passive.h \
+                  src/mpid/ch4/netmod/gdr/rma/gdr_rma_active.h \
                   src/mpid/ch4/netmod/gdr/rma/gdr_rma_regions.h \
                   src/mpid/ch4/netmod/gdr/rma/gdr_rma_completion.h \
                   src/mpid/ch4/netmod/gdr/rma/gdr_rma_win.h \
@@ -121,7 +123,9 @@ mpi_core_sources += src/mpid/ch4/netmod/gdr/func_table.c \
                     src/mpid/ch4/netmod/gdr/rma/gdr_rma_trigger_exec.c \
                     src/mpid/ch4/netmod/gdr/rma/gdr_rma_stream_queue.c \
                     src/mpid/ch4/netmod/gdr/rma/gdr_rma_lock.c \
+                    src/mpid/ch4/netmod/gdr/rma/gdr_rma_ctl.c \
                     src/mpid/ch4/netmod/gdr/rma/gdr_rma_passive.c \
+                    src/mpid/ch4/netmod/gdr/rma/gdr_rma_active.c \
                     src/mpid/ch4/netmod/gdr/gpu/gdr_gpu_rma_device.c \
                     src/mpid/ch4/netmod/gdr/gpu/gdr_gpu_rma_stream.c \
                     src/mpid/ch4/netmod/gdr/gdr_rma_staged.c \

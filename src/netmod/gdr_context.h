@@ -79,6 +79,7 @@ struct MPIDI_GDR_win_state {
     struct MPIDI_GDR_device_win *device;        /* kernel-triggered RMA (gdr_device_win.c) */
     struct MPIDI_GDR_local_win *local;  /* same-node device path (gdr_rma_local.c), or NULL */
     struct MPIR_Win *win;       /* the window (set with enqueue or device) */
+    int native_active;          /* fence and PSCW through control blocks (gdr_win_sync.c) */
     struct MPIDI_GDR_win_state *next_triggered; /* in MPIDI_GDR_global.triggered */
 };
 

@@ -38,16 +38,19 @@ void MPIDI_GDR_rma_register_pvars(void)
                                       MPI_T_VERBOSITY_USER_BASIC, MPI_T_BIND_NO_OBJECT,
                                       MPIR_T_PVAR_FLAG_READONLY | MPIR_T_PVAR_FLAG_CONTINUOUS,
                                       NULL, NULL, "CH4_GDR", pvar_names[path][k][1]);
-    static const char *const lock_names[2][2] = {
+    static const char *const lock_names[3][2] = {
         {"gdr_rma_lock_atomics", "atomics on lock words of passive-target epochs "
-         "(MPIR_CVAR_CH4_GDR_NATIVE_LOCKS): acquires, retries and releases"},
+         "(MPIR_CVAR_CH4_GDR_NATIVE_SYNC): acquires, retries and releases"},
         {"gdr_rma_lock_retries", "tries at a passive-target lock word that found the lock "
          "held by others"},
+        {"gdr_rma_sync_writes", "writes into control blocks for fence barriers and PSCW "
+         "notices (MPIR_CVAR_CH4_GDR_NATIVE_SYNC)"},
     };
-    unsigned long long *lock_counts[2] = {
-        &MPIDI_GDR_global.engine.lock_atomics, &MPIDI_GDR_global.engine.lock_retries
+    unsigned long long *lock_counts[3] = {
+        &MPIDI_GDR_global.engine.lock_atomics, &MPIDI_GDR_global.engine.lock_retries,
+        &MPIDI_GDR_global.engine.sync_writes
     };
-    for (int k = 0; k < 2; k++)
+    for (int k = 0; k < 3; k++)
         MPIR_T_PVAR_REGISTER_impl(MPI_T_PVAR_CLASS_COUNTER, MPI_UNSIGNED_LONG_LONG,
                                   lock_names[k][0], lock_counts[k], 1, NULL,
                                   MPI_T_VERBOSITY_USER_BASIC, MPI_T_BIND_NO_OBJECT,

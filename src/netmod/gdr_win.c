@@ -133,7 +133,7 @@ static int win_table_init(MPIR_Win * win, int rdma)
      * native locks only if every rank reaches every lock word by RDMA and wants them */
     int mine[2] = {
         gdr_rma_win_all_reachable(w) && (MPIDI_WIN(win, winattr) & MPIDI_WINATTR_ACCU_NO_SHM),
-        gdr_rma_win_all_reachable(w) && MPIR_CVAR_CH4_GDR_NATIVE_LOCKS != 0
+        gdr_rma_win_all_reachable(w) ? MPIR_CVAR_CH4_GDR_NATIVE_SYNC : 0
     }, agreed[2] = { 0, 0 };
     mpi_errno = MPIR_Allreduce(mine, agreed, 2, MPIR_INT_INTERNAL, MPI_MIN, win->comm_ptr,
                                MPIR_COLL_ATTR_SYNC);
@@ -142,7 +142,9 @@ static int win_table_init(MPIR_Win * win, int rdma)
                            MPIDIG_WIN(win, info_args).accumulate_ordering != 0);
     uint64_t backoff_max_ns = MPIR_CVAR_CH4_GDR_LOCK_BACKOFF_MAX_US > 1
         ? (uint64_t) MPIR_CVAR_CH4_GDR_LOCK_BACKOFF_MAX_US * 1000 : 1000;
-    gdr_rma_passive_configure(&w->passive, agreed[1], 1000, backoff_max_ns);
+    gdr_rma_ctl_configure(&w->ctl, agreed[1] >= 1);
+    gdr_rma_passive_configure(&w->passive, 1000, backoff_max_ns);
+    GDR_WIN(win).native_active = agreed[1] >= 2;
 
     char why[256];
     took = MPIDI_GDR_engine_enter();

@@ -2,21 +2,23 @@
 === BEGIN_MPI_T_CVAR_INFO_BLOCK ===
 
 cvars:
-    - name        : MPIR_CVAR_CH4_GDR_NATIVE_LOCKS
+    - name        : MPIR_CVAR_CH4_GDR_NATIVE_SYNC
       category    : CH4_GDR
       type        : int
-      default     : 1
+      default     : 2
       class       : none
       verbosity   : MPI_T_VERBOSITY_USER_BASIC
       scope       : MPI_T_SCOPE_ALL_EQ
       description : >-
-        Passive-target epochs (MPI_Win_lock/unlock, MPI_Win_lock_all/unlock_all)
-        by remote atomics on a lock word at each target, without messages, on
-        windows every rank of which reaches every other by RDMA (no two of
-        them share a node).  A lock is taken with the first operation to its
-        target, a rank's lock on its own window at once.  0: MPICH's active
-        messages.  The window's ranks agree: one rank's 0 turns it off for
-        the window.
+        Window synchronisation by RDMA on a small control block of each rank,
+        without messages, on windows every rank of which reaches every other
+        by RDMA (no two of them share a node).  2: passive-target locks
+        (MPI_Win_lock/unlock, lock_all/unlock_all) by remote atomics on a lock
+        word, fence by a barrier of RDMA writes, PSCW's post and complete as
+        RDMA writes.  1: locks only.  0: MPICH's active messages for all.  A
+        lock is taken with the first operation to its target, a rank's lock
+        on its own window at once.  The window's ranks agree: it takes the
+        lowest.
 
     - name        : MPIR_CVAR_CH4_GDR_LOCK_BACKOFF_MAX_US
       category    : CH4_GDR
@@ -26,34 +28,40 @@ cvars:
       verbosity   : MPI_T_VERBOSITY_USER_BASIC
       scope       : MPI_T_SCOPE_LOCAL
       description : >-
-        Native passive-target locks (MPIR_CVAR_CH4_GDR_NATIVE_LOCKS): the
+        Native passive-target locks (MPIR_CVAR_CH4_GDR_NATIVE_SYNC): the
         longest pause, in microseconds, between two tries at a lock that
         others hold (pauses double from 1 microsecond up to this).
 
 === END_MPI_T_CVAR_INFO_BLOCK ===
 */
 /* Window synchronisation, one function per MPI call, out of line (gdr_rma.h says why).
- * Fence, PSCW and the flushes are MPIDIG's active-message epochs, which call gdr's
- * completion hooks for the RDMA operations.  Passive-target epochs on windows with native
- * locks (src/rma/gdr_rma_passive.h) take a lock word at the target by remote atomics
- * instead of MPIDIG's lock messages: MPIDIG keeps the epoch's bookkeeping as under
- * MPI_MODE_NOCHECK (no message), and gdr takes the lock with the epoch's first operation
- * (MPIDI_GDR_rma_native calls MPIDI_GDR_win_need) and gives it back at unlock, once
- * everything the release could overtake has completed. */
+ * The flushes are MPIDIG's, which call gdr's completion hooks for the RDMA operations.
+ * Windows whose ranks all reach each other by RDMA synchronise through control blocks
+ * (MPIR_CVAR_CH4_GDR_NATIVE_SYNC, src/rma/gdr_rma_ctl.h) instead of MPIDIG's messages,
+ * while MPIDIG keeps the epochs' bookkeeping:
+ * - lock epochs (gdr_rma_passive.h) open in MPIDIG as under MPI_MODE_NOCHECK (no
+ *   message); gdr takes the lock word with the epoch's first operation
+ *   (MPIDI_GDR_rma_native calls MPIDI_GDR_win_need) and gives it back at unlock, once
+ *   everything the release could overtake has completed;
+ * - post and start open as under NOCHECK, with gdr's post notices (gdr_rma_active.h);
+ *   complete is MPIDIG's with gdr's complete notices for its messages, and wait and test
+ *   let MPIDIG close the epoch once the notices are in;
+ * - fence is MPIDIG's with a barrier of RDMA writes for MPIR_Barrier. */
 #include "gdr_internal.h"
 #include "gdr_noinline.h"
 #include "gdr_rma.h"
 #include "gdr_triggered.h"
 #include "gdr_engine_lock.h"
+#include "gdr_rma_local.h"
 
 /* Whether win's passive-target epochs lock by remote atomics (the same for every target
  * and on every rank: gdr_rma_passive.h). */
 static int native_locks(MPIR_Win * win)
 {
-    return win->dev.netmod.gdr.s != NULL && gdr_rma_passive_native(&GDR_WIN(win).rma, 0);
+    return win->dev.netmod.gdr.s != NULL && gdr_rma_ctl_native(&GDR_WIN(win).rma);
 }
 
-static int passive_error(int rc, const char *what)
+static int sync_error(int rc, const char *what)
 {
     if (rc == GDR_RMA_OK)
         return MPI_SUCCESS;
@@ -78,29 +86,152 @@ static int release_must_wait(MPIR_Win * win, int rank)
                          || MPIR_cc_get(t->remote_acc_cmpl_cnts) != 0);
 }
 
-int MPIDI_GDR_win_start(MPIR_Group * group, int assert, MPIR_Win * win)
+/* Whether win's fence and PSCW go through control blocks (agreed by its ranks). */
+static int native_active(MPIR_Win * win)
 {
-    return MPIDIG_mpi_win_start(group, assert, win);
+    return win->dev.netmod.gdr.s != NULL && GDR_WIN(win).native_active
+        && gdr_rma_ctl_native(&GDR_WIN(win).rma);
 }
 
-int MPIDI_GDR_win_complete(MPIR_Win * win)
+/* group's ranks in the window, in *ranks (MPL_free it). */
+static int group_ranks(MPIR_Win * win, MPIR_Group * group, int **ranks)
 {
-    return MPIDIG_mpi_win_complete(win);
+    int mpi_errno = MPI_SUCCESS;
+    *ranks = MPL_malloc(sizeof(int) * (size_t) (group->size > 0 ? group->size : 1), MPL_MEM_RMA);
+    if (*ranks == NULL)
+        MPIR_ERR_SETANDSTMT1(mpi_errno, MPI_ERR_NO_MEM, return mpi_errno, "**nomem",
+                             "**nomem %s", "gdr PSCW group");
+    return MPIDIG_fill_ranks_in_win_grp(win, group, *ranks);
 }
 
 int MPIDI_GDR_win_post(MPIR_Group * group, int assert, MPIR_Win * win)
 {
-    return MPIDIG_mpi_win_post(group, assert, win);
+    if (!native_active(win))
+        return MPIDIG_mpi_win_post(group, assert, win);
+    /* MPIDIG's exposure epoch without its post messages */
+    int mpi_errno = MPIDIG_mpi_win_post(group, assert | MPI_MODE_NOCHECK, win);
+    if (mpi_errno != MPI_SUCCESS || (assert & MPI_MODE_NOCHECK))
+        return mpi_errno;
+    int *ranks = NULL;
+    mpi_errno = group_ranks(win, group, &ranks);
+    if (mpi_errno == MPI_SUCCESS) {
+        int took = MPIDI_GDR_engine_enter();
+        int rc = gdr_rma_active_post(&GDR_WIN(win).rma, ranks, group->size);
+        MPIDI_GDR_engine_exit(took);
+        mpi_errno = sync_error(rc, "writing a post notice into an origin's control block "
+                                  "failed (the connection broke?)");
+    }
+    MPL_free(ranks);
+    return mpi_errno;
+}
+
+int MPIDI_GDR_win_start(MPIR_Group * group, int assert, MPIR_Win * win)
+{
+    if (!native_active(win))
+        return MPIDIG_mpi_win_start(group, assert, win);
+    int mpi_errno = MPIDIG_mpi_win_start(group, assert | MPI_MODE_NOCHECK, win);
+    if (mpi_errno != MPI_SUCCESS || (assert & MPI_MODE_NOCHECK))
+        return mpi_errno;
+    int *ranks = NULL;
+    mpi_errno = group_ranks(win, group, &ranks);
+    if (mpi_errno == MPI_SUCCESS) {
+        int took = MPIDI_GDR_engine_enter();
+        int rc = gdr_rma_active_start(&GDR_WIN(win).rma, ranks, group->size);
+        MPIDI_GDR_engine_exit(took);
+        mpi_errno = sync_error(rc, "waiting for the targets' post notices failed");
+    }
+    MPL_free(ranks);
+    return mpi_errno;
+}
+
+/* MPIDIG_mpi_win_complete with complete notices written into the targets' control blocks
+ * instead of its messages, each once everything it could overtake has completed there. */
+int MPIDI_GDR_win_complete(MPIR_Win * win)
+{
+    if (!native_active(win))
+        return MPIDIG_mpi_win_complete(win);
+    int mpi_errno = MPI_SUCCESS, *ranks = NULL, need_unlock = 0;
+    MPIDIG_ACCESS_EPOCH_CHECK(win, MPIDIG_EPOTYPE_START, mpi_errno, return mpi_errno);
+    MPIR_Group *group = MPIDIG_WIN(win, sync).sc.group;
+    int vci = MPIDI_WIN(win, am_vci);
+    MPID_THREAD_CS_ENTER(VCI, MPIDI_VCI_LOCK(vci));
+    need_unlock = 1;
+    mpi_errno = group_ranks(win, group, &ranks);
+    MPIR_ERR_CHECK(mpi_errno);
+    /* every origin buffer free again; at a target, only RDMA writes may still be in flight */
+    mpi_errno = MPIDI_GDR_rma_wait_all(win, 1);
+    MPIR_ERR_CHECK(mpi_errno);
+    for (int i = 0; i < group->size; i++) {
+        if (!release_must_wait(win, ranks[i]))
+            continue;
+        mpi_errno = MPIDI_GDR_rma_wait_target(win, ranks[i], 0);
+        MPIR_ERR_CHECK(mpi_errno);
+#ifndef MPIDI_CH4_DIRECT_NETMOD
+        mpi_errno = MPIDI_SHM_rma_target_cmpl_hook(ranks[i], win);
+        MPIR_ERR_CHECK(mpi_errno);
+#endif
+        MPIDIG_win_target_t *t = MPIDIG_win_target_find(win, ranks[i]);
+        MPIDIU_PROGRESS_DO_WHILE(t != NULL && (MPIR_cc_get(t->remote_cmpl_cnts) != 0
+                                               || MPIR_cc_get(t->remote_acc_cmpl_cnts) != 0),
+                                 vci);
+    }
+    int took = MPIDI_GDR_engine_enter();
+    int rc = gdr_rma_active_complete(&GDR_WIN(win).rma, ranks, group->size);
+    MPIDI_GDR_engine_exit(took);
+    mpi_errno = sync_error(rc, "writing a complete notice into a target's control block "
+                              "failed (the connection broke?)");
+    MPIR_ERR_CHECK(mpi_errno);
+    if (MPIR_CVAR_CH4_RMA_MEM_EFFICIENT)
+        MPIDIG_win_target_cleanall(win);
+    MPIDIG_WIN(win, sync).access_epoch_type = MPIDIG_EPOTYPE_NONE;
+    MPIR_Group_release(MPIDIG_WIN(win, sync).sc.group);
+    MPIDIG_WIN(win, sync).sc.group = NULL;
+  fn_exit:
+    MPL_free(ranks);
+    if (need_unlock)
+        MPID_THREAD_CS_EXIT(VCI, MPIDI_VCI_LOCK(vci));
+    return mpi_errno;
+  fn_fail:
+    goto fn_exit;
+}
+
+/* Waits (or tests, *flag) for the complete notices of the exposure epoch's origins, then
+ * lets MPIDIG close the epoch as if its complete messages had come. */
+static int native_wait(MPIR_Win * win, int *flag)
+{
+    MPIR_Group *group = MPIDIG_WIN(win, sync).pw.group;
+    if (group == NULL)          /* no exposure epoch: MPIDIG says so */
+        return flag != NULL ? MPIDIG_mpi_win_test(win, flag) : MPIDIG_mpi_win_wait(win);
+    int *ranks = NULL, done = 0, rc = GDR_RMA_OK;
+    int mpi_errno = group_ranks(win, group, &ranks);
+    if (mpi_errno == MPI_SUCCESS) {
+        int took = MPIDI_GDR_engine_enter();
+        rc = flag != NULL ? gdr_rma_active_wait_test(&GDR_WIN(win).rma, ranks, group->size,
+                                                     &done)
+            : gdr_rma_active_wait(&GDR_WIN(win).rma, ranks, group->size);
+        MPIDI_GDR_engine_exit(took);
+        mpi_errno = sync_error(rc, "waiting for the origins' complete notices failed");
+    }
+    MPL_free(ranks);
+    if (mpi_errno != MPI_SUCCESS)
+        return mpi_errno;
+    if (flag == NULL || done) {
+        int vci = MPIDI_WIN(win, am_vci);
+        MPID_THREAD_CS_ENTER(VCI, MPIDI_VCI_LOCK(vci));
+        MPIDIG_WIN(win, sync).sc.count = (unsigned) group->size;
+        MPID_THREAD_CS_EXIT(VCI, MPIDI_VCI_LOCK(vci));
+    }
+    return flag != NULL ? MPIDIG_mpi_win_test(win, flag) : MPIDIG_mpi_win_wait(win);
 }
 
 int MPIDI_GDR_win_wait(MPIR_Win * win)
 {
-    return MPIDIG_mpi_win_wait(win);
+    return native_active(win) ? native_wait(win, NULL) : MPIDIG_mpi_win_wait(win);
 }
 
 int MPIDI_GDR_win_test(MPIR_Win * win, int *flag)
 {
-    return MPIDIG_mpi_win_test(win, flag);
+    return native_active(win) ? native_wait(win, flag) : MPIDIG_mpi_win_test(win, flag);
 }
 
 int MPIDI_GDR_win_lock(int lock_type, int rank, int assert, MPIR_Win * win)
@@ -115,7 +246,7 @@ int MPIDI_GDR_win_lock(int lock_type, int rank, int assert, MPIR_Win * win)
     int rc = gdr_rma_passive_lock(&GDR_WIN(win).rma, rank, lock_type == MPI_LOCK_EXCLUSIVE
                                   ? GDR_RMA_LOCK_EXCLUSIVE : GDR_RMA_LOCK_SHARED);
     MPIDI_GDR_engine_exit(took);
-    return passive_error(rc, "taking a lock on this rank's own window by remote atomics "
+    return sync_error(rc, "taking a lock on this rank's own window by remote atomics "
                          "failed (through the loopback queue pair)");
 }
 
@@ -131,7 +262,7 @@ int MPIDI_GDR_win_unlock(int rank, MPIR_Win * win)
     int rc = gdr_rma_passive_unlock(&GDR_WIN(win).rma, rank);
     MPIDI_GDR_engine_exit(took);
     if (mpi_errno == MPI_SUCCESS)
-        mpi_errno = passive_error(rc, "releasing a passive-target lock by remote atomics "
+        mpi_errno = sync_error(rc, "releasing a passive-target lock by remote atomics "
                                   "failed (the connection to the target broke?)");
     /* the release came back after the writes it followed: this finds them complete */
     int unlock_errno = MPIDIG_mpi_win_unlock(rank, win);
@@ -153,7 +284,7 @@ int MPIDI_GDR_win_lock_all(int assert, MPIR_Win * win)
     if (rc == GDR_RMA_OK && GDR_WIN(win).device != NULL)
         rc = gdr_rma_passive_need_all(w);
     MPIDI_GDR_engine_exit(took);
-    return passive_error(rc, "taking passive-target locks by remote atomics failed");
+    return sync_error(rc, "taking passive-target locks by remote atomics failed");
 }
 
 int MPIDI_GDR_win_unlock_all(MPIR_Win * win)
@@ -171,15 +302,49 @@ int MPIDI_GDR_win_unlock_all(MPIR_Win * win)
     int rc = gdr_rma_passive_unlock_all(w);
     MPIDI_GDR_engine_exit(took);
     if (mpi_errno == MPI_SUCCESS)
-        mpi_errno = passive_error(rc, "releasing passive-target locks by remote atomics "
+        mpi_errno = sync_error(rc, "releasing passive-target locks by remote atomics "
                                   "failed (a connection broke?)");
     int unlock_errno = MPIDIG_mpi_win_unlock_all(win);
     return mpi_errno != MPI_SUCCESS ? mpi_errno : unlock_errno;
 }
 
+/* MPIDIG_mpi_win_fence with a barrier of RDMA writes into the ranks' control blocks
+ * instead of MPIR_Barrier's messages. */
 int MPIDI_GDR_win_fence(int assert, MPIR_Win * win)
 {
-    return MPIDIG_mpi_win_fence(assert, win);
+    if (!native_active(win))
+        return MPIDIG_mpi_win_fence(assert, win);
+    int mpi_errno = MPI_SUCCESS, need_unlock = 0;
+    MPIDIG_FENCE_EPOCH_CHECK(win, mpi_errno, goto fn_fail);
+    int vci = MPIDI_WIN(win, am_vci);
+    MPID_THREAD_CS_ENTER(VCI, MPIDI_VCI_LOCK(vci));
+    need_unlock = 1;
+    /* every operation of the epoch complete at its target before this rank's barrier
+     * writes: the barrier's partners are not the operations' targets */
+    mpi_errno = MPIDI_GDR_rma_wait_all(win, 0);
+    MPIR_ERR_CHECK(mpi_errno);
+#ifndef MPIDI_CH4_DIRECT_NETMOD
+    mpi_errno = MPIDI_SHM_rma_win_cmpl_hook(win);
+    MPIR_ERR_CHECK(mpi_errno);
+#endif
+    MPIDIU_PROGRESS_DO_WHILE(MPIR_cc_get(MPIDIG_WIN(win, local_cmpl_cnts)) != 0 ||
+                             MPIR_cc_get(MPIDIG_WIN(win, remote_acc_cmpl_cnts)) != 0 ||
+                             !MPIDIG_win_check_all_targets_remote_completed(win), vci);
+    MPIDIG_EPOCH_FENCE_EVENT(win, assert);
+    MPID_THREAD_CS_EXIT(VCI, MPIDI_VCI_LOCK(vci));
+    need_unlock = 0;
+    /* (a barrier even with MPI_MODE_NOPRECEDE: MPIDIG's fence explains why) */
+    int took = MPIDI_GDR_engine_enter();
+    int rc = gdr_rma_active_barrier(&GDR_WIN(win).rma);
+    MPIDI_GDR_engine_exit(took);
+    mpi_errno = sync_error(rc, "the fence's barrier by RDMA writes failed (a connection "
+                              "broke?)");
+  fn_exit:
+    if (need_unlock)
+        MPID_THREAD_CS_EXIT(VCI, MPIDI_VCI_LOCK(vci));
+    return mpi_errno;
+  fn_fail:
+    goto fn_exit;
 }
 
 int MPIDI_GDR_win_flush(int rank, MPIR_Win * win)

@@ -28,6 +28,8 @@ typedef struct gdr_rma_engine {
     /* native passive-target locks (gdr_rma_passive.h): atomics on lock words, and tries
      * that found a lock taken (MPI_T) */
     unsigned long long lock_atomics, lock_retries;
+    /* fence and PSCW (gdr_rma_active.h): writes into control blocks (MPI_T) */
+    unsigned long long sync_writes;
 } gdr_rma_engine_t;
 
 /* Progresses until *count is 0.  what and peer (-1: any) name the wait in a stall

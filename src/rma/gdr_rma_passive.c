@@ -11,9 +11,6 @@
 
 enum { EPOCH_NONE, EPOCH_WANTED, EPOCH_HELD };
 
-/* one cache line: the NIC's atomics on it never share a line with anything else */
-#define WORD_BLOCK 64
-
 static uint64_t now_ns(void)
 {
     struct timespec ts;
@@ -21,64 +18,24 @@ static uint64_t now_ns(void)
     return (uint64_t) ts.tv_sec * 1000000000u + (uint64_t) ts.tv_nsec;
 }
 
-void gdr_rma_passive_configure(gdr_rma_passive_t *p, int on, uint64_t min_ns, uint64_t max_ns)
+void gdr_rma_passive_configure(gdr_rma_passive_t *p, uint64_t min_ns, uint64_t max_ns)
 {
-    p->on = on;
     p->min_ns = min_ns;
     p->max_ns = max_ns;
 }
 
+int gdr_rma_passive_native(const gdr_rma_win_t *w, int target)
+{
+    return gdr_rma_ctl_native(w) && target >= 0 && target < w->n
+        && w->targets[target].peer >= 0;
+}
+
+/* The window's per-target epoch states, made at the first lock. */
 static int targets_ready(gdr_rma_win_t *w)
 {
     if (w->passive.t == NULL)
         w->passive.t = calloc((size_t) w->n, sizeof(*w->passive.t));
     return w->passive.t != NULL;
-}
-
-int gdr_rma_passive_expose(gdr_rma_win_t *w, gdr_rma_passive_card_t *card, char *why,
-                           size_t why_len)
-{
-    gdr_rma_passive_t *p = &w->passive;
-    memset(card, 0, sizeof(*card));
-    if (!p->on || !w->rdma)
-        return 0;
-    if (!targets_ready(w) || posix_memalign((void **) &p->word, WORD_BLOCK, WORD_BLOCK) != 0) {
-        p->word = NULL;
-        return GDR_RMA_NOMEM;
-    }
-    memset(p->word, 0, WORD_BLOCK);
-    if (w->eng->net.reg(w->eng->net.ctx, p->word, WORD_BLOCK,
-                        GDR_RMA_REMOTE_READ | GDR_RMA_REMOTE_ATOMIC, &p->mr, why,
-                        why_len) != 0) {
-        memset(&p->mr, 0, sizeof(p->mr));
-        free(p->word);
-        p->word = NULL;
-        return 1;
-    }
-    card->lock_addr = p->mr.addr;
-    card->lock_rkey = p->mr.rkey;
-    return 0;
-}
-
-void gdr_rma_passive_set_card(gdr_rma_win_t *w, int target, const gdr_rma_passive_card_t *card)
-{
-    if (!w->passive.on || target < 0 || target >= w->n || !targets_ready(w))
-        return;
-    if (card->lock_rkey == 0) {
-        /* every rank sees every card: all turn the window's native locks off together
-         * (lock_all cannot mix the two ways) */
-        w->passive.on = 0;
-        return;
-    }
-    w->passive.t[target].lock_addr = card->lock_addr;
-    w->passive.t[target].lock_rkey = (uint32_t) card->lock_rkey;
-}
-
-int gdr_rma_passive_native(const gdr_rma_win_t *w, int target)
-{
-    const gdr_rma_passive_t *p = &w->passive;
-    return p->on && w->rdma && p->t != NULL && target >= 0 && target < w->n
-        && p->t[target].lock_rkey != 0 && w->targets[target].peer >= 0;
 }
 
 static void step_done(void *arg, int status)
@@ -109,9 +66,11 @@ static int post_step(gdr_rma_win_t *w, int target)
     t->done = 0;
     t->status = 0;
     int rc;
+    const gdr_rma_ctl_target_t *c = gdr_rma_ctl_target(w, target);
+    uint64_t word = c->addr + GDR_RMA_CTL_LOCK;
     while ((rc = eng->net.atomicv(eng->net.ctx, w->targets[target].peer, op, &t->operand,
-                                  compare, &t->result, &t->lock_addr, 1, t->lock_rkey,
-                                  step_done, t)) == GDR_RMA_BUSY) {
+                                  compare, &t->result, &word, 1, c->rkey, step_done, t))
+           == GDR_RMA_BUSY) {
         if (eng->host.progress(eng->host.ctx) != 0)
             return GDR_RMA_HOST_ERROR;
     }
@@ -172,6 +131,8 @@ int gdr_rma_passive_lock(gdr_rma_win_t *w, int target, gdr_rma_lock_kind_t kind)
 {
     if (!gdr_rma_passive_native(w, target))
         return GDR_RMA_OK;
+    if (!targets_ready(w))
+        return GDR_RMA_NOMEM;
     gdr_rma_passive_target_t *t = &w->passive.t[target];
     t->lk.kind = kind;
     t->state = EPOCH_WANTED;
@@ -180,7 +141,8 @@ int gdr_rma_passive_lock(gdr_rma_win_t *w, int target, gdr_rma_lock_kind_t kind)
 
 int gdr_rma_passive_need(gdr_rma_win_t *w, int target)
 {
-    if (!gdr_rma_passive_native(w, target) || w->passive.t[target].state != EPOCH_WANTED)
+    if (!gdr_rma_passive_native(w, target) || w->passive.t == NULL
+        || w->passive.t[target].state != EPOCH_WANTED)
         return GDR_RMA_OK;
     return acquire(w, target);
 }
@@ -197,14 +159,15 @@ int gdr_rma_passive_need_all(gdr_rma_win_t *w)
 
 int gdr_rma_passive_held(const gdr_rma_win_t *w, int target)
 {
-    return gdr_rma_passive_native(w, target) && w->passive.t[target].state == EPOCH_HELD;
+    return gdr_rma_passive_native(w, target) && w->passive.t != NULL
+        && w->passive.t[target].state == EPOCH_HELD;
 }
 
 /* Posts target's release if its lock is held (*posted); the epoch ends either way. */
 static int release_post(gdr_rma_win_t *w, int target, int *posted)
 {
     *posted = 0;
-    if (!gdr_rma_passive_native(w, target))
+    if (!gdr_rma_passive_native(w, target) || w->passive.t == NULL)
         return GDR_RMA_OK;
     gdr_rma_passive_target_t *t = &w->passive.t[target];
     int held = t->state == EPOCH_HELD;
@@ -236,7 +199,7 @@ int gdr_rma_passive_unlock(gdr_rma_win_t *w, int target)
 int gdr_rma_passive_unlock_all(gdr_rma_win_t *w)
 {
     int rc = GDR_RMA_OK;
-    if (!w->passive.on || w->passive.t == NULL)
+    if (!gdr_rma_ctl_native(w) || w->passive.t == NULL)
         return GDR_RMA_OK;
     /* every release in flight, then every wait: one round trip, not one per target */
     uint8_t *posted = calloc((size_t) w->n, 1);
@@ -260,10 +223,6 @@ int gdr_rma_passive_unlock_all(gdr_rma_win_t *w)
 
 void gdr_rma_passive_free(gdr_rma_win_t *w)
 {
-    gdr_rma_passive_t *p = &w->passive;
-    if (p->mr.handle != NULL && w->eng != NULL)
-        w->eng->net.dereg(w->eng->net.ctx, &p->mr);
-    free(p->word);
-    free(p->t);
-    memset(p, 0, sizeof(*p));
+    free(w->passive.t);
+    memset(&w->passive, 0, sizeof(w->passive));
 }

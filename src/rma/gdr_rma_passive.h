@@ -1,19 +1,12 @@
 /* Passive-target epochs without messages (issue 22): MPI_Win_lock/unlock and
- * lock_all/unlock_all take a lock word at the target by remote atomics (the protocol of
- * gdr_rma_lock.h), so the target's CPU never takes part.
+ * lock_all/unlock_all take the lock word in the target's control block (gdr_rma_ctl.h) by
+ * remote atomics (the protocol of gdr_rma_lock.h), so the target's CPU never takes part.
  *
- * Each rank's window has one lock word, registered for remote atomics, whose address and
- * key travel in its card.  A lock is taken lazily: lock records the wish and the first
- * operation to the target takes it (gdr_rma_passive_need), so an epoch that moves nothing
- * costs nothing and lock+put+unlock costs the acquire, the put and the release.  A lock
- * on this rank's own window is taken at once: MPI protects local loads and stores with it.
- * The lock word is reached by the NIC only, the rank's own through its loopback queue
- * pair, because a NIC's atomics are not atomic with the CPU's.
- *
- * Every rank must agree whether a window uses this (gdr_rma_passive_configure, from a
- * collective decision), or an exclusive lock taken here would not exclude one taken by
- * messages: a card without a lock word (its registration failed) turns the whole window's
- * native locks off, on every rank, since every rank sees every card. */
+ * A lock is taken lazily: lock records the wish and the first operation to the target
+ * takes it (gdr_rma_passive_need), so an epoch that moves nothing costs nothing and
+ * lock+put+unlock costs the acquire, the put and the release.  A lock on this rank's own
+ * window is taken at once: MPI protects local loads and stores with it.  Windows whose
+ * control blocks are off lock by MPICH's messages (every call here then does nothing). */
 #ifndef GDR_RMA_PASSIVE_H
 #define GDR_RMA_PASSIVE_H
 
@@ -23,8 +16,6 @@
 struct gdr_rma_win;
 
 typedef struct gdr_rma_passive_target {
-    uint64_t lock_addr;         /* the target's lock word (card) */
-    uint32_t lock_rkey;         /* 0: the target has none: MPICH's messages lock it */
     uint8_t state;              /* private: none, wanted, held */
     gdr_rma_lock_t lk;
     gdr_rma_lock_step_t step;   /* the atomic in flight: stays put until it completes */
@@ -33,29 +24,12 @@ typedef struct gdr_rma_passive_target {
 } gdr_rma_passive_target_t;
 
 typedef struct gdr_rma_passive {
-    int on;                     /* the window's locks go by remote atomics (agreed) */
     uint64_t min_ns, max_ns;    /* back-off between failed tries */
-    uint64_t *word;             /* this rank's lock word, 64-byte aligned */
-    gdr_rma_mr_t mr;            /* its registration (remote atomics) */
     gdr_rma_passive_target_t *t;
 } gdr_rma_passive_t;
 
-/* The part of a window's card that says where its lock word is. */
-typedef struct gdr_rma_passive_card {
-    uint64_t lock_addr, lock_rkey;
-} gdr_rma_passive_card_t;
-
-/* Whether the window's locks go by remote atomics (the same on every rank), with the
- * back-off bounds in nanoseconds.  Before gdr_rma_passive_expose. */
-void gdr_rma_passive_configure(gdr_rma_passive_t *p, int on, uint64_t min_ns, uint64_t max_ns);
-/* Allocates this rank's lock word and registers it when on; fills *card (zero when off or
- * when that failed: then every origin locks this rank by messages; *why says why and this
- * returns 1).  0 otherwise; GDR_RMA_NOMEM. */
-int gdr_rma_passive_expose(struct gdr_rma_win *w, gdr_rma_passive_card_t *card, char *why,
-                           size_t why_len);
-/* Takes target's card (every target's, on every rank, before any epoch). */
-void gdr_rma_passive_set_card(struct gdr_rma_win *w, int target,
-                              const gdr_rma_passive_card_t *card);
+/* The back-off bounds in nanoseconds. */
+void gdr_rma_passive_configure(gdr_rma_passive_t *p, uint64_t min_ns, uint64_t max_ns);
 /* Whether target's lock goes by remote atomics (else by MPICH's messages); the same for
  * every target of a window once all cards are in. */
 int gdr_rma_passive_native(const struct gdr_rma_win *w, int target);

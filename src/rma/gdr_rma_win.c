@@ -68,8 +68,8 @@ int gdr_rma_win_expose(gdr_rma_win_t *w, void *base, uint64_t size, uint64_t dis
                        unsigned expose, gdr_rma_card_t *card, char *why, size_t why_len)
 {
     *card = (gdr_rma_card_t) {.size = size,.disp_unit = disp_unit };
-    char lock_why[160];
-    (void) gdr_rma_passive_expose(w, &card->lock, lock_why, sizeof(lock_why));
+    char ctl_why[160];
+    (void) gdr_rma_ctl_expose(w, &card->ctl, ctl_why, sizeof(ctl_why));
     if ((expose & GDR_RMA_EXPOSE_IS_DEVICE) && !w->dynamic)
         card->flags |= GDR_RMA_CARD_DEVICE;
     if (expose & GDR_RMA_EXPOSE_GPU)
@@ -100,7 +100,7 @@ void gdr_rma_win_set_card(gdr_rma_win_t *w, int target, const gdr_rma_card_t *ca
     if (w->rdma) {
         t->base = card->base;
         t->rkey = (uint32_t) card->rkey;
-        gdr_rma_passive_set_card(w, target, &card->lock);
+        gdr_rma_ctl_set_card(w, target, &card->ctl);
     }
 }
 
@@ -132,6 +132,8 @@ void gdr_rma_win_free(gdr_rma_win_t *w)
             w->eng->net.dereg(w->eng->net.ctx, &w->mr);
     }
     gdr_rma_passive_free(w);
+    gdr_rma_active_free(w);
+    gdr_rma_ctl_free(w);
     gdr_rma_tracker_free(&w->tracker);
     free(w->targets);
     free(w->last_acc_path);

@@ -7,7 +7,9 @@
 #define GDR_RMA_WIN_H
 
 #include "gdr_rma_completion.h"
+#include "gdr_rma_ctl.h"
 #include "gdr_rma_passive.h"
+#include "gdr_rma_active.h"
 #include "gdr_rma_path.h"
 #include "gdr_rma_range.h"
 #include "gdr_rma_regions.h"
@@ -16,7 +18,7 @@
 typedef struct gdr_rma_card {
     uint64_t size, disp_unit, base, rkey;
     uint64_t flags;             /* GDR_RMA_CARD_ */
-    gdr_rma_passive_card_t lock;        /* the lock word (gdr_rma_passive.h) */
+    gdr_rma_ctl_card_t ctl;     /* the control block (gdr_rma_ctl.h) */
 } gdr_rma_card_t;
 
 enum {
@@ -45,7 +47,9 @@ typedef struct gdr_rma_win {
     uint8_t *last_acc_path;     /* per target: 0 none, else a gdr_rma_acc_via_t */
     uint8_t *acc_read_posted;   /* per target: an accumulate read since the last drain */
     gdr_rma_regions_t regions;  /* dynamic windows */
+    gdr_rma_ctl_t ctl;          /* synchronisation without messages: */
     gdr_rma_passive_t passive;  /* lock epochs by remote atomics */
+    gdr_rma_active_t active;    /* fence and PSCW by RDMA writes */
 } gdr_rma_win_t;
 
 /* Sets up the registry of n targets (this rank is self).  rdma: the engine may reach
@@ -62,10 +66,9 @@ int gdr_rma_win_all_reachable(const gdr_rma_win_t *w);
 void gdr_rma_win_set_policy(gdr_rma_win_t *w, int all_reach_nic, unsigned declared, int ordered);
 /* Remote access the window's registrations grant (atomics only when the rule allows). */
 unsigned gdr_rma_win_access(const gdr_rma_win_t *w);
-/* Registers this rank's window memory (not for dynamic windows) and its lock word (when
- * gdr_rma_passive_configure turned native locks on; a lock word that cannot be registered
- * leaves the card without one: every origin then locks this rank by messages) and fills
- * its card.
+/* Registers this rank's window memory (not for dynamic windows) and its control block
+ * (when gdr_rma_ctl_configure turned it on; one that cannot be registered leaves the card
+ * without it: the whole window then synchronises by messages) and fills its card.
  * expose is the GDR_RMA_EXPOSE_ mask (gdr_rma_regions.h): IS_DEVICE and GPU become the
  * card's flags DEVICE (not on dynamic windows, whose regions say it) and GPU; device
  * memory is registered only with DEVICE_OK.  A registration that fails, or device memory

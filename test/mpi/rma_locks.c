@@ -1,6 +1,7 @@
-/* Passive-target locks, values checked (issue 22).  Over Soft-RoCE, where every rank is its
- * own node, gdr takes them by remote atomics on a lock word (MPIR_CVAR_CH4_GDR_NATIVE_LOCKS);
- * with GDR_TEST_EXPECT_NATIVE=1 the MPI_T counter gdr_rma_lock_atomics must show it.
+/* Window synchronisation, values checked (issue 22).  Over Soft-RoCE, where every rank is its
+ * own node, gdr takes locks by remote atomics on a lock word and runs fence and PSCW by RDMA
+ * writes into control blocks (MPIR_CVAR_CH4_GDR_NATIVE_SYNC); with GDR_TEST_EXPECT_NATIVE=1
+ * the MPI_T counters gdr_rma_lock_atomics and gdr_rma_sync_writes must show it.
  * - exclusive excludes: every rank, its own window's owner included, adds 1 to a counter at
  *   rank 0 by Get + flush + Put under MPI_LOCK_EXCLUSIVE, GDR_TEST_LOCK_ROUNDS times
  *   (default 10000): the total is exact (two ranks inside at once lose an update);
@@ -12,13 +13,23 @@
  *   after rank 1's unlock, and then sees the mark;
  * - MPI_MODE_NOCHECK and an epoch that moves nothing cost no lock-word atomics; an epoch
  *   with one Put costs two (take and give back) when native;
- * - lock_all with a Put to every rank and a Fetch_and_op: values. */
+ * - lock_all with a Put to every rank and a Fetch_and_op: values;
+ * - fence epochs (Puts around a ring, 50 rounds) and PSCW epochs with each rank's
+ *   neighbours (Puts, 50 rounds, some posts early): values every round; natively, each
+ *   fence and each PSCW epoch writes control blocks and sends no message. */
 #define _POSIX_C_SOURCE 200809L     /* nanosleep */
 #include <time.h>
 #include "gdr_mpi_test.h"
 
 static int rank, nranks, expect_native;
 static MPI_T_pvar_session session;
+
+static unsigned long long counter(const char *name)
+{
+    unsigned long long v = 0;
+    gdr_pvar_read(session, name, &v);
+    return v;
+}
 
 static unsigned long long lock_atomics(void)
 {
@@ -160,6 +171,57 @@ static void lock_all_values(MPI_Win win, long *base)
     MPI_Win_unlock(rank, win);
 }
 
+static void fence_rounds(MPI_Win win, long *base)
+{
+    gdr_test_set_context("fence epochs");
+    int right = (rank + 1) % nranks, left = (rank + nranks - 1) % nranks;
+    unsigned long long w0 = counter("gdr_rma_sync_writes");
+    MPI_Win_fence(MPI_MODE_NOPRECEDE, win);
+    for (long round = 1; round <= 50; round++) {
+        long v = round * 100 + rank;
+        MPI_Put(&v, 1, MPI_LONG, right, 96, 1, MPI_LONG, win);
+        MPI_Win_fence(0, win);
+        if (base[96] != round * 100 + left)
+            gdr_check_long("value from the left after a fence", round, round * 100 + left,
+                           base[96]);
+        MPI_Win_fence(0, win);  /* nobody writes again before everyone read */
+    }
+    MPI_Win_fence(MPI_MODE_NOSUCCEED, win);
+    if (expect_native)
+        gdr_check_long("fences wrote control blocks", 0, 1,
+                       counter("gdr_rma_sync_writes") > w0);
+}
+
+static void pscw_rounds(MPI_Win win, long *base)
+{
+    gdr_test_set_context("PSCW epochs");
+    MPI_Group world, both;
+    MPI_Comm_group(MPI_COMM_WORLD, &world);
+    int right = (rank + 1) % nranks, left = (rank + nranks - 1) % nranks;
+    int peers[2] = { left, right };
+    MPI_Group_incl(world, left == right ? 1 : 2, peers, &both);
+    unsigned long long w0 = counter("gdr_rma_sync_writes");
+    for (long round = 1; round <= 50; round++) {
+        MPI_Win_post(both, 0, win);     /* my neighbours may write me */
+        MPI_Win_start(both, 0, win);
+        long v = round * 1000 + rank;
+        MPI_Put(&v, 1, MPI_LONG, right, 97, 1, MPI_LONG, win);
+        MPI_Put(&v, 1, MPI_LONG, left, 98, 1, MPI_LONG, win);
+        MPI_Win_complete(win);
+        MPI_Win_wait(win);
+        if (base[97] != round * 1000 + left)
+            gdr_check_long("value from the left after wait", round, round * 1000 + left,
+                           base[97]);
+        if (base[98] != round * 1000 + right)
+            gdr_check_long("value from the right after wait", round, round * 1000 + right,
+                           base[98]);
+    }
+    if (expect_native)
+        gdr_check_long("PSCW wrote control blocks", 0, 1, counter("gdr_rma_sync_writes") > w0);
+    MPI_Group_free(&both);
+    MPI_Group_free(&world);
+}
+
 int main(int argc, char **argv)
 {
     int provided;
@@ -190,6 +252,9 @@ int main(int argc, char **argv)
     exclusive_waits(win, base);
     lock_traffic(win);
     lock_all_values(win, base);
+    MPI_Barrier(MPI_COMM_WORLD);
+    fence_rounds(win, base);
+    pscw_rounds(win, base);
 
     MPI_Win_free(&win);
     MPI_T_pvar_session_free(&session);

@@ -22,8 +22,16 @@ static int f_put(void *c, int peer, const void *src, size_t len, uint64_t raddr,
 {
     (void) c;
     *copied = 0;
-    return post((wr_t) {.kind = W_PUT,.peer = peer,.local = (void *) src,.len = len,
-                .raddr = raddr,.rkey = rkey,.done = done,.arg = arg });
+    wr_t w = {.kind = W_PUT,.peer = peer,.local = (void *) src,.len = len,.raddr = raddr,
+        .rkey = rkey,.done = done,.arg = arg };
+    int rc = post(w);
+    if (rc == GDR_RMA_OK && len <= fk.inline_max && len <= sizeof(w.inl)) {
+        wr_t *q = &fk.q[fk.n - 1];
+        memcpy(q->inl, src, len);
+        q->local = q->inl;
+        *copied = 1;
+    }
+    return rc;
 }
 
 static int f_get(void *c, int peer, void *dst, size_t len, uint64_t raddr, uint32_t rkey,
@@ -137,6 +145,8 @@ void complete_one(void)
 {
     int i = fk.lifo ? fk.n - 1 : 0;
     wr_t w = fk.q[i];
+    if (w.local == fk.q[i].inl)
+        w.local = w.inl;        /* the queue slot moves below */
     memmove(&fk.q[i], &fk.q[i + 1], (size_t) (fk.n - i - 1) * sizeof(wr_t));
     fk.n--;
     int status = fk.fail_next ? -1 : 0;

@@ -23,6 +23,7 @@ typedef struct {
     const void *operands;
     gdr_rma_done_fn done;
     void *arg;
+    uint8_t inl[8];             /* an inlined put's data (fk.inline_max) */
 } wr_t;
 
 
@@ -43,6 +44,7 @@ typedef struct {
     int am_acc_pending;
     gdr_rma_op_t *staged_op;    /* a staged-protocol operation progress completes */
     void (*on_progress)(void);  /* called by each round of progress (another rank acting) */
+    size_t inline_max;          /* puts up to this long are copied at post (as inline) */
 } fake_t;
 
 extern fake_t fk;

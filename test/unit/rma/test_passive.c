@@ -8,9 +8,9 @@
  *   exclusive waiter, with back-off and progress, then gets it (other ranks act in the
  *   fake's progress);
  * - unlock_all releases every held lock, releases in flight together;
- * - a card without a lock word turns the window's native locks off; off posts nothing;
- * - the lock word registered for remote atomics and named in the card; freed with the
- *   window; a failed atomic fails the lock;
+ * - a card without a control block turns the window's native locks off; off posts nothing;
+ * - the control block registered for remote reads, writes and atomics and named in the
+ *   card; freed with the window; a failed atomic fails the lock;
  * - the tracker tells writes-only targets from those with reads or atomics in flight. */
 #include <stdlib.h>
 #include <string.h>
@@ -18,7 +18,8 @@
 #include "fake_engine.h"
 #include "rma/gdr_rma_issue.h"
 
-static uint64_t words[4];       /* the "remote" lock words of 4 ranks */
+static uint64_t blocks[4][128];         /* the "remote" control blocks of 4 ranks */
+#define words(i) blocks[i][0]                   /* their lock words */
 
 static void make_locked_win_missing(gdr_rma_win_t *w, int on, int missing)
 {
@@ -27,12 +28,17 @@ static void make_locked_win_missing(gdr_rma_win_t *w, int on, int missing)
     for (int i = 0; i < 4; i++)
         gdr_rma_win_set_peer(w, i, 10 + i);
     gdr_rma_win_set_policy(w, 1, GDR_RMA_DECLARES_SUM, 1);
-    gdr_rma_passive_configure(&w->passive, on, 1000, 20000);
+    gdr_rma_ctl_configure(&w->ctl, on);
+    gdr_rma_passive_configure(&w->passive, 1000, 20000);
+    gdr_rma_card_t mine;
+    char why[200];
+    gdr_rma_win_expose(w, target_mem[0], sizeof(target_mem[0]), 8, 0, &mine, why, sizeof(why));
+    memset(blocks, 0, sizeof(blocks));
     for (int i = 0; i < 4; i++) {
-        words[i] = 0;
+        /* (this rank's own card points at blocks[0] too: the fake reaches it there) */
         gdr_rma_card_t c = {.size = sizeof(target_mem[i]),.disp_unit = 8,
             .base = (uint64_t) (uintptr_t) target_mem[i],.rkey = 7,
-            .lock = {.lock_addr = (uint64_t) (uintptr_t) &words[i],.lock_rkey = i == missing ? 0 : 9}
+            .ctl = {.addr = (uint64_t) (uintptr_t) blocks[i],.rkey = i == missing ? 0 : 9}
         };
         gdr_rma_win_set_card(w, i, &c);
     }
@@ -53,16 +59,16 @@ static void test_lazy_shared(void)
               == GDR_RMA_OK && fk.atomic_posts == posts && !gdr_rma_passive_held(&w, 1),
               "shared lock of another rank: nothing posted yet");
     GDR_CHECK(gdr_rma_passive_need(&w, 1) == GDR_RMA_OK && fk.atomic_posts == posts + 1
-              && words[1] == 1 && gdr_rma_passive_held(&w, 1),
+              && words(1) == 1 && gdr_rma_passive_held(&w, 1),
               "first operation: one fetch-add, the word shows one reader");
     GDR_CHECK(gdr_rma_passive_need(&w, 1) == GDR_RMA_OK && fk.atomic_posts == posts + 1,
               "later operations: the lock is held, nothing posted");
     GDR_CHECK(gdr_rma_passive_unlock(&w, 1) == GDR_RMA_OK && fk.atomic_posts == posts + 2
-              && words[1] == 0 && !gdr_rma_passive_held(&w, 1) && eng.lock_atomics == atomics + 2,
+              && words(1) == 0 && !gdr_rma_passive_held(&w, 1) && eng.lock_atomics == atomics + 2,
               "unlock: one fetch-add releases, word 0; 2 lock-word atomics counted");
     GDR_CHECK(gdr_rma_passive_lock(&w, 2, GDR_RMA_LOCK_EXCLUSIVE) == GDR_RMA_OK
               && gdr_rma_passive_unlock(&w, 2) == GDR_RMA_OK && fk.atomic_posts == posts + 2
-              && words[2] == 0, "an epoch that moved nothing posts nothing");
+              && words(2) == 0, "an epoch that moved nothing posts nothing");
     gdr_rma_win_free(&w);
 }
 
@@ -72,15 +78,15 @@ static void test_exclusive_and_self(void)
     make_locked_win(&w, 1);
     int posts = fk.atomic_posts;
     gdr_rma_passive_lock(&w, 2, GDR_RMA_LOCK_EXCLUSIVE);
-    GDR_CHECK(gdr_rma_passive_need(&w, 2) == GDR_RMA_OK && words[2] == GDR_RMA_LOCK_EXCL
+    GDR_CHECK(gdr_rma_passive_need(&w, 2) == GDR_RMA_OK && words(2) == GDR_RMA_LOCK_EXCL
               && fk.atomic_posts == posts + 1, "exclusive, uncontended: one compare-and-swap");
-    GDR_CHECK(gdr_rma_passive_unlock(&w, 2) == GDR_RMA_OK && words[2] == 0,
+    GDR_CHECK(gdr_rma_passive_unlock(&w, 2) == GDR_RMA_OK && words(2) == 0,
               "exclusive unlock: the word is 0 again");
     posts = fk.atomic_posts;
     GDR_CHECK(gdr_rma_passive_lock(&w, 0, GDR_RMA_LOCK_EXCLUSIVE) == GDR_RMA_OK
-              && fk.atomic_posts == posts + 1 && words[0] == GDR_RMA_LOCK_EXCL
+              && fk.atomic_posts == posts + 1 && words(0) == GDR_RMA_LOCK_EXCL
               && gdr_rma_passive_held(&w, 0), "this rank's own window: taken at lock");
-    GDR_CHECK(gdr_rma_passive_unlock(&w, 0) == GDR_RMA_OK && words[0] == 0,
+    GDR_CHECK(gdr_rma_passive_unlock(&w, 0) == GDR_RMA_OK && words(0) == 0,
               "own window released");
     gdr_rma_win_free(&w);
 }
@@ -92,7 +98,7 @@ static int other_word;
 static void other_rank(void)
 {
     if (other_after > 0 && --other_after == 0)
-        words[other_word] += other_delta;
+        words(other_word) += other_delta;
 }
 
 static void test_contention(void)
@@ -100,30 +106,30 @@ static void test_contention(void)
     gdr_rma_win_t w;
     make_locked_win(&w, 1);
     /* another rank holds target 1 shared; it lets go after 200 rounds of our progress */
-    words[1] = 1;
+    words(1) = 1;
     other_word = 1;
     other_delta = (uint64_t) -1;
     other_after = 200;
     fk.on_progress = other_rank;
     gdr_rma_passive_lock(&w, 1, GDR_RMA_LOCK_EXCLUSIVE);
     GDR_CHECK(gdr_rma_passive_need(&w, 1) == GDR_RMA_OK && other_after == 0
-              && words[1] == GDR_RMA_LOCK_EXCL && eng.lock_retries > 0,
+              && words(1) == GDR_RMA_LOCK_EXCL && eng.lock_retries > 0,
               "exclusive waits for the shared holder, then holds alone (%llu retries)",
               eng.lock_retries);
     gdr_rma_passive_unlock(&w, 1);
     /* an exclusive locker has announced itself at target 2: a shared lock stands back */
-    words[2] = GDR_RMA_LOCK_WAITER;
+    words(2) = GDR_RMA_LOCK_WAITER;
     other_word = 2;
     other_delta = (uint64_t) 0 - GDR_RMA_LOCK_WAITER;
     other_after = 200;
     unsigned long long retries = eng.lock_retries;
     gdr_rma_passive_lock(&w, 2, GDR_RMA_LOCK_SHARED);
-    GDR_CHECK(gdr_rma_passive_need(&w, 2) == GDR_RMA_OK && other_after == 0 && words[2] == 1
+    GDR_CHECK(gdr_rma_passive_need(&w, 2) == GDR_RMA_OK && other_after == 0 && words(2) == 1
               && eng.lock_retries > retries,
               "shared waits while an exclusive locker is announced, then reads");
     gdr_rma_passive_unlock(&w, 2);
     fk.on_progress = NULL;
-    GDR_CHECK(words[1] == 0 && words[2] == 0, "both released");
+    GDR_CHECK(words(1) == 0 && words(2) == 0, "both released");
     gdr_rma_win_free(&w);
 }
 
@@ -138,49 +144,55 @@ static void test_not_native(void)
               && gdr_rma_passive_lock(&w, 1, GDR_RMA_LOCK_SHARED) == GDR_RMA_OK
               && gdr_rma_passive_need(&w, 1) == GDR_RMA_OK
               && gdr_rma_passive_unlock(&w, 1) == GDR_RMA_OK && fk.atomic_posts == posts,
-              "one card without a lock word: the whole window locks by messages");
+              "one card without a control block: the whole window locks by messages");
     gdr_rma_win_free(&w);
     make_locked_win(&w, 0);
     GDR_CHECK(!gdr_rma_passive_native(&w, 1) && gdr_rma_passive_lock(&w, 0, GDR_RMA_LOCK_SHARED)
               == GDR_RMA_OK && fk.atomic_posts == posts, "native locks off: nothing posted");
+    gdr_rma_win_free(&w);
     gdr_rma_card_t card;
     char why[200];
+    if (gdr_rma_win_init(&w, &eng, NULL, 4, 0, 0, 1) != GDR_RMA_OK)
+        exit(1);
     int regs = fk.regs;
     gdr_rma_win_expose(&w, target_mem[0], 64, 8, 0, &card, why, sizeof(why));
-    GDR_CHECK(card.lock.lock_rkey == 0 && fk.regs == regs + 1,
-              "off: the card has no lock word, only the window is registered");
+    GDR_CHECK(card.ctl.rkey == 0 && fk.regs == regs + 1 && w.ctl.block == NULL,
+              "off: no control block, only the window registered");
     gdr_rma_win_free(&w);
 }
 
-static void test_expose_and_failure(void)
+static void test_ctl_block(void)
 {
     gdr_rma_win_t w;
-    make_locked_win(&w, 1);
     gdr_rma_card_t card;
     char why[200];
+    if (gdr_rma_win_init(&w, &eng, NULL, 4, 0, 1, 1) != GDR_RMA_OK)
+        exit(1);
+    gdr_rma_ctl_configure(&w.ctl, 1);
     int regs = fk.regs, deregs = fk.deregs;
-    gdr_rma_win_expose(&w, target_mem[0], 64, 8, 0, &card, why, sizeof(why));
-    GDR_CHECK(fk.regs == regs + 2 && card.lock.lock_rkey == 0x1234
-              && card.lock.lock_addr == (uint64_t) (uintptr_t) w.passive.word
-              && ((uintptr_t) w.passive.word & 63) == 0 && *w.passive.word == 0,
-              "on: the lock word (aligned, 0) registered beside the window, named in the card");
+    /* (a dynamic window registers no memory of its own: the block is the only one) */
+    gdr_rma_win_expose(&w, NULL, 0, 1, 0, &card, why, sizeof(why));
+    int zero = 1;
+    for (size_t i = 0; w.ctl.block != NULL && i < w.ctl.size / 8; i++)
+        zero &= w.ctl.block[i] == 0;
+    GDR_CHECK(fk.regs == regs + 1 && card.ctl.rkey == 0x1234
+              && card.ctl.addr == (uint64_t) (uintptr_t) w.ctl.block
+              && ((uintptr_t) w.ctl.block & 63) == 0 && zero
+              && w.ctl.size >= gdr_rma_ctl_complete_word(4, 4),
+              "on: a zeroed, aligned control block with a post and a complete word per rank, "
+              "named in the card (%zu bytes)", w.ctl.size);
+    GDR_CHECK(fk.last_access == (GDR_RMA_REMOTE_READ | GDR_RMA_REMOTE_WRITE
+                                 | GDR_RMA_REMOTE_ATOMIC),
+              "registered for remote reads, writes and atomics");
+    gdr_rma_win_free(&w);
+    GDR_CHECK(fk.deregs == deregs + 1, "free: the block deregistered");
+
+    make_locked_win(&w, 1);
     fk.fail_next = 1;
     gdr_rma_passive_lock(&w, 1, GDR_RMA_LOCK_SHARED);
-    /* (a dynamic window registers no memory of its own: the lock word is the last) */
-    gdr_rma_win_t dyn;
-    if (gdr_rma_win_init(&dyn, &eng, NULL, 4, 0, 1, 1) != GDR_RMA_OK)
-        exit(1);
-    gdr_rma_passive_configure(&dyn.passive, 1, 1000, 20000);
-    regs = fk.regs;
-    gdr_rma_win_expose(&dyn, NULL, 0, 1, 0, &card, why, sizeof(why));
-    GDR_CHECK(fk.regs == regs + 1 && card.lock.lock_rkey != 0
-              && fk.last_access == (GDR_RMA_REMOTE_READ | GDR_RMA_REMOTE_ATOMIC),
-              "dynamic window: a lock word too, registered for remote atomics and reads");
-    gdr_rma_win_free(&dyn);
     GDR_CHECK(gdr_rma_passive_need(&w, 1) == GDR_RMA_ERROR,
               "an atomic that completes in error fails the lock");
     gdr_rma_win_free(&w);
-    GDR_CHECK(fk.deregs == deregs + 3, "free: windows and lock words deregistered");
 }
 
 static int most_queued;
@@ -198,14 +210,14 @@ static void test_unlock_all(void)
     int posts = fk.atomic_posts;
     for (int i = 0; i < 4; i++)
         gdr_rma_passive_lock(&w, i, GDR_RMA_LOCK_SHARED);
-    GDR_CHECK(fk.atomic_posts == posts + 1 && words[0] == 1,
+    GDR_CHECK(fk.atomic_posts == posts + 1 && words(0) == 1,
               "lock_all: only this rank's own lock taken at once");
     gdr_rma_passive_need(&w, 2);
     gdr_rma_passive_need(&w, 3);
     most_queued = 0;
     fk.on_progress = note_queued;
     GDR_CHECK(gdr_rma_passive_unlock_all(&w) == GDR_RMA_OK && fk.atomic_posts == posts + 6
-              && words[0] == 0 && words[1] == 0 && words[2] == 0 && words[3] == 0,
+              && words(0) == 0 && words(1) == 0 && words(2) == 0 && words(3) == 0,
               "unlock_all: the 3 held locks released, target 1 (never used) untouched");
     fk.on_progress = NULL;
     GDR_CHECK(most_queued == 3, "the 3 releases in flight together (%d seen at once)",
@@ -219,8 +231,8 @@ static void test_need_all(void)
     make_locked_win(&w, 1);
     for (int i = 0; i < 4; i++)
         gdr_rma_passive_lock(&w, i, GDR_RMA_LOCK_SHARED);
-    GDR_CHECK(gdr_rma_passive_need_all(&w) == GDR_RMA_OK && words[0] == 1 && words[1] == 1
-              && words[2] == 1 && words[3] == 1, "need_all: every wanted lock taken");
+    GDR_CHECK(gdr_rma_passive_need_all(&w) == GDR_RMA_OK && words(0) == 1 && words(1) == 1
+              && words(2) == 1 && words(3) == 1, "need_all: every wanted lock taken");
     gdr_rma_passive_unlock_all(&w);
     gdr_rma_win_free(&w);
 }
@@ -253,7 +265,7 @@ int main(void)
     test_exclusive_and_self();
     test_contention();
     test_not_native();
-    test_expose_and_failure();
+    test_ctl_block();
     test_unlock_all();
     test_need_all();
     test_reading();
