@@ -52,7 +52,6 @@ cvars:
 #include "gdr_rma.h"
 #include "gdr_triggered.h"
 #include "gdr_engine_lock.h"
-#include "gdr_rma_local.h"
 
 /* Whether win's passive-target epochs lock by remote atomics (the same for every target
  * and on every rank: gdr_rma_passive.h). */
@@ -119,7 +118,7 @@ int MPIDI_GDR_win_post(MPIR_Group * group, int assert, MPIR_Win * win)
         int rc = gdr_rma_active_post(&GDR_WIN(win).rma, ranks, group->size);
         MPIDI_GDR_engine_exit(took);
         mpi_errno = sync_error(rc, "writing a post notice into an origin's control block "
-                                  "failed (the connection broke?)");
+                               "failed (the connection broke?)");
     }
     MPL_free(ranks);
     return mpi_errno;
@@ -179,7 +178,7 @@ int MPIDI_GDR_win_complete(MPIR_Win * win)
     int rc = gdr_rma_active_complete(&GDR_WIN(win).rma, ranks, group->size);
     MPIDI_GDR_engine_exit(took);
     mpi_errno = sync_error(rc, "writing a complete notice into a target's control block "
-                              "failed (the connection broke?)");
+                           "failed (the connection broke?)");
     MPIR_ERR_CHECK(mpi_errno);
     if (MPIR_CVAR_CH4_RMA_MEM_EFFICIENT)
         MPIDIG_win_target_cleanall(win);
@@ -247,7 +246,7 @@ int MPIDI_GDR_win_lock(int lock_type, int rank, int assert, MPIR_Win * win)
                                   ? GDR_RMA_LOCK_EXCLUSIVE : GDR_RMA_LOCK_SHARED);
     MPIDI_GDR_engine_exit(took);
     return sync_error(rc, "taking a lock on this rank's own window by remote atomics "
-                         "failed (through the loopback queue pair)");
+                      "failed (through the loopback queue pair)");
 }
 
 int MPIDI_GDR_win_unlock(int rank, MPIR_Win * win)
@@ -263,7 +262,7 @@ int MPIDI_GDR_win_unlock(int rank, MPIR_Win * win)
     MPIDI_GDR_engine_exit(took);
     if (mpi_errno == MPI_SUCCESS)
         mpi_errno = sync_error(rc, "releasing a passive-target lock by remote atomics "
-                                  "failed (the connection to the target broke?)");
+                               "failed (the connection to the target broke?)");
     /* the release came back after the writes it followed: this finds them complete */
     int unlock_errno = MPIDIG_mpi_win_unlock(rank, win);
     return mpi_errno != MPI_SUCCESS ? mpi_errno : unlock_errno;
@@ -303,7 +302,7 @@ int MPIDI_GDR_win_unlock_all(MPIR_Win * win)
     MPIDI_GDR_engine_exit(took);
     if (mpi_errno == MPI_SUCCESS)
         mpi_errno = sync_error(rc, "releasing passive-target locks by remote atomics "
-                                  "failed (a connection broke?)");
+                               "failed (a connection broke?)");
     int unlock_errno = MPIDIG_mpi_win_unlock_all(win);
     return mpi_errno != MPI_SUCCESS ? mpi_errno : unlock_errno;
 }
@@ -338,7 +337,7 @@ int MPIDI_GDR_win_fence(int assert, MPIR_Win * win)
     int rc = gdr_rma_active_barrier(&GDR_WIN(win).rma);
     MPIDI_GDR_engine_exit(took);
     mpi_errno = sync_error(rc, "the fence's barrier by RDMA writes failed (a connection "
-                              "broke?)");
+                           "broke?)");
   fn_exit:
     if (need_unlock)
         MPID_THREAD_CS_EXIT(VCI, MPIDI_VCI_LOCK(vci));
