@@ -103,6 +103,39 @@ static int group_ranks(MPIR_Win * win, MPIR_Group * group, int **ranks)
     return MPIDIG_fill_ranks_in_win_grp(win, group, *ranks);
 }
 
+typedef enum { STEP_POST, STEP_START, STEP_WAIT, STEP_TEST } group_step_t;
+
+/* A PSCW step over group's ranks in the window, under the engine lock (STEP_TEST sets
+ * *done); what says what failed. */
+static int group_step(MPIR_Win * win, MPIR_Group * group, group_step_t step, int *done,
+                      const char *what)
+{
+    int *ranks = NULL;
+    int mpi_errno = group_ranks(win, group, &ranks);
+    if (mpi_errno == MPI_SUCCESS) {
+        gdr_rma_win_t *w = &GDR_WIN(win).rma;
+        int took = MPIDI_GDR_engine_enter(), n = group->size, rc;
+        switch (step) {
+            case STEP_POST:
+                rc = gdr_rma_active_post(w, ranks, n);
+                break;
+            case STEP_START:
+                rc = gdr_rma_active_start(w, ranks, n);
+                break;
+            case STEP_WAIT:
+                rc = gdr_rma_active_wait(w, ranks, n);
+                break;
+            default:
+                rc = gdr_rma_active_wait_test(w, ranks, n, done);
+                break;
+        }
+        MPIDI_GDR_engine_exit(took);
+        mpi_errno = sync_error(rc, what);
+    }
+    MPL_free(ranks);
+    return mpi_errno;
+}
+
 int MPIDI_GDR_win_post(MPIR_Group * group, int assert, MPIR_Win * win)
 {
     if (!native_active(win))
@@ -111,17 +144,8 @@ int MPIDI_GDR_win_post(MPIR_Group * group, int assert, MPIR_Win * win)
     int mpi_errno = MPIDIG_mpi_win_post(group, assert | MPI_MODE_NOCHECK, win);
     if (mpi_errno != MPI_SUCCESS || (assert & MPI_MODE_NOCHECK))
         return mpi_errno;
-    int *ranks = NULL;
-    mpi_errno = group_ranks(win, group, &ranks);
-    if (mpi_errno == MPI_SUCCESS) {
-        int took = MPIDI_GDR_engine_enter();
-        int rc = gdr_rma_active_post(&GDR_WIN(win).rma, ranks, group->size);
-        MPIDI_GDR_engine_exit(took);
-        mpi_errno = sync_error(rc, "writing a post notice into an origin's control block "
-                               "failed (the connection broke?)");
-    }
-    MPL_free(ranks);
-    return mpi_errno;
+    return group_step(win, group, STEP_POST, NULL, "writing a post notice into an origin's "
+                      "control block failed (the connection broke?)");
 }
 
 int MPIDI_GDR_win_start(MPIR_Group * group, int assert, MPIR_Win * win)
@@ -131,16 +155,8 @@ int MPIDI_GDR_win_start(MPIR_Group * group, int assert, MPIR_Win * win)
     int mpi_errno = MPIDIG_mpi_win_start(group, assert | MPI_MODE_NOCHECK, win);
     if (mpi_errno != MPI_SUCCESS || (assert & MPI_MODE_NOCHECK))
         return mpi_errno;
-    int *ranks = NULL;
-    mpi_errno = group_ranks(win, group, &ranks);
-    if (mpi_errno == MPI_SUCCESS) {
-        int took = MPIDI_GDR_engine_enter();
-        int rc = gdr_rma_active_start(&GDR_WIN(win).rma, ranks, group->size);
-        MPIDI_GDR_engine_exit(took);
-        mpi_errno = sync_error(rc, "waiting for the targets' post notices failed");
-    }
-    MPL_free(ranks);
-    return mpi_errno;
+    return group_step(win, group, STEP_START, NULL, "waiting for the targets' post notices "
+                      "failed");
 }
 
 /* MPIDIG_mpi_win_complete with complete notices written into the targets' control blocks
@@ -201,17 +217,9 @@ static int native_wait(MPIR_Win * win, int *flag)
     MPIR_Group *group = MPIDIG_WIN(win, sync).pw.group;
     if (group == NULL)          /* no exposure epoch: MPIDIG says so */
         return flag != NULL ? MPIDIG_mpi_win_test(win, flag) : MPIDIG_mpi_win_wait(win);
-    int *ranks = NULL, done = 0, rc = GDR_RMA_OK;
-    int mpi_errno = group_ranks(win, group, &ranks);
-    if (mpi_errno == MPI_SUCCESS) {
-        int took = MPIDI_GDR_engine_enter();
-        rc = flag != NULL ? gdr_rma_active_wait_test(&GDR_WIN(win).rma, ranks, group->size,
-                                                     &done)
-            : gdr_rma_active_wait(&GDR_WIN(win).rma, ranks, group->size);
-        MPIDI_GDR_engine_exit(took);
-        mpi_errno = sync_error(rc, "waiting for the origins' complete notices failed");
-    }
-    MPL_free(ranks);
+    int done = 0;
+    int mpi_errno = group_step(win, group, flag != NULL ? STEP_TEST : STEP_WAIT, &done,
+                               "waiting for the origins' complete notices failed");
     if (mpi_errno != MPI_SUCCESS)
         return mpi_errno;
     if (flag == NULL || done) {
