@@ -1,36 +1,44 @@
 /* Passive-target locks on a 64-bit lock word at the target, driven by remote atomics only
  * (issue 22: MPI_Win_lock/unlock and lock_all without active messages).  This is the
- * protocol as a state machine: it says which atomic to issue next (fetch-add or
- * compare-and-swap on the word) and reads its result; the engine posts the atomics (NIC
- * atomics across nodes; a test applies them with CPU atomics).
+ * protocol as a state machine: it says which atomic to issue next (fetch-add on the word)
+ * and reads its result; the engine posts the atomics (NIC atomics across nodes; a test
+ * applies them with CPU atomics).
  *
- * The word: bit 63 = held exclusive, bits 32..47 = exclusive lockers waiting, bits 0..31 =
- * shared holders.
- * - shared: fetch-add one holder; if the word showed an exclusive holder or a waiting
- *   exclusive locker, take the holder back (fetch-add -1) and try again after a back-off.
- *   So a waiting exclusive lock is never starved by a stream of shared ones.
- * - exclusive: compare-and-swap 0 -> held; if that fails, announce a waiter (fetch-add) and
- *   compare-and-swap "no holders, k waiters" -> "held, k-1 waiters" until it succeeds,
- *   backing off between tries; each failed try returns the word, the guess for the next.
- * - release: fetch-add -1 holder (shared), or -held (exclusive).
- * Back-off doubles from min_ns to max_ns (the netmod's CVAR) after each failed try.
+ * A reader-writer ticket lock.  The word: bits 48..63 = the next exclusive ticket, bits
+ * 32..47 = the ticket served, bits 0..31 = shared holders (and shared lockers backing out).
+ * - exclusive: fetch-add one ticket; the old word's next ticket is ours.  We hold the lock
+ *   once the ticket served is ours and no shared holder is left: the fetch-add's result
+ *   may already say so (a free lock: one atomic), else we read the word (fetch-add 0) after
+ *   a back-off until it does.  Exclusive lockers are served in the order they took tickets,
+ *   so one that is close to the word (the target itself) cannot starve a far one.
+ * - shared: fetch-add one holder; if the old word showed a ticket taken and not yet served
+ *   (an exclusive holder or a waiting exclusive locker), take the holder back, read the
+ *   word after a back-off until every ticket is served, then try again.  So a waiting
+ *   exclusive lock is never starved by a stream of shared ones.
+ * - release: fetch-add -1 holder (shared), or serve the next ticket (exclusive; the 16-bit
+ *   field wraps without carrying into the next ticket).
+ * Back-off doubles from min_ns to max_ns (the netmod's CVAR) after each failed look.
  * Guarantees: at most one exclusive holder, never together with shared holders; shared
- * holders overlap; an exclusive locker waits only for holders present or arriving before
- * it announced itself.  Not thread safe per lock object (one per epoch and target). */
+ * holders overlap; exclusive lockers in ticket order; up to 65535 exclusive lockers may
+ * wait on one word at once.  Not thread safe per lock object (one per epoch and target). */
 #ifndef GDR_RMA_LOCK_H
 #define GDR_RMA_LOCK_H
 
 #include <stdint.h>
 
-#define GDR_RMA_LOCK_EXCL ((uint64_t) 1 << 63)
-#define GDR_RMA_LOCK_WAITER ((uint64_t) 1 << 32)
+#define GDR_RMA_LOCK_TICKET ((uint64_t) 1 << 48)
+#define GDR_RMA_LOCK_SERVED_ONE ((uint64_t) 1 << 32)
 #define GDR_RMA_LOCK_READERS(w) ((w) & 0xffffffffu)
-#define GDR_RMA_LOCK_WAITERS(w) (((w) >> 32) & 0xffffu)
+#define GDR_RMA_LOCK_SERVING(w) (((w) >> 32) & 0xffffu)
+#define GDR_RMA_LOCK_NEXT_TICKET(w) (((w) >> 48) & 0xffffu)
+/* exclusive lockers holding or waiting: tickets taken and not yet served */
+#define GDR_RMA_LOCK_WRITERS(w) ((GDR_RMA_LOCK_NEXT_TICKET(w) - GDR_RMA_LOCK_SERVING(w)) & 0xffffu)
 
 typedef enum { GDR_RMA_LOCK_SHARED, GDR_RMA_LOCK_EXCLUSIVE } gdr_rma_lock_kind_t;
 
-/* One atomic on the lock word: fetch-add of add, or compare-and-swap (compare -> swap).
- * Both return the word's old value, which goes to gdr_rma_lock_on_result. */
+/* One atomic on the lock word: fetch-add of add, or compare-and-swap (compare -> swap;
+ * this protocol issues fetch-adds only).  Both return the word's old value, which goes to
+ * gdr_rma_lock_on_result. */
 typedef struct gdr_rma_lock_step {
     enum { GDR_RMA_LOCK_FADD, GDR_RMA_LOCK_CAS } op;
     uint64_t add;
@@ -49,7 +57,8 @@ typedef struct gdr_rma_lock {
     gdr_rma_lock_kind_t kind;
     int state;                  /* private */
     uint64_t backoff_ns, min_ns, max_ns;
-    uint64_t tries;             /* failed tries so far (statistics) */
+    uint64_t tries;             /* failed looks so far (statistics) */
+    uint16_t ticket;            /* private: the exclusive ticket taken */
 } gdr_rma_lock_t;
 
 /* Starts acquiring: *step is the first atomic to issue. */

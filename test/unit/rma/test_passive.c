@@ -78,15 +78,16 @@ static void test_exclusive_and_self(void)
     make_locked_win(&w, 1);
     int posts = fk.atomic_posts;
     gdr_rma_passive_lock(&w, 2, GDR_RMA_LOCK_EXCLUSIVE);
-    GDR_CHECK(gdr_rma_passive_need(&w, 2) == GDR_RMA_OK && words(2) == GDR_RMA_LOCK_EXCL
-              && fk.atomic_posts == posts + 1, "exclusive, uncontended: one compare-and-swap");
-    GDR_CHECK(gdr_rma_passive_unlock(&w, 2) == GDR_RMA_OK && words(2) == 0,
-              "exclusive unlock: the word is 0 again");
+    GDR_CHECK(gdr_rma_passive_need(&w, 2) == GDR_RMA_OK && words(2) == GDR_RMA_LOCK_TICKET
+              && fk.atomic_posts == posts + 1, "exclusive, uncontended: one fetch-add (a ticket)");
+    GDR_CHECK(gdr_rma_passive_unlock(&w, 2) == GDR_RMA_OK
+              && words(2) == GDR_RMA_LOCK_TICKET + GDR_RMA_LOCK_SERVED_ONE,
+              "exclusive unlock: the ticket served, the lock free again");
     posts = fk.atomic_posts;
     GDR_CHECK(gdr_rma_passive_lock(&w, 0, GDR_RMA_LOCK_EXCLUSIVE) == GDR_RMA_OK
-              && fk.atomic_posts == posts + 1 && words(0) == GDR_RMA_LOCK_EXCL
+              && fk.atomic_posts == posts + 1 && words(0) == GDR_RMA_LOCK_TICKET
               && gdr_rma_passive_held(&w, 0), "this rank's own window: taken at lock");
-    GDR_CHECK(gdr_rma_passive_unlock(&w, 0) == GDR_RMA_OK && words(0) == 0,
+    GDR_CHECK(gdr_rma_passive_unlock(&w, 0) == GDR_RMA_OK && GDR_RMA_LOCK_WRITERS(words(0)) == 0,
               "own window released");
     gdr_rma_win_free(&w);
 }
@@ -113,23 +114,27 @@ static void test_contention(void)
     fk.on_progress = other_rank;
     gdr_rma_passive_lock(&w, 1, GDR_RMA_LOCK_EXCLUSIVE);
     GDR_CHECK(gdr_rma_passive_need(&w, 1) == GDR_RMA_OK && other_after == 0
-              && words(1) == GDR_RMA_LOCK_EXCL && eng.lock_retries > 0,
+              && words(1) == GDR_RMA_LOCK_TICKET && eng.lock_retries > 0,
               "exclusive waits for the shared holder, then holds alone (%llu retries)",
               eng.lock_retries);
     gdr_rma_passive_unlock(&w, 1);
-    /* an exclusive locker has announced itself at target 2: a shared lock stands back */
-    words(2) = GDR_RMA_LOCK_WAITER;
+    /* another rank holds target 2 exclusive (ticket 0 taken and served): a shared lock
+     * stands back until it serves the next */
+    words(2) = GDR_RMA_LOCK_TICKET;
     other_word = 2;
-    other_delta = (uint64_t) 0 - GDR_RMA_LOCK_WAITER;
+    other_delta = GDR_RMA_LOCK_SERVED_ONE;
     other_after = 200;
     unsigned long long retries = eng.lock_retries;
     gdr_rma_passive_lock(&w, 2, GDR_RMA_LOCK_SHARED);
-    GDR_CHECK(gdr_rma_passive_need(&w, 2) == GDR_RMA_OK && other_after == 0 && words(2) == 1
+    GDR_CHECK(gdr_rma_passive_need(&w, 2) == GDR_RMA_OK && other_after == 0
+              && GDR_RMA_LOCK_READERS(words(2)) == 1 && GDR_RMA_LOCK_WRITERS(words(2)) == 0
               && eng.lock_retries > retries,
-              "shared waits while an exclusive locker is announced, then reads");
+              "shared waits while an exclusive ticket is unserved, then reads");
     gdr_rma_passive_unlock(&w, 2);
     fk.on_progress = NULL;
-    GDR_CHECK(words(1) == 0 && words(2) == 0, "both released");
+    GDR_CHECK(GDR_RMA_LOCK_WRITERS(words(1)) == 0 && GDR_RMA_LOCK_READERS(words(1)) == 0
+              && GDR_RMA_LOCK_WRITERS(words(2)) == 0 && GDR_RMA_LOCK_READERS(words(2)) == 0,
+              "both released");
     gdr_rma_win_free(&w);
 }
 
