@@ -51,6 +51,21 @@ cvars:
         remote rank.  More outstanding operations wait inside the MPI call
         until earlier ones complete.
 
+    - name        : MPIR_CVAR_CH4_GDR_RMA_CHUNK
+      category    : CH4_GDR
+      type        : int
+      default     : 0
+      class       : none
+      verbosity   : MPI_T_VERBOSITY_USER_BASIC
+      scope       : MPI_T_SCOPE_LOCAL
+      description : >-
+        Largest RDMA write or read work request of a contiguous Put or Get, in
+        bytes; a larger operation is posted as several, each signalled.  0 (the
+        default): the device's largest message, so one work request.  An
+        operation that would need more than MPIR_CVAR_CH4_GDR_RMA_DEPTH work
+        requests takes larger ones.  For measuring how a NIC or Soft-RoCE
+        handles long messages (how many packets it leaves unacknowledged).
+
     - name        : MPIR_CVAR_CH4_GDR_QP_TIMEOUT
       category    : CH4_GDR
       type        : int
@@ -314,7 +329,8 @@ int MPIDI_GDR_am_start(void)
         }
     }
     gdr_verbs_rma_config_t rcfg = {
-        .depth = cfg.rma_depth,.bounce_size = 4096,.bounce_count = 256
+        .depth = cfg.rma_depth,.bounce_size = 4096,.bounce_count = 256,
+        .chunk = MPIR_CVAR_CH4_GDR_RMA_CHUNK > 0 ? (uint64_t) MPIR_CVAR_CH4_GDR_RMA_CHUNK : 0
     };
     MPIDI_GDR_global.rma = gdr_verbs_rma_create(MPIDI_GDR_global.am, &rcfg, why, sizeof(why));
     MPIR_ERR_CHKANDJUMP1(MPIDI_GDR_global.rma == NULL, mpi_errno, MPI_ERR_OTHER,

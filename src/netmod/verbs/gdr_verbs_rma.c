@@ -182,6 +182,24 @@ static uint64_t chunk_size(const gdr_verbs_rma_t *rma)
         : CHUNK_MAX;
 }
 
+/* The chunk of a contiguous transfer of len bytes: the configured one, but never less
+ * than what goes inline or through a bounce buffer (one work request), and larger where
+ * len would need more work requests than may be in flight to a peer. */
+static uint64_t chunk_for(const gdr_verbs_rma_t *rma, size_t len)
+{
+    uint64_t most = chunk_size(rma), c = rma->cfg.chunk;
+    if (c == 0 || c > most)
+        return most;
+    uint64_t least = (len + rma->cfg.depth - 1) / rma->cfg.depth;
+    if (least < rma->cfg.bounce_size)
+        least = rma->cfg.bounce_size;
+    if (least < rma->max_inline)
+        least = rma->max_inline;
+    if (c < least)
+        c = least < most ? least : most;
+    return c;
+}
+
 /* An operation of nwr work requests to peer, with room reserved; NULL if none. */
 static rma_op_t *op_start(gdr_verbs_rma_t *rma, int peer, uint32_t nwr, int want_bounce,
                           gdr_verbs_rma_done_fn done, void *arg, int *rc)
@@ -263,7 +281,7 @@ static int post_chunks(gdr_verbs_rma_t *rma, rma_op_t *op, enum ibv_wr_opcode op
                        uint64_t laddr, uint32_t lkey, size_t len, uint64_t raddr, uint32_t rkey,
                        int send_inline)
 {
-    uint64_t chunk = chunk_size(rma), done = 0;
+    uint64_t chunk = chunk_for(rma, len), done = 0;
     while (done < len) {
         uint64_t n = len - done < chunk ? len - done : chunk;
         struct ibv_sge sge = {.addr = laddr + done,.length = (uint32_t) n,.lkey = lkey };
@@ -280,6 +298,7 @@ static int post_chunks(gdr_verbs_rma_t *rma, rma_op_t *op, enum ibv_wr_opcode op
             op_drop_unposted(rma, op, (uint32_t) ((len - done + chunk - 1) / chunk));
             return -1;
         }
+        rma->stats.chunks++;
         done += n;
     }
     return 0;
@@ -287,7 +306,7 @@ static int post_chunks(gdr_verbs_rma_t *rma, rma_op_t *op, enum ibv_wr_opcode op
 
 static uint32_t chunks_of(const gdr_verbs_rma_t *rma, size_t len)
 {
-    uint64_t c = chunk_size(rma);
+    uint64_t c = chunk_for(rma, len);
     return (uint32_t) ((len + c - 1) / c);
 }
 

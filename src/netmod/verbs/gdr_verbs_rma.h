@@ -25,6 +25,9 @@ typedef struct gdr_verbs_rma_config {
     uint32_t depth;             /* work requests in flight per peer: the AM config's rma_depth */
     uint32_t bounce_size;       /* puts and gets up to this size go through bounce buffers */
     uint32_t bounce_count;      /* bounce buffers, shared by all peers */
+    uint64_t chunk;             /* largest work request of a put or get (0: the device's
+                                 * largest message); an operation of more than depth
+                                 * such chunks takes larger ones */
 } gdr_verbs_rma_config_t;
 
 /* Remote access a registration grants (the window decides). */
@@ -55,6 +58,7 @@ typedef struct gdr_verbs_rma_stats {
     uint64_t bytes_written, bytes_read;
     uint64_t inline_puts, bounced, registered;  /* how origin data travelled */
     uint64_t gathered;          /* writes/reads with a gather/scatter list */
+    uint64_t chunks;            /* work requests of contiguous puts and gets */
     uint64_t busy;              /* posts refused for want of room (caller retried) */
 } gdr_verbs_rma_stats_t;
 

@@ -51,6 +51,7 @@ static void count_done(void *arg, int status)
 }
 
 static gdr_verbs_am_t *am_g;
+static uint64_t rma_chunk_g;    /* GDR_TEST_RMA_CHUNK, 0: none */
 static int failed_g;
 
 static void pump(void)
@@ -131,7 +132,12 @@ static gdr_verbs_rma_t *connect_pair(int me, const char *devname, int sock,
         printf("FAIL rank %d: %s\n", me, why);
         return NULL;
     }
-    gdr_verbs_rma_config_t rcfg = {.depth = DEPTH,.bounce_size = 4096,.bounce_count = 8 };
+    /* GDR_TEST_RMA_CHUNK: every case again with puts and gets cut into work requests of
+     * that many bytes (larger where an operation would need more than DEPTH) */
+    const char *chunk = getenv("GDR_TEST_RMA_CHUNK");
+    rma_chunk_g = chunk != NULL ? strtoull(chunk, NULL, 0) : 0;
+    gdr_verbs_rma_config_t rcfg = {.depth = DEPTH,.bounce_size = 4096,.bounce_count = 8,
+        .chunk = rma_chunk_g };
     gdr_verbs_rma_t *rma = gdr_verbs_rma_create(am_g, &rcfg, why, sizeof(why));
     if (rma == NULL) {
         printf("FAIL rank %d: %s\n", me, why);
@@ -182,7 +188,7 @@ static int run(int me, const char *devname, int sock)
     /* puts of each size class into the peer's window, at offsets by size */
     static const size_t sizes[] = { 8, 100, 3000, 4096, 65536, 1u << 20 };
     uint8_t *src = malloc(1u << 20), *back = malloc(1u << 20);
-    uint64_t off = 0;
+    uint64_t off = 0, chunks0 = gdr_verbs_rma_stats(rma)->chunks;
     int done = 0, expect = 0;
     for (size_t k = 0; k < sizeof(sizes) / sizeof(sizes[0]); k++) {
         for (size_t i = 0; i < sizes[k]; i++)
@@ -198,6 +204,14 @@ static int run(int me, const char *devname, int sock)
     wait_for(&done, expect);
     GDR_CHECK(!failed_g && done == expect, "rank %d: %d puts (8 B .. 1 MiB) completed", me,
               done);
+    /* one work request each, or (GDR_TEST_RMA_CHUNK=1000) one for each bounced or inline
+     * put (the chunk is at least the 4 KiB bounce size), 16 for 64 KiB and 16 of 64 KiB, not
+     * 256, for 1 MiB: an operation never needs more than DEPTH */
+    uint64_t want_chunks = rma_chunk_g == 1000 ? 4 + 16 + 16 : 6;
+    GDR_CHECK(gdr_verbs_rma_stats(rma)->chunks - chunks0 == want_chunks,
+              "rank %d: the puts took %llu work requests (want %llu)", me,
+              (unsigned long long) (gdr_verbs_rma_stats(rma)->chunks - chunks0),
+              (unsigned long long) want_chunks);
     sync_peer(sock);
     /* the peer wrote into my window: check it in place */
     int ok = 1;
