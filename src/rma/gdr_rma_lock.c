@@ -13,9 +13,7 @@ enum {
 
 static void fadd(gdr_rma_lock_step_t *s, uint64_t add)
 {
-    s->op = GDR_RMA_LOCK_FADD;
     s->add = add;
-    s->compare = s->swap = 0;
 }
 
 /* Reads the word (a fetch-add of 0) after the back-off, which then doubles. */

@@ -36,13 +36,10 @@
 
 typedef enum { GDR_RMA_LOCK_SHARED, GDR_RMA_LOCK_EXCLUSIVE } gdr_rma_lock_kind_t;
 
-/* One atomic on the lock word: fetch-add of add, or compare-and-swap (compare -> swap;
- * this protocol issues fetch-adds only).  Both return the word's old value, which goes to
- * gdr_rma_lock_on_result. */
+/* One atomic on the lock word, always a fetch-add of add (0: a read).  It returns the
+ * word's old value, which goes to gdr_rma_lock_on_result. */
 typedef struct gdr_rma_lock_step {
-    enum { GDR_RMA_LOCK_FADD, GDR_RMA_LOCK_CAS } op;
     uint64_t add;
-    uint64_t compare, swap;
 } gdr_rma_lock_step_t;
 
 /* What to do after a result. */

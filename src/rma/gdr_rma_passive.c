@@ -55,21 +55,15 @@ static int post_step(gdr_rma_win_t *w, int target)
 {
     gdr_rma_engine_t *eng = w->eng;
     gdr_rma_passive_target_t *t = &w->passive.t[target];
-    gdr_rma_atomic_t op = GDR_RMA_ATOMIC_FETCH_ADD;
-    uint64_t compare = 0;
     t->operand = t->step.add;
-    if (t->step.op == GDR_RMA_LOCK_CAS) {
-        op = GDR_RMA_ATOMIC_CMP_SWAP;
-        t->operand = t->step.swap;
-        compare = t->step.compare;
-    }
     t->done = 0;
     t->status = 0;
     int rc;
     const gdr_rma_ctl_target_t *c = gdr_rma_ctl_target(w, target);
     uint64_t word = c->addr + GDR_RMA_CTL_LOCK;
-    while ((rc = eng->net.atomicv(eng->net.ctx, w->targets[target].peer, op, &t->operand,
-                                  compare, &t->result, &word, 1, c->rkey, step_done, t))
+    while ((rc = eng->net.atomicv(eng->net.ctx, w->targets[target].peer,
+                                  GDR_RMA_ATOMIC_FETCH_ADD, &t->operand, 0, &t->result, &word,
+                                  1, c->rkey, step_done, t))
            == GDR_RMA_BUSY) {
         if (eng->host.progress(eng->host.ctx) != 0)
             return GDR_RMA_HOST_ERROR;

@@ -24,11 +24,7 @@
 
 static uint64_t apply(uint64_t *word, const gdr_rma_lock_step_t *s)
 {
-    if (s->op == GDR_RMA_LOCK_FADD)
-        return __atomic_fetch_add(word, s->add, __ATOMIC_ACQ_REL);
-    uint64_t expected = s->compare;
-    __atomic_compare_exchange_n(word, &expected, s->swap, 0, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE);
-    return expected;            /* the old value, whether it swapped or not */
+    return __atomic_fetch_add(word, s->add, __ATOMIC_ACQ_REL);
 }
 
 static void pause_ns(uint64_t ns)
@@ -267,7 +263,7 @@ static void waiting_writer_first(void)
               "and backs off (word %#llx)", (unsigned long long) w);
     gdr_rma_lock_acquire(&rd, GDR_RMA_LOCK_SHARED, MIN_NS, MAX_NS, &rs);
     gdr_rma_lock_next_t r1 = step_on(&w, &rd, &rs);
-    GDR_CHECK(r1 == GDR_RMA_LOCK_NEXT && rs.op == GDR_RMA_LOCK_FADD && rs.add == (uint64_t) -1,
+    GDR_CHECK(r1 == GDR_RMA_LOCK_NEXT && rs.add == (uint64_t) -1,
               "a new reader then does not hold: it takes its holder back");
     gdr_rma_lock_next_t r2 = step_on(&w, &rd, &rs), r3 = step_on(&w, &rd, &rs);
     GDR_CHECK(r2 == GDR_RMA_LOCK_LATER && r3 == GDR_RMA_LOCK_LATER && rs.add == 0
