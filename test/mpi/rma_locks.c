@@ -33,9 +33,7 @@ static unsigned long long counter(const char *name)
 
 static unsigned long long lock_atomics(void)
 {
-    unsigned long long v = 0;
-    gdr_pvar_read(session, "gdr_rma_lock_atomics", &v);
-    return v;
+    return counter("gdr_rma_lock_atomics");
 }
 
 static void exclusive_counter(MPI_Win win, long *base)
