@@ -22,6 +22,7 @@ noinst_HEADERS += src/mpid/ch4/netmod/gdr/gdr_pre.h \
                   src/mpid/ch4/netmod/gdr/verbs/gdr_verbs_wire.h \
                   src/mpid/ch4/netmod/gdr/verbs/gdr_verbs_credit.h \
                   src/mpid/ch4/netmod/gdr/verbs/gdr_verbs_card.h \
+                  src/mpid/ch4/netmod/gdr/verbs/gdr_verbs_conn.h \
                   src/mpid/ch4/netmod/gdr/verbs/gdr_verbs_qp.h \
                   src/mpid/ch4/netmod/gdr/verbs/gdr_verbs_am.h \
                   src/mpid/ch4/netmod/gdr/verbs/gdr_verbs_am_internal.h \
@@ -89,6 +90,7 @@ mpi_core_sources += src/mpid/ch4/netmod/gdr/func_table.c \
                     src/mpid/ch4/netmod/gdr/verbs/gdr_verbs_wire.c \
                     src/mpid/ch4/netmod/gdr/verbs/gdr_verbs_credit.c \
                     src/mpid/ch4/netmod/gdr/verbs/gdr_verbs_card.c \
+                    src/mpid/ch4/netmod/gdr/verbs/gdr_verbs_conn.c \
                     src/mpid/ch4/netmod/gdr/verbs/gdr_verbs_qp.c \
                     src/mpid/ch4/netmod/gdr/verbs/gdr_verbs_am.c \
                     src/mpid/ch4/netmod/gdr/verbs/gdr_verbs_rma.c \

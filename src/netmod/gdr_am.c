@@ -265,8 +265,80 @@ int MPIDI_GDR_progress_am(int *made_progress)
     return MPI_SUCCESS;
 }
 
-/* Init: a channel with a QP to every rank on another node, connected through the
- * business cards that PMI spreads. */
+/* The VCIs (1 + reserved) a rank has when MPICH asks for num_reserved (gdr_comm.c's
+ * comm_set_vcis; here because the cards carry it). */
+int MPIDI_GDR_total_vcis(int num_reserved)
+{
+    if (num_reserved < 0 || MPIR_ThreadInfo.isThreaded)
+        num_reserved = 0;
+    if (1 + num_reserved > MPIDI_CH4_MAX_VCIS)
+        num_reserved = MPIDI_CH4_MAX_VCIS - 1;
+    return 1 + num_reserved;
+}
+
+/* MPI_T: the channel's connection and memory counters, live or as the channel left
+ * them (addr: the field's offset in gdr_verbs_am_stats_t). */
+static void am_stat_value(void *addr, void *obj_handle, int count, void *buf)
+{
+    (void) obj_handle;
+    (void) count;
+    const gdr_verbs_am_stats_t *st = MPIDI_GDR_global.am != NULL ?
+        gdr_verbs_am_stats(MPIDI_GDR_global.am) : &MPIDI_GDR_global.am_stats_kept;
+    uint64_t v;
+    memcpy(&v, (const char *) st + (uintptr_t) addr, sizeof(v));
+    *(unsigned long long *) buf = (unsigned long long) v;
+}
+
+void MPIDI_GDR_am_register_pvars(void)
+{
+    static const struct {
+        const char *name, *desc;
+        size_t offset;
+        int level;
+    } pv[] = {
+        {"gdr_connections", "queue pairs this rank made ready to other ranks (one per rank "
+         "it talked with: MPIR_CVAR_CH4_GDR_LAZY_CONNECT)",
+         offsetof(gdr_verbs_am_stats_t, connections), 0},
+        {"gdr_connect_handshakes", "connection datagrams this rank sent (requests, answers, "
+         "confirmations, repeats)", offsetof(gdr_verbs_am_stats_t, handshakes_sent), 0},
+        {"gdr_recv_buffers", "receive buffers in this rank's shared receive queue "
+         "(MPIR_CVAR_CH4_GDR_SRQ_DEPTH)", offsetof(gdr_verbs_am_stats_t, recv_buffers), 1},
+        {"gdr_pinned_bytes", "bytes of the channel's own registered buffers (send, receive, "
+         "handshake)", offsetof(gdr_verbs_am_stats_t, pinned_bytes), 1},
+    };
+    for (size_t k = 0; k < sizeof(pv) / sizeof(pv[0]); k++)
+        MPIR_T_PVAR_REGISTER_impl(pv[k].level ? MPI_T_PVAR_CLASS_LEVEL : MPI_T_PVAR_CLASS_COUNTER,
+                                  MPI_UNSIGNED_LONG_LONG, pv[k].name,
+                                  (void *) (uintptr_t) pv[k].offset, 1, NULL,
+                                  MPI_T_VERBOSITY_USER_BASIC, MPI_T_BIND_NO_OBJECT,
+                                  MPIR_T_PVAR_FLAG_READONLY | MPIR_T_PVAR_FLAG_CONTINUOUS,
+                                  am_stat_value, NULL, "CH4_GDR", pv[k].desc);
+}
+
+/* Eager connections (MPIR_CVAR_CH4_GDR_LAZY_CONNECT=false): every rank connects to
+ * every rank it reaches, all inside MPI_Init, so each answers the others' requests. */
+static int connect_all(const uint8_t *reach)
+{
+    int size = MPIR_Process.size, pending;
+    do {
+        pending = 0;
+        for (int i = 0; i < size; i++) {
+            if (i == MPIR_Process.rank || !reach[i])
+                continue;
+            int r = gdr_verbs_am_connect_peer(MPIDI_GDR_global.am, i);
+            if (r < 0)
+                return MPIDI_GDR_transport_error();
+            pending += r == 0;
+        }
+        int progressed;
+        if (pending > 0 && gdr_verbs_am_progress(MPIDI_GDR_global.am, &progressed) != 0)
+            return MPIDI_GDR_transport_error();
+    } while (pending > 0);
+    return MPI_SUCCESS;
+}
+
+/* Init: a channel that reaches every rank on another node through the business cards
+ * that PMI spreads; queue pairs are made when first needed (or all here). */
 int MPIDI_GDR_am_start(void)
 {
     int mpi_errno = MPI_SUCCESS;
@@ -301,6 +373,9 @@ int MPIDI_GDR_am_start(void)
         .rma_depth = MPIR_CVAR_CH4_GDR_RMA_DEPTH > 1 ? MPIR_CVAR_CH4_GDR_RMA_DEPTH : 1,
         .qp_timeout = MPIR_CVAR_CH4_GDR_QP_TIMEOUT >= 1 && MPIR_CVAR_CH4_GDR_QP_TIMEOUT <= 31 ?
             (uint8_t) MPIR_CVAR_CH4_GDR_QP_TIMEOUT : 0,
+        .srq_depth = MPIR_CVAR_CH4_GDR_SRQ_DEPTH > 0 ? (uint32_t) MPIR_CVAR_CH4_GDR_SRQ_DEPTH : 0,
+        .connect_timeout_ms = MPIR_CVAR_CH4_GDR_CONNECT_TIMEOUT > 0 ?
+            (uint32_t) MPIR_CVAR_CH4_GDR_CONNECT_TIMEOUT * 1000u : 0,
     };
     gdr_verbs_am_ops_t ops = {.deliver = deliver,.rndv_done = rndv_done };
     MPIDI_GDR_global.am = gdr_verbs_am_create(&MPIDI_GDR_global.device, rank, size, need_qp,
@@ -308,22 +383,30 @@ int MPIDI_GDR_am_start(void)
     MPIR_ERR_CHKANDJUMP1(MPIDI_GDR_global.am == NULL, mpi_errno, MPI_ERR_OTHER, "**gdr_device",
                          "**gdr_device %s", why);
 
-    bc_len = (int) gdr_verbs_am_card_size(MPIDI_GDR_global.am);
+    /* the channel's card, then one byte: the VCIs this rank will have (so that setting
+     * MPI_COMM_WORLD's VCIs needs no allgather over it, which would connect every rank
+     * to log(n) others before the program sends anything) */
+    int card_len = (int) gdr_verbs_am_card_size(MPIDI_GDR_global.am);
+    bc_len = card_len + 1;
     card = MPL_malloc(bc_len, MPL_MEM_OTHER);
-    MPIR_ERR_CHKANDJUMP1(card == NULL, mpi_errno, MPI_ERR_NO_MEM, "**nomem", "**nomem %s",
-                         "gdr business card");
+    MPIDI_GDR_global.world_vcis = MPL_malloc(size, MPL_MEM_OTHER);
+    MPIR_ERR_CHKANDJUMP1(card == NULL || MPIDI_GDR_global.world_vcis == NULL, mpi_errno,
+                         MPI_ERR_NO_MEM, "**nomem", "**nomem %s", "gdr business card");
     gdr_verbs_am_card(MPIDI_GDR_global.am, card);
-    /* every rank's card, in rank order; all cards have our size (same configuration) */
+    ((uint8_t *) card)[card_len] = (uint8_t) MPIDI_GDR_total_vcis(MPIR_CVAR_CH4_RESERVE_VCIS);
+    /* every rank's card, in rank order: a few bytes each, whatever the job size */
     table = MPL_malloc((size_t) bc_len * size, MPL_MEM_OTHER);
     MPIR_ERR_CHKANDJUMP1(table == NULL, mpi_errno, MPI_ERR_NO_MEM, "**nomem", "**nomem %s",
                          "gdr business card table");
     mpi_errno = MPIR_pmi_allgather(card, bc_len, table, bc_len, MPIR_PMI_DOMAIN_ALL);
     MPIR_ERR_CHECK(mpi_errno);
+    for (int i = 0; i < size; i++)
+        MPIDI_GDR_global.world_vcis[i] = ((uint8_t *) table)[(size_t) i * bc_len + card_len];
     for (int i = 0; i < size; i++) {
         if (!need_qp[i])
             continue;
-        if (gdr_verbs_am_connect(MPIDI_GDR_global.am, i, (char *) table + (size_t) i * bc_len,
-                                 (size_t) bc_len) != 0) {
+        if (gdr_verbs_am_add_peer(MPIDI_GDR_global.am, i, (char *) table + (size_t) i * bc_len,
+                                  (size_t) card_len) != 0) {
             mpi_errno = MPIDI_GDR_transport_error();
             goto fn_fail;
         }
@@ -335,9 +418,13 @@ int MPIDI_GDR_am_start(void)
     MPIDI_GDR_global.rma = gdr_verbs_rma_create(MPIDI_GDR_global.am, &rcfg, why, sizeof(why));
     MPIR_ERR_CHKANDJUMP1(MPIDI_GDR_global.rma == NULL, mpi_errno, MPI_ERR_OTHER,
                          "**gdr_device", "**gdr_device %s", why);
-    /* every QP of the job is ready to receive before anyone sends */
+    /* every rank knows every card before anyone asks for a connection */
     mpi_errno = MPIR_pmi_barrier();
     MPIR_ERR_CHECK(mpi_errno);
+    if (!MPIR_CVAR_CH4_GDR_LAZY_CONNECT) {
+        mpi_errno = connect_all(need_qp);
+        MPIR_ERR_CHECK(mpi_errno);
+    }
 
   fn_exit:
     MPL_free(table);
@@ -345,6 +432,8 @@ int MPIDI_GDR_am_start(void)
     MPL_free(need_qp);
     return mpi_errno;
   fn_fail:
+    MPL_free(MPIDI_GDR_global.world_vcis);
+    MPIDI_GDR_global.world_vcis = NULL;
     gdr_verbs_rma_destroy(MPIDI_GDR_global.rma);
     MPIDI_GDR_global.rma = NULL;
     if (MPIDI_GDR_global.am != NULL) {
@@ -372,16 +461,22 @@ int MPIDI_GDR_am_stop(void)
         const gdr_verbs_am_stats_t *st = gdr_verbs_am_stats(MPIDI_GDR_global.am);
         fprintf(stderr, "gdr: rank %d channel: %llu eager + %llu rendezvous sent, %llu + %llu "
                 "received, %llu queued for credits (%llu chained posts), %llu credit messages, "
-                "%llu empty polls, %llu sleeps (%llu woken by a completion)\n",
+                "%llu empty polls, %llu sleeps (%llu woken by a completion); %llu connections "
+                "(%llu handshake datagrams), %llu receive buffers, %llu bytes pinned\n",
                 MPIR_Process.rank, (unsigned long long) st->eager_sent,
                 (unsigned long long) st->rndv_sent, (unsigned long long) st->eager_recv,
                 (unsigned long long) st->rndv_recv, (unsigned long long) st->queued,
                 (unsigned long long) st->send_chains, (unsigned long long) st->credit_sent,
                 (unsigned long long) st->empty_polls, (unsigned long long) st->sleeps,
-                (unsigned long long) st->wakeups);
+                (unsigned long long) st->wakeups, (unsigned long long) st->connections,
+                (unsigned long long) st->handshakes_sent, (unsigned long long) st->recv_buffers,
+                (unsigned long long) st->pinned_bytes);
     }
     gdr_verbs_rma_destroy(MPIDI_GDR_global.rma);
     MPIDI_GDR_global.rma = NULL;
+    MPIDI_GDR_global.am_stats_kept = *gdr_verbs_am_stats(MPIDI_GDR_global.am);
+    MPL_free(MPIDI_GDR_global.world_vcis);
+    MPIDI_GDR_global.world_vcis = NULL;
     gdr_verbs_am_destroy(MPIDI_GDR_global.am);
     MPIDI_GDR_global.am = NULL;
     return mpi_errno;

@@ -49,12 +49,19 @@ int MPIDI_GDR_comm_set_vcis(MPIR_Comm * comm, int num_implicit, int num_reserved
     int mpi_errno = MPI_SUCCESS;
     MPIR_ERR_CHKANDJUMP1(num_implicit > 1, mpi_errno, MPI_ERR_OTHER, "**gdr_vcis",
                          "**gdr_vcis %d", num_implicit);
-    if (num_reserved < 0 || MPIR_ThreadInfo.isThreaded)
-        num_reserved = 0;
-    if (1 + num_reserved > MPIDI_CH4_MAX_VCIS)
-        num_reserved = MPIDI_CH4_MAX_VCIS - 1;
+    int total = MPIDI_GDR_total_vcis(num_reserved);
+    /* the world's counts came with the business cards (gdr_am.c): no messages, so no
+     * connections before the program's own */
+    if (comm == MPIR_Process.comm_world && MPIDI_GDR_global.world_vcis != NULL
+        && MPIDI_GDR_global.world_vcis[comm->rank] == total) {
+        for (int i = 0; i < comm->local_size; i++) {
+            all_num_vcis[i].n_vcis = 1;
+            all_num_vcis[i].n_total_vcis = MPIDI_GDR_global.world_vcis[i];
+        }
+        return MPI_SUCCESS;
+    }
     all_num_vcis[comm->rank].n_vcis = 1;
-    all_num_vcis[comm->rank].n_total_vcis = 1 + num_reserved;
+    all_num_vcis[comm->rank].n_total_vcis = total;
     mpi_errno = MPIR_Allgather_fallback(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, all_num_vcis,
                                         sizeof(MPIDI_num_vci_t), MPIR_BYTE_INTERNAL, comm,
                                         MPIR_COLL_ATTR_SYNC);

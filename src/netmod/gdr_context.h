@@ -35,6 +35,8 @@ struct MPIDI_GDR_context {
     MPIDI_GDR_gpudirect_t gpudirect;
     char gpudirect_why[256];    /* how the mode was chosen, for the start-up line */
     gdr_verbs_am_t *am;         /* AM channel to ranks on other nodes; NULL: none */
+    gdr_verbs_am_stats_t am_stats_kept; /* the channel's counters after it is gone (MPI_T) */
+    uint8_t *world_vcis;        /* [world size]: each rank's VCIs, from the cards; NULL: none */
     gdr_verbs_rma_t *rma;       /* one-sided operations on the channel's QPs */
     gdr_rma_engine_t engine;    /* the RMA engine over rma (its counters are MPI_T pvars) */
     int have_engine;            /* engine.net is set: rma exists */

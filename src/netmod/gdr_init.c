@@ -61,8 +61,49 @@ cvars:
       verbosity   : MPI_T_VERBOSITY_USER_BASIC
       scope       : MPI_T_SCOPE_LOCAL
       description : >-
-        Receive buffers (16 KiB each) posted per remote rank: the number of
-        eager messages a peer may have in flight before it waits for credits.
+        Eager messages (16 KiB buffers) a rank may have in flight to one peer
+        before it waits for credits.  The shared receive queue grows by this
+        many buffers for each rank that connects, up to
+        MPIR_CVAR_CH4_GDR_SRQ_DEPTH.
+
+    - name        : MPIR_CVAR_CH4_GDR_SRQ_DEPTH
+      category    : CH4_GDR
+      type        : int
+      default     : 1024
+      class       : none
+      verbosity   : MPI_T_VERBOSITY_USER_BASIC
+      scope       : MPI_T_SCOPE_LOCAL
+      description : >-
+        Most receive buffers (16 KiB each, pinned) in a rank's shared receive
+        queue, whatever the number of peers: 16 MiB at 1024.  Past it, peers
+        that send at once are paced by the NIC's receiver-not-ready retries
+        instead of more memory.
+
+    - name        : MPIR_CVAR_CH4_GDR_LAZY_CONNECT
+      category    : CH4_GDR
+      type        : boolean
+      default     : true
+      class       : none
+      verbosity   : MPI_T_VERBOSITY_USER_BASIC
+      scope       : MPI_T_SCOPE_LOCAL
+      description : >-
+        Make a rank's queue pair to another rank the first time either sends
+        to the other (a handshake over a UD queue pair), so ranks that never
+        talk hold nothing for each other.  false: connect every pair of ranks
+        on different nodes in MPI_Init.
+
+    - name        : MPIR_CVAR_CH4_GDR_CONNECT_TIMEOUT
+      category    : CH4_GDR
+      type        : int
+      default     : 300
+      class       : none
+      verbosity   : MPI_T_VERBOSITY_USER_BASIC
+      scope       : MPI_T_SCOPE_LOCAL
+      description : >-
+        Seconds a rank waits for another to answer its connection request
+        before it fails that connection.  The other rank answers from inside
+        any MPI call: raise this if ranks compute longer than that without
+        calling MPI while a peer first sends to them.  0: wait for ever.
 
 === END_MPI_T_CVAR_INFO_BLOCK ===
 */
@@ -106,6 +147,7 @@ int MPIDI_GDR_init_local(int *tag_bits)
     memset(&MPIDI_GDR_global, 0, sizeof(MPIDI_GDR_global));
     *tag_bits = MPIR_TAG_BITS_DEFAULT;
     MPIDI_GDR_rma_register_pvars();
+    MPIDI_GDR_am_register_pvars();
     mpi_errno = MPIDI_GDR_dynamic_register_handlers();
     MPIR_ERR_CHECK(mpi_errno);
     MPIDI_GDR_staged_register_pvars();

@@ -16,6 +16,9 @@
 /* gdr_am.c: bring the AM channel up when MPI_COMM_WORLD is committed, down at finalize. */
 int MPIDI_GDR_am_start(void);
 int MPIDI_GDR_am_stop(void);
+void MPIDI_GDR_am_register_pvars(void);
+/* The VCIs (1 + reserved) a rank has when MPICH asks for num_reserved. */
+int MPIDI_GDR_total_vcis(int num_reserved);
 /* The AM channel's last error as an MPI error (MPI_ERR_OTHER naming the peer). */
 int MPIDI_GDR_transport_error(void);
 /* gdr_rma.c: MPI_T counters (the engine's), registered at init. */

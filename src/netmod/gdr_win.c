@@ -115,7 +115,8 @@ static int win_table_init(MPIR_Win * win, int rdma)
     int n = win->comm_ptr->local_size, me = win->comm_ptr->rank;
     win_card_t *cards = MPL_calloc(n, sizeof(*cards), MPL_MEM_RMA);
 
-    /* RDMA needs the engine, and a queue pair to every rank it reaches */
+    /* RDMA needs the engine, and a path to every rank it reaches (queue pairs come with
+     * the first operation to each) */
     rdma = rdma && MPIDI_GDR_global.have_engine;
     int took = MPIDI_GDR_engine_enter(), made = cards != NULL
         && gdr_rma_win_init(w, &MPIDI_GDR_global.engine, win, n, me,

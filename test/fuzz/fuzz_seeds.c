@@ -61,22 +61,21 @@ static void seeds_am_wire(void)
 
 static void seeds_card(void)
 {
-    uint32_t qpn[4] = { 0, 0x11, 0x12, 0x13 };
-    gdr_verbs_card_t c = {.port_num = 1,.link_layer = 2,.mtu = 3,.lid = 0,.nranks = 4,
-        .qpn = qpn };
-    uint8_t m[2 + 64];
+    gdr_verbs_card_t c = {.port_num = 1,.link_layer = 2,.mtu = 3,.lid = 0,.ud_qpn = 0x11,
+        .nranks = 4 };
+    uint8_t m[2 + GDR_VERBS_CARD_BYTES];
     for (int i = 0; i < 16; i++)
         c.gid[i] = (uint8_t) (i == 10 || i == 11 ? 0xff : i * 3);
     m[0] = 4;
     m[1] = 0;
     gdr_verbs_card_encode(&c, m + 2);
-    write_seed("card", "roce-4-ranks", m, 2 + gdr_verbs_card_size(4));
+    write_seed("card", "roce-4-ranks", m, sizeof(m));
     c.nranks = 1;
     c.link_layer = 1;
     c.lid = 0x1234;
     m[0] = 1;
     gdr_verbs_card_encode(&c, m + 2);
-    write_seed("card", "ib-1-rank", m, 2 + gdr_verbs_card_size(1));
+    write_seed("card", "ib-1-rank", m, sizeof(m));
 }
 
 /* ---- dev_wire and dev_target ---------------------------------------------------------------- */

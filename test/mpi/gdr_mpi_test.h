@@ -193,7 +193,8 @@ static inline int gdr_pvar_read(MPI_T_pvar_session session, const char *name,
     int idx, count;
     MPI_T_pvar_handle h;
     *v = 0;
-    if (MPI_T_pvar_get_index(name, MPI_T_PVAR_CLASS_COUNTER, &idx) != MPI_SUCCESS)
+    if (MPI_T_pvar_get_index(name, MPI_T_PVAR_CLASS_COUNTER, &idx) != MPI_SUCCESS
+        && MPI_T_pvar_get_index(name, MPI_T_PVAR_CLASS_LEVEL, &idx) != MPI_SUCCESS)
         return -1;
     MPI_T_pvar_handle_alloc(session, idx, NULL, &h, &count);
     MPI_T_pvar_read(session, h, v);

@@ -3,6 +3,7 @@
 #endif
 #include "gdr_verbs_am.h"
 #include "gdr_verbs_card.h"
+#include "gdr_verbs_conn.h"
 #include "gdr_verbs_credit.h"
 #include "gdr_verbs_memhooks.h"
 #include "gdr_verbs_rcache.h"
@@ -25,6 +26,9 @@
 #define READ_CHUNK_MAX (1u << 30)
 #define READ_CHUNKS_MAX 4      /* read work requests in flight per payload */
 #define RNDV_MAX ((uint64_t) 1 << 40)   /* sanity bound on an announced payload */
+/* receive buffers the shared receive queue may hold when the caller names no bound
+ * (the device's own bound can be far larger: rxe's takes 130 MB of queue) */
+#define SRQ_DEPTH_DEFAULT 1024
 
 /* Every work request's wr_id points at a context whose first member is its kind
  * (gdr_verbs_wr_kind_t, shared with gdr_verbs_rma.c). */
@@ -48,11 +52,34 @@ typedef struct probe {
 /* empty polls between two looks at the clock while busy polling */
 #define IDLE_CLOCK_EVERY 1024
 
+/* A buffer of the shared receive queue: any peer's message may land in it. */
 typedef struct recv_buf {
     wr_kind_t kind;
-    int peer;
     char *addr;
 } recv_buf_t;
+
+/* The shared receive queue grows in chunks of recv_depth buffers, one registration
+ * each, as peers connect. */
+typedef struct recv_chunk {
+    struct recv_chunk *next;
+    char *mem;
+    struct ibv_mr *mr;
+    recv_buf_t *bufs;
+    uint32_t n;
+} recv_chunk_t;
+
+/* Datagrams of the connection handshake (gdr_verbs_conn.h): a few registered buffers
+ * for receiving (each behind the 40-byte GRH the device writes first) and sending. */
+#define UD_GRH_BYTES 40
+#define UD_BUF_BYTES 128
+#define UD_RECV_COUNT 64
+#define UD_SEND_COUNT 16
+
+typedef struct ud_buf {
+    wr_kind_t kind;
+    char *addr;
+    struct ud_buf *next_free;   /* send buffers */
+} ud_buf_t;
 
 typedef struct send_slot {
     wr_kind_t kind;
@@ -116,16 +143,30 @@ typedef struct rndv_send {
 } rndv_send_t;
 
 typedef struct ep {
-    struct ibv_qp *qp;
+    struct ibv_qp *qp;          /* made on first use (conn), then connected */
+    gdr_verbs_conn_t conn;
+    gdr_verbs_card_t card;      /* how to reach the peer: valid if has_card */
+    struct ibv_ah *ah;          /* for handshake datagrams, made on first use */
+    uint8_t reach, has_card;
     gdr_verbs_credit_t credit;
     pending_msg_t *q_head, *q_tail;
     rndv_read_t *r_head, *r_tail;
     inbound_t *in_head, *in_tail;       /* in-order delivery queue */
     uint32_t reads_in_flight;
     probe_t probe;
-    int connected;              /* ready to send: probes may go */
+    int connected;              /* ready to send: messages and probes may go */
     int failed;
 } ep_t;
+
+/* A peer this rank never talks with costs its ep_t (and its card inside): DESIGN's
+ * bound for idle-peer state. */
+_Static_assert(sizeof(ep_t) <= 1024, "idle-peer state must stay within 1 KiB");
+
+/* Which peer a receive came from: the local QP number a completion names, looked up. */
+typedef struct qp_slot {
+    uint32_t qpn;               /* 0: empty */
+    int peer;
+} qp_slot_t;
 
 struct gdr_verbs_am {
     gdr_verbs_device_t *dev;
@@ -137,9 +178,23 @@ struct gdr_verbs_am {
     struct ibv_comp_channel *events;    /* wakes gdr_verbs_am_wait(); NULL: cannot sleep */
     int armed;                  /* the CQ will raise an event at its next completion */
     ep_t *eps;
-    char *recv_mem;
-    struct ibv_mr *recv_mr;
-    recv_buf_t *recv_bufs;
+    int *active;                /* peers with a QP, in the order they got one */
+    int nactive;
+    qp_slot_t *qpmap;
+    uint32_t qpmap_cap;         /* a power of two, at least twice nactive */
+    struct ibv_srq *srq;
+    uint32_t srq_cap;           /* receive buffers the SRQ may hold */
+    recv_chunk_t *chunks;
+    uint32_t cq_cap, cq_need;   /* completion queue entries: allocated, needed */
+    uint32_t qp_send_wr;        /* send work requests of one RC QP */
+    struct ibv_qp *ud;          /* connection requests */
+    char *ud_mem;
+    struct ibv_mr *ud_mr;
+    ud_buf_t ud_bufs[UD_RECV_COUNT + UD_SEND_COUNT];
+    ud_buf_t *ud_free;          /* send buffers not in flight */
+    int connecting;             /* peers in the handshake */
+    uint32_t timer_polls;       /* progress calls since the handshake timers were looked at */
+    int nconnected;
     char *send_mem;
     struct ibv_mr *send_mr;
     send_slot_t *slots;
@@ -204,15 +259,365 @@ static int fail(gdr_verbs_am_t *am, const char *fmt, ...)
     return -1;
 }
 
-static int post_recv(gdr_verbs_am_t *am, recv_buf_t *rb)
+static int post_recv(gdr_verbs_am_t *am, recv_buf_t *rb, uint32_t lkey)
 {
     struct ibv_sge sge = {
-        .addr = (uintptr_t) rb->addr,.length = (uint32_t) am->cfg.buf_size,.lkey = am->recv_mr->lkey
+        .addr = (uintptr_t) rb->addr,.length = (uint32_t) am->cfg.buf_size,.lkey = lkey
     };
     struct ibv_recv_wr wr = {.wr_id = (uintptr_t) rb,.sg_list = &sge,.num_sge = 1 }, *bad;
-    if (ibv_post_recv(am->eps[rb->peer].qp, &wr, &bad) != 0)
-        return fail(am, "posting a receive buffer for rank %d failed: %s", rb->peer,
+    if (ibv_post_srq_recv(am->srq, &wr, &bad) != 0)
+        return fail(am, "posting a receive buffer to the shared receive queue of %s failed: %s",
+                    am->dev->name, strerror(errno));
+    return 0;
+}
+
+/* The registration a receive buffer belongs to (few chunks: a short walk). */
+static uint32_t recv_lkey(const gdr_verbs_am_t *am, const recv_buf_t *rb)
+{
+    for (const recv_chunk_t *c = am->chunks; c != NULL; c = c->next) {
+        if (rb >= c->bufs && rb < c->bufs + c->n)
+            return c->mr->lkey;
+    }
+    return 0;
+}
+
+/* Adds up to recv_depth buffers to the shared receive queue (a peer is connecting),
+ * as long as it holds fewer than srq_cap. */
+static int grow_srq(gdr_verbs_am_t *am)
+{
+    uint32_t have = (uint32_t) am->stats.recv_buffers, n = am->cfg.recv_depth;
+    if (have >= am->srq_cap)
+        return 0;
+    if (n > am->srq_cap - have)
+        n = am->srq_cap - have;
+    recv_chunk_t *c = calloc(1, sizeof(*c));
+    size_t bytes = (size_t) n * am->cfg.buf_size;
+    if (c == NULL || posix_memalign((void **) &c->mem, 4096, bytes) != 0
+        || (c->bufs = calloc(n, sizeof(recv_buf_t))) == NULL) {
+        if (c != NULL) {
+            free(c->mem);
+            free(c);
+        }
+        return fail(am, "out of memory for %u receive buffers", n);
+    }
+    c->mr = ibv_reg_mr(am->dev->pd, c->mem, bytes, IBV_ACCESS_LOCAL_WRITE);
+    if (c->mr == NULL) {
+        free(c->bufs);
+        free(c->mem);
+        free(c);
+        return fail(am, "registering %zu bytes of receive buffers on %s failed: %s (raise "
+                    "ulimit -l, or lower MPIR_CVAR_CH4_GDR_SRQ_DEPTH)", bytes, am->dev->name,
                     strerror(errno));
+    }
+    c->n = n;
+    c->next = am->chunks;
+    am->chunks = c;
+    am->stats.pinned_bytes += bytes;
+    for (uint32_t k = 0; k < n; k++) {
+        c->bufs[k].kind = WR_RECV;
+        c->bufs[k].addr = c->mem + (size_t) k * am->cfg.buf_size;
+        if (post_recv(am, &c->bufs[k], c->mr->lkey) != 0)
+            return -1;
+        am->stats.recv_buffers++;
+    }
+    return 0;
+}
+
+/* Room in the completion queue for one more QP's sends (and the receive buffers it
+ * brought): grown by doubling, so a job that talks to few peers keeps a small one. */
+static int grow_cq(gdr_verbs_am_t *am)
+{
+    uint32_t need = am->cq_need + am->qp_send_wr + am->cfg.recv_depth;
+    if (need > (uint32_t) am->dev->attr.max_cqe)
+        need = (uint32_t) am->dev->attr.max_cqe;
+    if (need > am->cq_cap) {
+        uint32_t want = 2 * am->cq_cap > need ? 2 * am->cq_cap : need;
+        if (want > (uint32_t) am->dev->attr.max_cqe)
+            want = (uint32_t) am->dev->attr.max_cqe;
+        if (ibv_resize_cq(am->cq, (int) want) != 0)
+            return fail(am, "growing the completion queue of %s to %u entries failed: %s "
+                        "(a peer more to talk to)", am->dev->name, want, strerror(errno));
+        am->cq_cap = (uint32_t) am->cq->cqe;
+    }
+    am->cq_need = need;
+    return 0;
+}
+
+static uint32_t qp_hash(uint32_t qpn, uint32_t cap)
+{
+    return (qpn * 2654435761u) & (cap - 1);
+}
+
+static void qpmap_put(qp_slot_t *map, uint32_t cap, uint32_t qpn, int peer)
+{
+    uint32_t i = qp_hash(qpn, cap);
+    while (map[i].qpn != 0)
+        i = (i + 1) & (cap - 1);
+    map[i].qpn = qpn;
+    map[i].peer = peer;
+}
+
+/* Remembers peer's QP, and which peers have one. */
+static int add_active(gdr_verbs_am_t *am, int peer, uint32_t qpn)
+{
+    if (2 * (uint32_t) (am->nactive + 1) > am->qpmap_cap) {
+        uint32_t cap = am->qpmap_cap ? 2 * am->qpmap_cap : 16;
+        qp_slot_t *map = calloc(cap, sizeof(*map));
+        int *act = realloc(am->active, (cap / 2) * sizeof(int));
+        if (map == NULL || act == NULL) {
+            free(map);
+            if (act != NULL)
+                am->active = act;
+            return fail(am, "out of memory tracking %d connected peers", am->nactive + 1);
+        }
+        am->active = act;
+        for (uint32_t i = 0; i < am->qpmap_cap; i++) {
+            if (am->qpmap[i].qpn != 0)
+                qpmap_put(map, cap, am->qpmap[i].qpn, am->qpmap[i].peer);
+        }
+        free(am->qpmap);
+        am->qpmap = map;
+        am->qpmap_cap = cap;
+    }
+    qpmap_put(am->qpmap, am->qpmap_cap, qpn, peer);
+    am->active[am->nactive++] = peer;
+    return 0;
+}
+
+/* The peer whose RC queue pair has local number qpn; -1 if none. */
+static int peer_of_qp(const gdr_verbs_am_t *am, uint32_t qpn)
+{
+    if (am->qpmap_cap == 0)
+        return -1;
+    for (uint32_t i = qp_hash(qpn, am->qpmap_cap);; i = (i + 1) & (am->qpmap_cap - 1)) {
+        if (am->qpmap[i].qpn == qpn)
+            return am->qpmap[i].peer;
+        if (am->qpmap[i].qpn == 0)
+            return -1;
+    }
+}
+
+static int64_t now_ns(void)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (int64_t) t.tv_sec * 1000000000LL + t.tv_nsec;
+}
+
+static int ud_post_recv(gdr_verbs_am_t *am, ud_buf_t *b)
+{
+    struct ibv_sge sge = {.addr = (uintptr_t) b->addr,.length = UD_BUF_BYTES,
+        .lkey = am->ud_mr->lkey };
+    struct ibv_recv_wr wr = {.wr_id = (uintptr_t) b,.sg_list = &sge,.num_sge = 1 }, *bad;
+    if (ibv_post_recv(am->ud, &wr, &bad) != 0)
+        return fail(am, "posting a connection-request buffer on %s failed: %s", am->dev->name,
+                    strerror(errno));
+    return 0;
+}
+
+/* The UD queue pair and its buffers. */
+static int ud_start(gdr_verbs_am_t *am, char *why, size_t why_len)
+{
+    am->ud = gdr_verbs_qp_create_ud(am->dev, am->cq, UD_SEND_COUNT, UD_RECV_COUNT, why, why_len);
+    if (am->ud == NULL)
+        return -1;
+    size_t bytes = (size_t) (UD_RECV_COUNT + UD_SEND_COUNT) * UD_BUF_BYTES;
+    if (posix_memalign((void **) &am->ud_mem, 4096, bytes) != 0
+        || (am->ud_mr = ibv_reg_mr(am->dev->pd, am->ud_mem, bytes, IBV_ACCESS_LOCAL_WRITE)) == NULL) {
+        snprintf(why, why_len, "registering %zu bytes of connection-request buffers on %s "
+                 "failed: %s (raise ulimit -l)", bytes, am->dev->name, strerror(errno));
+        return -1;
+    }
+    am->stats.pinned_bytes += bytes;
+    for (int i = 0; i < UD_RECV_COUNT + UD_SEND_COUNT; i++) {
+        ud_buf_t *b = &am->ud_bufs[i];
+        b->addr = am->ud_mem + (size_t) i * UD_BUF_BYTES;
+        if (i < UD_RECV_COUNT) {
+            b->kind = WR_UD_RECV;
+            if (ud_post_recv(am, b) != 0) {
+                snprintf(why, why_len, "%s", am->error);
+                return -1;
+            }
+        } else {
+            b->kind = WR_UD_SEND;
+            b->next_free = am->ud_free;
+            am->ud_free = b;
+        }
+    }
+    return 0;
+}
+
+/* One handshake datagram to peer.  With no send buffer free it is not sent: the
+ * handshake's retransmission makes up for it, as for a lost one. */
+static int ud_send(gdr_verbs_am_t *am, int peer, gdr_verbs_conn_msg_kind_t kind)
+{
+    ep_t *ep = &am->eps[peer];
+    char why[256];
+    if (ep->ah == NULL && (ep->ah = gdr_verbs_qp_ah(am->dev, &ep->card, why, sizeof(why))) == NULL)
+        return gdr_verbs_am_fail_peer(am, peer, "connecting to rank %d: %s", peer, why);
+    ud_buf_t *b = am->ud_free;
+    if (b == NULL)
+        return 0;
+    gdr_verbs_conn_msg_t m = {.kind = kind,.src_rank = (uint32_t) am->rank,
+        .qpn = ep->qp->qp_num,.nranks = (uint32_t) am->nranks };
+    gdr_verbs_conn_msg_encode(&m, b->addr);
+    struct ibv_sge sge = {.addr = (uintptr_t) b->addr,.length = GDR_CONN_WIRE_BYTES,
+        .lkey = am->ud_mr->lkey };
+    struct ibv_send_wr wr, *bad;
+    memset(&wr, 0, sizeof(wr));
+    wr.wr_id = (uintptr_t) b;
+    wr.sg_list = &sge;
+    wr.num_sge = 1;
+    wr.opcode = IBV_WR_SEND;
+    wr.send_flags = IBV_SEND_SIGNALED;
+    wr.wr.ud.ah = ep->ah;
+    wr.wr.ud.remote_qpn = ep->card.ud_qpn;
+    wr.wr.ud.remote_qkey = GDR_VERBS_UD_QKEY;
+    if (ibv_post_send(am->ud, &wr, &bad) != 0)
+        return fail(am, "sending a connection request to rank %d failed: %s", peer,
+                    strerror(errno));
+    am->ud_free = b->next_free;
+    am->stats.handshakes_sent++;
+    return 0;
+}
+
+static gdr_verbs_qp_caps_t rc_caps(const gdr_verbs_am_t *am)
+{
+    gdr_verbs_qp_caps_t caps = {
+        .max_send_wr = am->qp_send_wr,
+        .max_inline = 128,
+        .max_send_sge = 16,     /* one-sided gathers and scatters (gdr_verbs_rma_writev) */
+    };
+    return caps;
+}
+
+/* peer's RC queue pair, in INIT, its receives from the shared queue (grown for it). */
+static int make_qp(gdr_verbs_am_t *am, int peer)
+{
+    ep_t *ep = &am->eps[peer];
+    char why[256];
+    if (grow_cq(am) != 0)
+        return -1;
+    gdr_verbs_qp_caps_t c = rc_caps(am);
+    ep->qp = gdr_verbs_qp_create(am->dev, am->cq, am->srq, &c, why, sizeof(why));
+    if (ep->qp == NULL)
+        return gdr_verbs_am_fail_peer(am, peer, "connecting to rank %d: %s", peer, why);
+    if (am->nactive == 0 || c.max_inline < am->max_inline)
+        am->max_inline = c.max_inline;
+    if (c.max_send_sge < am->max_sge)
+        am->max_sge = c.max_send_sge;
+    if (add_active(am, peer, ep->qp->qp_num) != 0)
+        return -1;
+    return grow_srq(am);
+}
+
+/* Carries out what the handshake asks for. */
+static int conn_do(gdr_verbs_am_t *am, int peer, unsigned todo)
+{
+    ep_t *ep = &am->eps[peer];
+    char why[256];
+    if ((todo & GDR_CONN_DO_CREATE_QP) && make_qp(am, peer) != 0)
+        return -1;
+    if ((todo & GDR_CONN_DO_CREATE_QP) && !(todo & GDR_CONN_DO_READY))
+        am->connecting++;
+    if ((todo & GDR_CONN_DO_CONNECT_QP)
+        && gdr_verbs_qp_connect(ep->qp, am->dev, &ep->card, ep->conn.remote_qpn,
+                                am->cfg.qp_timeout, why, sizeof(why)) != 0)
+        return gdr_verbs_am_fail_peer(am, peer, "connecting to rank %d: %s", peer, why);
+    if ((todo & GDR_CONN_DO_SEND_REQ) && ud_send(am, peer, GDR_CONN_MSG_REQ) != 0)
+        return -1;
+    if ((todo & GDR_CONN_DO_SEND_REP) && ud_send(am, peer, GDR_CONN_MSG_REP) != 0)
+        return -1;
+    if ((todo & GDR_CONN_DO_SEND_RTU) && ud_send(am, peer, GDR_CONN_MSG_RTU) != 0)
+        return -1;
+    if (todo & GDR_CONN_DO_READY) {
+        ep->connected = 1;
+        am->connecting--;
+        am->nconnected++;
+        am->stats.connections++;
+    }
+    if (todo & GDR_CONN_DO_FAIL) {
+        am->connecting--;
+        return gdr_verbs_am_fail_peer(am, peer, "connecting to rank %d failed: %s within %u s "
+                                      "(is it alive, and calling MPI?  Raise "
+                                      "MPIR_CVAR_CH4_GDR_CONNECT_TIMEOUT if ranks compute "
+                                      "that long without MPI calls)", peer, ep->conn.why,
+                                      am->cfg.connect_timeout_ms / 1000);
+    }
+    return 0;
+}
+
+/* The loopback QP: connected to itself, no handshake (one-sided atomics on our own
+ * window; messages to ourselves too, if any). */
+static int connect_self(gdr_verbs_am_t *am)
+{
+    ep_t *ep = &am->eps[am->rank];
+    char why[256];
+    if (make_qp(am, am->rank) != 0)
+        return -1;
+    if (gdr_verbs_qp_connect(ep->qp, am->dev, &ep->card, ep->qp->qp_num, am->cfg.qp_timeout,
+                             why, sizeof(why)) != 0)
+        return gdr_verbs_am_fail_peer(am, am->rank, "the loopback queue pair: %s", why);
+    ep->conn.state = GDR_CONN_READY;
+    ep->connected = 1;
+    return 0;
+}
+
+int gdr_verbs_am_want_qp(gdr_verbs_am_t *am, int peer)
+{
+    if (peer < 0 || peer >= am->nranks || !am->eps[peer].reach || !am->eps[peer].has_card) {
+        return fail(am, "no path to rank %d through %s for a queue pair", peer, am->dev->name);
+    }
+    ep_t *ep = &am->eps[peer];
+    if (ep->failed || am->failed)
+        return -1;
+    if (ep->connected)
+        return 1;
+    if (peer == am->rank)
+        return connect_self(am) == 0 ? 1 : -1;
+    if (ep->conn.state == GDR_CONN_IDLE && conn_do(am, peer, gdr_verbs_conn_start(&ep->conn,
+                                                                                now_ns())) != 0)
+        return -1;
+    return ep->connected;
+}
+
+/* A handshake datagram arrived (after the GRH): checked, then handed to its peer's
+ * handshake.  Strays (another job, a garbled datagram) are dropped. */
+static int on_ud_recv(gdr_verbs_am_t *am, ud_buf_t *b, const struct ibv_wc *wc)
+{
+    gdr_verbs_conn_msg_t m;
+    int rc = 0;
+    if (wc->byte_len >= UD_GRH_BYTES
+        && gdr_verbs_conn_msg_decode(b->addr + UD_GRH_BYTES, wc->byte_len - UD_GRH_BYTES,
+                                     &m) == 0
+        && m.nranks == (uint32_t) am->nranks && m.src_rank < (uint32_t) am->nranks
+        && (int) m.src_rank != am->rank) {
+        ep_t *ep = &am->eps[m.src_rank];
+        if (ep->reach && ep->has_card && ep->card.ud_qpn == wc->src_qp && !ep->failed)
+            rc = conn_do(am, (int) m.src_rank, gdr_verbs_conn_on_msg(&ep->conn, m.kind, m.qpn,
+                                                                     now_ns()));
+    }
+    if (rc == 0)
+        rc = ud_post_recv(am, b);
+    return rc;
+}
+
+/* Retransmissions and timeouts of the handshakes under way.  The clock is read every
+ * few calls only: under User-Mode Linux (maint/rxe) a clock read is a system call. */
+static int conn_timers(gdr_verbs_am_t *am)
+{
+    if (am->connecting == 0 || ++am->timer_polls < 64)
+        return 0;
+    am->timer_polls = 0;
+    int64_t now = now_ns(), timeout = (int64_t) am->cfg.connect_timeout_ms * 1000000LL;
+    for (int k = 0; k < am->nactive; k++) {
+        int peer = am->active[k];
+        ep_t *ep = &am->eps[peer];
+        if (ep->failed || ep->connected)
+            continue;
+        if (conn_do(am, peer, gdr_verbs_conn_on_timer(&ep->conn, now, timeout)) != 0)
+            return -1;
+    }
     return 0;
 }
 
@@ -286,7 +691,7 @@ static void *reserve(gdr_verbs_am_t *am, int peer, size_t len, send_slot_t **slo
     ep_t *ep = &am->eps[peer];
     *slot = NULL;
     *pm = NULL;
-    if (ep->q_head == NULL && gdr_verbs_credit_can_send_data(&ep->credit)
+    if (ep->connected && ep->q_head == NULL && gdr_verbs_credit_can_send_data(&ep->credit)
         && am->free_slots != NULL) {
         *slot = take_slot(am);
         return (*slot)->addr;
@@ -314,13 +719,15 @@ static int commit(gdr_verbs_am_t *am, int peer, size_t len, send_slot_t *slot, p
     return 0;
 }
 
+/* A message for peer may be queued: the peer is reachable, and its connection is made
+ * or under way (started here: the message waits for it). */
 static int check_peer(gdr_verbs_am_t *am, int peer)
 {
-    if (peer < 0 || peer >= am->nranks || am->eps[peer].qp == NULL)
-        return fail(am, "no connection to rank %d through %s", peer, am->dev->name);
+    if (peer < 0 || peer >= am->nranks || !am->eps[peer].reach || !am->eps[peer].has_card)
+        return fail(am, "no path to rank %d through %s", peer, am->dev->name);
     if (am->eps[peer].failed)
         return fail(am, "the connection to rank %d has failed earlier", peer);
-    return 0;
+    return gdr_verbs_am_want_qp(am, peer) < 0 ? -1 : 0;
 }
 
 static int send_simple(gdr_verbs_am_t *am, int peer, gdr_verbs_msg_kind_t kind, uint32_t handler,
@@ -344,12 +751,11 @@ static int send_simple(gdr_verbs_am_t *am, int peer, gdr_verbs_msg_kind_t kind, 
 }
 
 gdr_verbs_am_t *gdr_verbs_am_create(gdr_verbs_device_t *dev, int rank, int nranks,
-                                    const uint8_t *need_qp, const gdr_verbs_am_config_t *cfg,
+                                    const uint8_t *reach, const gdr_verbs_am_config_t *cfg,
                                     const gdr_verbs_am_ops_t *ops, void *ctx,
                                     char *why, size_t why_len)
 {
     gdr_verbs_am_t *am = calloc(1, sizeof(*am));
-    int npeers = 0;
 
     if (am == NULL) {
         snprintf(why, why_len, "out of memory creating the AM channel");
@@ -365,22 +771,52 @@ gdr_verbs_am_t *gdr_verbs_am_create(gdr_verbs_device_t *dev, int rank, int nrank
     am->eps = calloc((size_t) nranks, sizeof(ep_t));
     if (am->eps == NULL)
         goto oom;
-    for (int i = 0; i < nranks; i++)
-        npeers += need_qp[i] != 0;
+    for (int i = 0; i < nranks; i++) {
+        am->eps[i].reach = reach[i] != 0;
+        gdr_verbs_credit_init(&am->eps[i].credit, cfg->recv_depth);
+        am->eps[i].probe.kind = WR_PROBE;
+        am->eps[i].probe.peer = i;
+    }
+    am->qp_send_wr = cfg->recv_depth + READ_CHUNKS_MAX * cfg->max_reads + 8 + cfg->rma_depth;
+    am->max_sge = 16;
 
-    size_t cqe = (size_t) npeers * (2 * cfg->recv_depth + READ_CHUNKS_MAX * cfg->max_reads + 8
-                                    + cfg->rma_depth) + cfg->send_slots + 16;
-    if (cqe > (size_t) dev->attr.max_cqe)
-        cqe = (size_t) dev->attr.max_cqe;
+    /* the shared receive queue: buffers are added as peers connect, up to srq_cap */
+    uint32_t dev_srq = dev->attr.max_srq_wr > 0 ? (uint32_t) dev->attr.max_srq_wr : 0;
+    if (dev->attr.max_srq == 0 || dev_srq == 0) {
+        snprintf(why, why_len, "%s has no shared receive queues, which gdr needs", dev->name);
+        goto fail;
+    }
+    am->srq_cap = cfg->srq_depth > 0 ? cfg->srq_depth : SRQ_DEPTH_DEFAULT;
+    if (am->srq_cap > dev_srq)
+        am->srq_cap = dev_srq;
+    /* one peer alone never meets a receiver-not-ready: its credits fit (Soft-RoCE pays
+     * ~10 ms and a go-back-N resend per RNR NAK, measured) */
+    if (am->srq_cap < cfg->recv_depth)
+        am->srq_cap = cfg->recv_depth < dev_srq ? cfg->recv_depth : dev_srq;
+    struct ibv_srq_init_attr sattr = {.attr = {.max_wr = am->srq_cap,.max_sge = 1 } };
+    am->srq = ibv_create_srq(dev->pd, &sattr);
+    if (am->srq == NULL) {
+        snprintf(why, why_len, "ibv_create_srq(%s, %u buffers) failed: %s (lower "
+                 "MPIR_CVAR_CH4_GDR_SRQ_DEPTH)", dev->name, am->srq_cap, strerror(errno));
+        goto fail;
+    }
+
+    /* the completion queue starts with room for the handshake and the bounce buffers;
+     * each QP made adds room for its sends and receives (grow_cq) */
+    am->cq_need = UD_RECV_COUNT + UD_SEND_COUNT + cfg->send_slots + 16;
+    uint32_t cqe = 2 * am->cq_need;
+    if (cqe > (uint32_t) dev->attr.max_cqe)
+        cqe = (uint32_t) dev->attr.max_cqe;
     /* without a completion channel the channel still works; gdr_verbs_am_wait() then
      * only yields */
     am->events = ibv_create_comp_channel(dev->context);
     am->cq = ibv_create_cq(dev->context, (int) cqe, NULL, am->events, 0);
     if (am->cq == NULL) {
-        snprintf(why, why_len, "ibv_create_cq(%s, %zu entries) failed: %s", dev->name, cqe,
+        snprintf(why, why_len, "ibv_create_cq(%s, %u entries) failed: %s", dev->name, cqe,
                  strerror(errno));
         goto fail;
     }
+    am->cq_cap = (uint32_t) am->cq->cqe;
 
     /* bounce buffers for outgoing messages */
     size_t send_bytes = (size_t) cfg->send_slots * cfg->buf_size;
@@ -393,26 +829,12 @@ gdr_verbs_am_t *gdr_verbs_am_create(gdr_verbs_device_t *dev, int rank, int nrank
                  "(raise ulimit -l)", send_bytes, dev->name, strerror(errno));
         goto fail;
     }
+    am->stats.pinned_bytes += send_bytes;
     for (uint32_t i = 0; i < cfg->send_slots; i++) {
         am->slots[i].kind = WR_SEND;
         am->slots[i].addr = am->send_mem + (size_t) i * cfg->buf_size;
         am->slots[i].next_free = am->free_slots;
         am->free_slots = &am->slots[i];
-    }
-
-    /* receive buffers, recv_depth per peer */
-    size_t nrecv = (size_t) npeers * cfg->recv_depth;
-    size_t recv_bytes = nrecv * cfg->buf_size;
-    if (nrecv > 0) {
-        if (posix_memalign((void **) &am->recv_mem, 4096, recv_bytes) != 0)
-            goto oom;
-        am->recv_mr = ibv_reg_mr(dev->pd, am->recv_mem, recv_bytes, IBV_ACCESS_LOCAL_WRITE);
-        am->recv_bufs = calloc(nrecv, sizeof(recv_buf_t));
-        if (am->recv_mr == NULL || am->recv_bufs == NULL) {
-            snprintf(why, why_len, "registering %zu bytes of receive buffers on %s failed: %s "
-                     "(raise ulimit -l)", recv_bytes, dev->name, strerror(errno));
-            goto fail;
-        }
     }
 
     gdr_verbs_rcache_ops_t rops = {.reg = reg_for_read,.dereg = dereg_mr };
@@ -423,40 +845,8 @@ gdr_verbs_am_t *gdr_verbs_am_create(gdr_verbs_device_t *dev, int rank, int nrank
         snprintf(why, why_len, "too many registration caches in this process");
         goto fail;
     }
-
-    gdr_verbs_qp_caps_t caps = {
-        .max_send_wr = cfg->recv_depth + READ_CHUNKS_MAX * cfg->max_reads + 8 + cfg->rma_depth,
-        .max_recv_wr = cfg->recv_depth,
-        .max_inline = 128,
-        .max_send_sge = 16,     /* one-sided gathers and scatters (gdr_verbs_rma_writev) */
-    };
-    am->max_sge = caps.max_send_sge;
-    size_t next = 0;
-    for (int i = 0; i < nranks; i++) {
-        ep_t *ep = &am->eps[i];
-        if (!need_qp[i])
-            continue;
-        gdr_verbs_qp_caps_t c = caps;
-        ep->qp = gdr_verbs_qp_create(dev, am->cq, &c, why, why_len);
-        if (ep->qp == NULL)
-            goto fail;
-        am->max_inline = c.max_inline;
-        if (c.max_send_sge < am->max_sge)
-            am->max_sge = c.max_send_sge;
-        gdr_verbs_credit_init(&ep->credit, cfg->recv_depth);
-        ep->probe.kind = WR_PROBE;
-        ep->probe.peer = i;
-        for (uint32_t k = 0; k < cfg->recv_depth; k++, next++) {
-            recv_buf_t *rb = &am->recv_bufs[next];
-            rb->kind = WR_RECV;
-            rb->peer = i;
-            rb->addr = am->recv_mem + next * cfg->buf_size;
-            if (post_recv(am, rb) != 0) {
-                snprintf(why, why_len, "%s", am->error);
-                goto fail;
-            }
-        }
-    }
+    if (ud_start(am, why, why_len) != 0)
+        goto fail;
     return am;
 
   oom:
@@ -468,53 +858,35 @@ gdr_verbs_am_t *gdr_verbs_am_create(gdr_verbs_device_t *dev, int rank, int nrank
 
 size_t gdr_verbs_am_card_size(const gdr_verbs_am_t *am)
 {
-    return gdr_verbs_card_size((uint32_t) am->nranks);
+    (void) am;
+    return GDR_VERBS_CARD_BYTES;
 }
 
 void gdr_verbs_am_card(const gdr_verbs_am_t *am, void *buf)
 {
-    uint32_t *qpn = calloc((size_t) am->nranks, sizeof(uint32_t));
     gdr_verbs_card_t card = {
         .port_num = am->dev->port_num,.link_layer = (uint8_t) am->dev->link_layer,
         .mtu = (uint8_t) am->dev->active_mtu,.lid = am->dev->lid,
-        .nranks = (uint32_t) am->nranks,.qpn = qpn
+        .ud_qpn = am->ud->qp_num,.nranks = (uint32_t) am->nranks
     };
     memcpy(card.gid, am->dev->gid, 16);
-    for (int i = 0; qpn != NULL && i < am->nranks; i++)
-        qpn[i] = am->eps[i].qp ? am->eps[i].qp->qp_num : 0;
-    if (qpn != NULL)
-        gdr_verbs_card_encode(&card, buf);
-    else
-        memset(buf, 0, gdr_verbs_card_size(card.nranks));      /* decodes as invalid */
-    free(qpn);
+    gdr_verbs_card_encode(&card, buf);
 }
 
-int gdr_verbs_am_connect(gdr_verbs_am_t *am, int peer, const void *buf, size_t len)
+int gdr_verbs_am_add_peer(gdr_verbs_am_t *am, int peer, const void *buf, size_t len)
 {
-    gdr_verbs_card_t card;
-    char why[256];
-    int rc = -1;
+    if (peer < 0 || peer >= am->nranks || !am->eps[peer].reach)
+        return fail(am, "rank %d is not reached through %s", peer, am->dev->name);
+    if (gdr_verbs_card_decode(buf, len, (uint32_t) am->nranks, &am->eps[peer].card) != 0)
+        return fail(am, "the business card of rank %d is not a gdr card (version %d) for %d "
+                    "ranks (mixed builds?)", peer, GDR_VERBS_CARD_VERSION, am->nranks);
+    am->eps[peer].has_card = 1;
+    return 0;
+}
 
-    if (check_peer(am, peer) != 0)
-        return -1;
-    card.qpn = calloc((size_t) am->nranks, sizeof(uint32_t));
-    if (card.qpn == NULL)
-        return fail(am, "out of memory decoding the card of rank %d", peer);
-    if (gdr_verbs_card_decode(buf, len, (uint32_t) am->nranks, &card) != 0)
-        fail(am, "the business card of rank %d is not a gdr card for %d ranks (mixed builds?)",
-             peer, am->nranks);
-    else if (card.qpn[am->rank] == 0)
-        fail(am, "rank %d has no queue pair for rank %d (it sees no RDMA path to us)", peer,
-             am->rank);
-    else if (gdr_verbs_qp_connect(am->eps[peer].qp, am->dev, &card, card.qpn[am->rank],
-                                  am->cfg.qp_timeout, why, sizeof(why)) != 0)
-        fail(am, "connecting to rank %d: %s", peer, why);
-    else {
-        am->eps[peer].connected = 1;
-        rc = 0;
-    }
-    free(card.qpn);
-    return rc;
+int gdr_verbs_am_connect_peer(gdr_verbs_am_t *am, int peer)
+{
+    return gdr_verbs_am_want_qp(am, peer);
 }
 
 size_t gdr_verbs_am_eager_limit(const gdr_verbs_am_t *am, size_t am_hdr_sz)
@@ -811,38 +1183,41 @@ static int finish_send(gdr_verbs_am_t *am, int peer, uint64_t cookie)
     return 0;
 }
 
-static int on_recv(gdr_verbs_am_t *am, recv_buf_t *rb, uint32_t byte_len)
+static int on_recv(gdr_verbs_am_t *am, int peer, recv_buf_t *rb, uint32_t byte_len)
 {
     gdr_verbs_msg_t m;
-    ep_t *ep = &am->eps[rb->peer];
+    ep_t *ep = &am->eps[peer];
     gdr_verbs_wire_status_t st = gdr_verbs_wire_parse(rb->addr, byte_len, &m);
     int rc = 0;
 
     if (st != GDR_VERBS_WIRE_OK)
-        return fail(am, "rank %d sent a malformed message (%u bytes): %s", rb->peer, byte_len,
+        return fail(am, "rank %d sent a malformed message (%u bytes): %s", peer, byte_len,
                     gdr_verbs_wire_str(st));
+    /* a message over the QP: the peer's side is up, if we did not know yet */
+    if (!ep->connected && conn_do(am, peer, gdr_verbs_conn_on_traffic(&ep->conn)) != 0)
+        return -1;
     gdr_verbs_credit_on_returned(&ep->credit, m.credits);
     switch (m.kind) {
         case GDR_VERBS_MSG_EAGER:
             am->stats.eager_recv++;
             if (ep->in_head != NULL)
-                rc = defer_eager(am, rb->peer, &m);
+                rc = defer_eager(am, peer, &m);
             else
-                am->ops.deliver(am->ctx, rb->peer, m.handler_id, m.am_hdr, m.am_hdr_sz, m.data,
+                am->ops.deliver(am->ctx, peer, m.handler_id, m.am_hdr, m.am_hdr_sz, m.data,
                                 (size_t) m.data_sz);
             break;
         case GDR_VERBS_MSG_RTS:
-            rc = start_read(am, rb->peer, &m);
+            rc = start_read(am, peer, &m);
             break;
         case GDR_VERBS_MSG_FIN:
-            rc = finish_send(am, rb->peer, m.cookie);
+            rc = finish_send(am, peer, m.cookie);
             break;
         case GDR_VERBS_MSG_CREDIT:
             break;
     }
     if (rc != 0)
         return rc;
-    if (post_recv(am, rb) != 0)
+    if (post_recv(am, rb, recv_lkey(am, rb)) != 0)
         return -1;
     gdr_verbs_credit_on_reposted(&ep->credit);
     return 0;
@@ -855,8 +1230,26 @@ static int on_completion(gdr_verbs_am_t *am, const struct ibv_wc *wc)
 
     switch (kind) {
         case WR_RECV:
-            peer = ((recv_buf_t *) (uintptr_t) wc->wr_id)->peer;
+            /* a flushed receive of a QP in error names that QP too */
+            peer = peer_of_qp(am, wc->qp_num);
+            if (peer < 0)
+                return fail(am, "a message arrived on queue pair %u, which is no peer's",
+                            wc->qp_num);
             break;
+        case WR_UD_RECV:
+            if (wc->status != IBV_WC_SUCCESS)
+                return fail(am, "receiving a connection request on %s failed: %s",
+                            am->dev->name, ibv_wc_status_str(wc->status));
+            return on_ud_recv(am, (ud_buf_t *) (uintptr_t) wc->wr_id, wc);
+        case WR_UD_SEND:{
+                ud_buf_t *b = (ud_buf_t *) (uintptr_t) wc->wr_id;
+                b->next_free = am->ud_free;
+                am->ud_free = b;
+                if (wc->status != IBV_WC_SUCCESS)
+                    return fail(am, "sending a connection request on %s failed: %s",
+                                am->dev->name, ibv_wc_status_str(wc->status));
+                return 0;
+            }
         case WR_SEND:{
                 send_slot_t *s = (send_slot_t *) (uintptr_t) wc->wr_id;
                 peer = s->peer;
@@ -898,7 +1291,7 @@ static int on_completion(gdr_verbs_am_t *am, const struct ibv_wc *wc)
         return am->rma_cb != NULL ? am->rma_cb(am->rma_ctx, wc) :
             fail(am, "a one-sided completion arrived with no RMA engine attached");
     if (kind == WR_RECV)
-        return on_recv(am, (recv_buf_t *) (uintptr_t) wc->wr_id, wc->byte_len);
+        return on_recv(am, peer, (recv_buf_t *) (uintptr_t) wc->wr_id, wc->byte_len);
     if (kind == WR_READ)
         return finish_read(am, (rndv_read_t *) (uintptr_t) wc->wr_id);
     return 0;
@@ -951,10 +1344,10 @@ static int idle_look(gdr_verbs_am_t *am)
     if (quiet < IDLE_PROBE_NS)
         return 0;
     am->quiet_since = now;
-    for (int i = 0; i < am->nranks; i++) {
+    for (int k = 0; k < am->nactive; k++) {
+        int i = am->active[k];
         ep_t *ep = &am->eps[i];
-        if (i != am->rank && ep->qp != NULL && ep->connected && !ep->failed
-            && maybe_probe(am, i) != 0)
+        if (i != am->rank && ep->connected && !ep->failed && maybe_probe(am, i) != 0)
             return -1;
     }
     return 0;
@@ -963,9 +1356,10 @@ static int idle_look(gdr_verbs_am_t *am)
 /* Queued messages go out as credits and bounce buffers allow; then owed credits. */
 static int flush(gdr_verbs_am_t *am, int *progressed)
 {
-    for (int i = 0; i < am->nranks; i++) {
+    for (int k = 0; k < am->nactive; k++) {
+        int i = am->active[k];
         ep_t *ep = &am->eps[i];
-        if (ep->qp == NULL || ep->failed)
+        if (!ep->connected || ep->failed)
             continue;
         /* the backlog, in order, up to SEND_CHAIN_MAX messages per doorbell */
         struct ibv_send_wr wr[SEND_CHAIN_MAX];
@@ -1033,6 +1427,8 @@ int gdr_verbs_am_progress(gdr_verbs_am_t *am, int *progressed)
         if (++am->quiet_polls == IDLE_CLOCK_EVERY && idle_look(am) != 0)
             return -1;
     }
+    if (conn_timers(am) != 0)
+        return -1;
     /* queues only grow or need credit updates after traffic; skip the scan otherwise */
     if (n > 0 || am->queued > 0)
         return flush(am, progressed);
@@ -1089,14 +1485,20 @@ void gdr_verbs_am_attach_rma(gdr_verbs_am_t *am, gdr_verbs_am_rma_cb_t cb, void 
 
 struct ibv_qp *gdr_verbs_am_qp(gdr_verbs_am_t *am, int peer)
 {
-    if (peer < 0 || peer >= am->nranks || am->eps[peer].failed)
+    if (peer < 0 || peer >= am->nranks || am->eps[peer].failed || !am->eps[peer].connected)
         return NULL;
     return am->eps[peer].qp;
 }
 
 int gdr_verbs_am_reaches(gdr_verbs_am_t *am, int peer)
 {
-    return gdr_verbs_am_qp(am, peer) != NULL;
+    return peer >= 0 && peer < am->nranks && am->eps[peer].reach && am->eps[peer].has_card
+        && !am->eps[peer].failed;
+}
+
+int gdr_verbs_am_connected_peers(const gdr_verbs_am_t *am)
+{
+    return am->nconnected;
 }
 
 gdr_verbs_device_t *gdr_verbs_am_device(gdr_verbs_am_t *am)
@@ -1158,6 +1560,8 @@ void gdr_verbs_am_destroy(gdr_verbs_am_t *am)
         ep_t *ep = &am->eps[i];
         if (ep->qp != NULL)
             ibv_destroy_qp(ep->qp);
+        if (ep->ah != NULL)
+            ibv_destroy_ah(ep->ah);
         while (ep->q_head != NULL) {
             pending_msg_t *pm = ep->q_head;
             ep->q_head = pm->next;
@@ -1191,17 +1595,30 @@ void gdr_verbs_am_destroy(gdr_verbs_am_t *am)
         gdr_verbs_memhooks_detach(am->rcache);
         gdr_verbs_rcache_destroy(am->rcache);
     }
+    if (am->ud != NULL)
+        ibv_destroy_qp(am->ud);
+    while (am->chunks != NULL) {
+        recv_chunk_t *c = am->chunks;
+        am->chunks = c->next;
+        ibv_dereg_mr(c->mr);
+        free(c->mem);
+        free(c->bufs);
+        free(c);
+    }
+    if (am->srq != NULL)
+        ibv_destroy_srq(am->srq);   /* after every QP that used it */
+    if (am->ud_mr != NULL)
+        ibv_dereg_mr(am->ud_mr);
+    free(am->ud_mem);
     if (am->cq != NULL)
         ibv_destroy_cq(am->cq);    /* every event was acknowledged in gdr_verbs_am_wait() */
     if (am->events != NULL)
         ibv_destroy_comp_channel(am->events);
-    if (am->recv_mr != NULL)
-        ibv_dereg_mr(am->recv_mr);
     if (am->send_mr != NULL)
         ibv_dereg_mr(am->send_mr);
-    free(am->recv_mem);
     free(am->send_mem);
-    free(am->recv_bufs);
+    free(am->active);
+    free(am->qpmap);
     free(am->slots);
     free(am->eps);
     free(am);

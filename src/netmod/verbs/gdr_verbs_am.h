@@ -1,7 +1,8 @@
-/* The active-message channel over RC queue pairs: one QP per remote peer, receive
- * buffers pre-posted per peer with credit flow control, eager messages copied
- * through registered bounce buffers, large payloads read by the receiver with RDMA
- * READ from the sender's registered buffer (rendezvous).
+/* The active-message channel over RC queue pairs: one QP per remote peer, made the
+ * first time either side needs it (a handshake over a UD queue pair, gdr_verbs_conn.h),
+ * receive buffers in one shared receive queue with per-peer credit flow control, eager
+ * messages copied through registered bounce buffers, large payloads read by the
+ * receiver with RDMA READ from the sender's registered buffer (rendezvous).
  *
  * Plain C, no MPICH: the upper layer gets messages through gdr_verbs_am_ops_t.
  * Not thread safe: the caller serialises all calls (MPICH's VCI lock). Callbacks
@@ -26,11 +27,17 @@ typedef struct gdr_verbs_am_ops {
 
 typedef struct gdr_verbs_am_config {
     size_t buf_size;            /* bytes of one eager message on the wire */
-    uint32_t recv_depth;        /* receive buffers posted per peer */
+    uint32_t recv_depth;        /* messages in flight to one peer (its credits); the shared
+                                 * receive queue grows by this much per connected peer */
+    uint32_t srq_depth;         /* ... up to this many receive buffers in all (0: 1024; at
+                                 * least recv_depth, at most the device's); past it, peers
+                                 * sending at once are paced by RNR retries */
     uint32_t send_slots;        /* registered bounce buffers for outgoing messages */
     uint32_t max_reads;         /* rendezvous reads in flight per peer */
     uint32_t rma_depth;         /* one-sided work requests in flight per peer (gdr_verbs_rma) */
     uint8_t qp_timeout;         /* ACK timeout exponent, 0: GDR_VERBS_QP_TIMEOUT_DEFAULT */
+    uint32_t connect_timeout_ms;        /* a peer that does not answer a connection request
+                                         * this long fails it (0: wait for ever) */
 } gdr_verbs_am_config_t;
 
 /* Operation counts, for MPI_T and tests. */
@@ -42,24 +49,36 @@ typedef struct gdr_verbs_am_stats {
     uint64_t empty_polls;
     uint64_t probes;            /* liveness probes of peers we wait on */
     uint64_t sleeps, wakeups;   /* gdr_verbs_am_wait() slept / was woken by a completion */
+    uint64_t connections;       /* RC queue pairs made ready to peers (not the loopback) */
+    uint64_t handshakes_sent;   /* connection datagrams sent (REQ, REP, RTU, repeats) */
+    uint64_t recv_buffers;      /* receive buffers in the shared receive queue */
+    uint64_t pinned_bytes;      /* the channel's own registered buffers */
 } gdr_verbs_am_stats_t;
 
-/* Creates the channel for `rank` of `nranks`; need_qp[i] != 0 for every peer that is
- * reached through this device.  need_qp[rank] asks for a loopback queue pair (connect
- * it with this rank's own card): one-sided atomics on a rank's own window must go
- * through the NIC too, to stay atomic with those of its peers; no messages use it.  dev must be open with a GID
- * picked.  Returns NULL with why set on failure. */
+/* Creates the channel for `rank` of `nranks`; reach[i] != 0 for every peer that is
+ * reached through this device (reach[rank]: a loopback queue pair, made when first
+ * wanted: one-sided atomics on a rank's own window must go through the NIC too, to stay
+ * atomic with those of its peers; no messages use it).  No RC queue pair is made here:
+ * each is made the first time this rank or the peer sends to the other.  dev must be
+ * open with a GID picked.  Returns NULL with why set on failure. */
 gdr_verbs_am_t *gdr_verbs_am_create(gdr_verbs_device_t *dev, int rank, int nranks,
-                                    const uint8_t *need_qp, const gdr_verbs_am_config_t *cfg,
+                                    const uint8_t *reach, const gdr_verbs_am_config_t *cfg,
                                     const gdr_verbs_am_ops_t *ops, void *ctx,
                                     char *why, size_t why_len);
 
-/* This rank's business card (gdr_verbs_am_card_size() bytes into buf). */
+/* This rank's business card (GDR_VERBS_CARD_BYTES bytes into buf, whatever the job
+ * size): publish it to every peer before any of them sends. */
 size_t gdr_verbs_am_card_size(const gdr_verbs_am_t *am);
 void gdr_verbs_am_card(const gdr_verbs_am_t *am, void *buf);
 
-/* Connects the QP for `peer` from the peer's card.  Returns 0 or -1 (see error). */
-int gdr_verbs_am_connect(gdr_verbs_am_t *am, int peer, const void *card, size_t len);
+/* Learns how to reach peer (its card; rank itself: our own).  Makes no connection.
+ * Returns 0 or -1 (see error). */
+int gdr_verbs_am_add_peer(gdr_verbs_am_t *am, int peer, const void *card, size_t len);
+
+/* Starts connecting to peer now, as its first message would (for connecting every
+ * peer at start-up).  Returns 1 once connected, 0 while connecting (progress and ask
+ * again), -1 if it cannot be or failed. */
+int gdr_verbs_am_connect_peer(gdr_verbs_am_t *am, int peer);
 
 /* Largest eager payload that fits with an AM header of am_hdr_sz bytes. */
 size_t gdr_verbs_am_eager_limit(const gdr_verbs_am_t *am, size_t am_hdr_sz);
@@ -86,8 +105,12 @@ int gdr_verbs_am_progress(gdr_verbs_am_t *am, int *progressed);
  * Without completion events from the device it yields instead.  Returns 0 or -1. */
 int gdr_verbs_am_wait(gdr_verbs_am_t *am, int timeout_us, int *progressed);
 
-/* Is peer (or rank itself: loopback) connected through this channel and healthy? */
+/* Is peer (or rank itself: loopback) reached through this channel (connected or not
+ * yet) and healthy? */
 int gdr_verbs_am_reaches(gdr_verbs_am_t *am, int peer);
+
+/* Peers with a ready RC queue pair now (the loopback not counted). */
+int gdr_verbs_am_connected_peers(const gdr_verbs_am_t *am);
 
 /* Is there outgoing work (queued messages, unread payloads) not yet finished? */
 int gdr_verbs_am_busy(const gdr_verbs_am_t *am);

@@ -8,7 +8,9 @@
 #include "gdr_verbs_rcache.h"
 
 /* Every work request's wr_id points at a context that starts with its kind. */
-typedef enum { WR_RECV = 1, WR_SEND, WR_READ, WR_PROBE, WR_RMA } gdr_verbs_wr_kind_t;
+typedef enum {
+    WR_RECV = 1, WR_SEND, WR_READ, WR_PROBE, WR_RMA, WR_UD_RECV, WR_UD_SEND
+} gdr_verbs_wr_kind_t;
 
 /* The head of a one-sided operation's context (kind WR_RMA). */
 typedef struct gdr_verbs_wr_head {
@@ -21,8 +23,14 @@ typedef int (*gdr_verbs_am_rma_cb_t)(void *ctx, const struct ibv_wc *wc);
 
 void gdr_verbs_am_attach_rma(gdr_verbs_am_t *am, gdr_verbs_am_rma_cb_t cb, void *ctx);
 
-/* The connected queue pair to peer (rank itself: the loopback QP); NULL if none or failed. */
+/* The connected queue pair to peer (rank itself: the loopback QP); NULL if none yet or
+ * failed. */
 struct ibv_qp *gdr_verbs_am_qp(gdr_verbs_am_t *am, int peer);
+
+/* The queue pair to peer is wanted: 1 if it is ready (gdr_verbs_am_qp() gives it),
+ * 0 if it is being connected (progress the channel and ask again), -1 if it cannot be
+ * (unreachable, failed: see gdr_verbs_am_error()). */
+int gdr_verbs_am_want_qp(gdr_verbs_am_t *am, int peer);
 
 gdr_verbs_device_t *gdr_verbs_am_device(gdr_verbs_am_t *am);
 int gdr_verbs_am_nranks(const gdr_verbs_am_t *am);

@@ -2,8 +2,6 @@
 
 #include <string.h>
 
-#define CARD_FIXED_BYTES 28     /* version..nranks */
-
 static void put16(uint8_t *p, uint16_t v)
 {
     p[0] = (uint8_t) v;
@@ -27,11 +25,6 @@ static uint32_t get32(const uint8_t *p)
         ((uint32_t) p[3] << 24);
 }
 
-size_t gdr_verbs_card_size(uint32_t nranks)
-{
-    return CARD_FIXED_BYTES + 4 * (size_t) nranks;
-}
-
 void gdr_verbs_card_encode(const gdr_verbs_card_t *card, void *buf)
 {
     uint8_t *p = buf;
@@ -42,18 +35,16 @@ void gdr_verbs_card_encode(const gdr_verbs_card_t *card, void *buf)
     put16(p + 4, card->lid);
     p[6] = p[7] = 0;
     memcpy(p + 8, card->gid, 16);
-    put32(p + 24, card->nranks);
-    for (uint32_t i = 0; i < card->nranks; i++)
-        put32(p + CARD_FIXED_BYTES + 4 * (size_t) i, card->qpn[i]);
+    put32(p + 24, card->ud_qpn);
+    put32(p + 28, card->nranks);
 }
 
 int gdr_verbs_card_decode(const void *buf, size_t len, uint32_t expect_nranks,
                           gdr_verbs_card_t *card)
 {
     const uint8_t *p = buf;
-    if (len < CARD_FIXED_BYTES || p[0] != GDR_VERBS_CARD_VERSION)
-        return -1;
-    if (get32(p + 24) != expect_nranks || len < gdr_verbs_card_size(expect_nranks))
+    if (len < GDR_VERBS_CARD_BYTES || p[0] != GDR_VERBS_CARD_VERSION
+        || get32(p + 28) != expect_nranks)
         return -1;
     card->version = p[0];
     card->port_num = p[1];
@@ -61,8 +52,7 @@ int gdr_verbs_card_decode(const void *buf, size_t len, uint32_t expect_nranks,
     card->mtu = p[3];
     card->lid = get16(p + 4);
     memcpy(card->gid, p + 8, 16);
+    card->ud_qpn = get32(p + 24);
     card->nranks = expect_nranks;
-    for (uint32_t i = 0; i < expect_nranks; i++)
-        card->qpn[i] = get32(p + CARD_FIXED_BYTES + 4 * (size_t) i);
     return 0;
 }

@@ -10,13 +10,17 @@
 #define QP_RNR_RETRY 7          /* credits prevent RNR; infinite retry never spins on it */
 #define QP_MIN_RNR_TIMER 12
 
+static void fill_ah(const gdr_verbs_device_t *dev, const gdr_verbs_card_t *card,
+                    struct ibv_ah_attr *ah);
+
 static uint32_t psn_of(uint32_t qpn)
 {
     return qpn & 0xffffff;
 }
 
 struct ibv_qp *gdr_verbs_qp_create(gdr_verbs_device_t *dev, struct ibv_cq *cq,
-                                   gdr_verbs_qp_caps_t *caps, char *why, size_t why_len)
+                                   struct ibv_srq *srq, gdr_verbs_qp_caps_t *caps,
+                                   char *why, size_t why_len)
 {
     struct ibv_qp_init_attr init;
     struct ibv_qp_attr attr;
@@ -25,14 +29,15 @@ struct ibv_qp *gdr_verbs_qp_create(gdr_verbs_device_t *dev, struct ibv_cq *cq,
     memset(&init, 0, sizeof(init));
     init.send_cq = cq;
     init.recv_cq = cq;
+    init.srq = srq;
     init.qp_type = IBV_QPT_RC;
     init.cap.max_send_wr = caps->max_send_wr;
-    init.cap.max_recv_wr = caps->max_recv_wr;
+    init.cap.max_recv_wr = srq != NULL ? 0 : caps->max_recv_wr;
     uint32_t sge = caps->max_send_sge ? caps->max_send_sge : 1;
     if (dev->attr.max_sge > 0 && sge > (uint32_t) dev->attr.max_sge)
         sge = (uint32_t) dev->attr.max_sge;
     init.cap.max_send_sge = sge;
-    init.cap.max_recv_sge = 1;
+    init.cap.max_recv_sge = srq != NULL ? 0 : 1;
     init.cap.max_inline_data = caps->max_inline;
     qp = ibv_create_qp(dev->pd, &init);
     if (qp == NULL && caps->max_inline > 0) {
@@ -81,15 +86,7 @@ int gdr_verbs_qp_connect(struct ibv_qp *qp, const gdr_verbs_device_t *dev,
     attr.rq_psn = psn_of(remote_qpn);
     attr.max_dest_rd_atomic = rd_atom;
     attr.min_rnr_timer = QP_MIN_RNR_TIMER;
-    attr.ah_attr.port_num = dev->port_num;
-    if (dev->link_layer == IBV_LINK_LAYER_ETHERNET || card->lid == 0) {
-        attr.ah_attr.is_global = 1;
-        memcpy(attr.ah_attr.grh.dgid.raw, card->gid, 16);
-        attr.ah_attr.grh.sgid_index = (uint8_t) (dev->gid_index < 0 ? 0 : dev->gid_index);
-        attr.ah_attr.grh.hop_limit = 64;
-    } else {
-        attr.ah_attr.dlid = card->lid;
-    }
+    fill_ah(dev, card, &attr.ah_attr);
     if (ibv_modify_qp(qp, &attr, IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_DEST_QPN |
                       IBV_QP_RQ_PSN | IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER) != 0) {
         snprintf(why, why_len, "%s: QP %u to RTR (peer QP %u) failed: %s (for RoCE check the "
@@ -112,4 +109,79 @@ int gdr_verbs_qp_connect(struct ibv_qp *qp, const gdr_verbs_device_t *dev,
         return -1;
     }
     return 0;
+}
+
+/* The address of the port described by card, as the device addresses it. */
+static void fill_ah(const gdr_verbs_device_t *dev, const gdr_verbs_card_t *card,
+                    struct ibv_ah_attr *ah)
+{
+    memset(ah, 0, sizeof(*ah));
+    ah->port_num = dev->port_num;
+    if (dev->link_layer == IBV_LINK_LAYER_ETHERNET || card->lid == 0) {
+        ah->is_global = 1;
+        memcpy(ah->grh.dgid.raw, card->gid, 16);
+        ah->grh.sgid_index = (uint8_t) (dev->gid_index < 0 ? 0 : dev->gid_index);
+        ah->grh.hop_limit = 64;
+    } else {
+        ah->dlid = card->lid;
+    }
+}
+
+struct ibv_qp *gdr_verbs_qp_create_ud(gdr_verbs_device_t *dev, struct ibv_cq *cq,
+                                      uint32_t send_wr, uint32_t recv_wr, char *why,
+                                      size_t why_len)
+{
+    struct ibv_qp_init_attr init;
+    struct ibv_qp_attr attr;
+    memset(&init, 0, sizeof(init));
+    init.send_cq = cq;
+    init.recv_cq = cq;
+    init.qp_type = IBV_QPT_UD;
+    init.cap.max_send_wr = send_wr;
+    init.cap.max_recv_wr = recv_wr;
+    init.cap.max_send_sge = 1;
+    init.cap.max_recv_sge = 1;
+    struct ibv_qp *qp = ibv_create_qp(dev->pd, &init);
+    if (qp == NULL) {
+        snprintf(why, why_len, "ibv_create_qp(%s, UD) failed: %s (gdr's lazy connections need "
+                 "a UD queue pair per rank)", dev->name, strerror(errno));
+        return NULL;
+    }
+    memset(&attr, 0, sizeof(attr));
+    attr.qp_state = IBV_QPS_INIT;
+    attr.pkey_index = 0;
+    attr.port_num = dev->port_num;
+    attr.qkey = GDR_VERBS_UD_QKEY;
+    const char *step = "INIT";
+    if (ibv_modify_qp(qp, &attr, IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_QKEY))
+        goto fail;
+    memset(&attr, 0, sizeof(attr));
+    attr.qp_state = IBV_QPS_RTR;
+    step = "RTR";
+    if (ibv_modify_qp(qp, &attr, IBV_QP_STATE))
+        goto fail;
+    memset(&attr, 0, sizeof(attr));
+    attr.qp_state = IBV_QPS_RTS;
+    attr.sq_psn = psn_of(qp->qp_num);
+    step = "RTS";
+    if (ibv_modify_qp(qp, &attr, IBV_QP_STATE | IBV_QP_SQ_PSN))
+        goto fail;
+    return qp;
+  fail:
+    snprintf(why, why_len, "%s: UD QP %u to %s failed: %s", dev->name, qp->qp_num, step,
+             strerror(errno));
+    ibv_destroy_qp(qp);
+    return NULL;
+}
+
+struct ibv_ah *gdr_verbs_qp_ah(gdr_verbs_device_t *dev, const gdr_verbs_card_t *card,
+                               char *why, size_t why_len)
+{
+    struct ibv_ah_attr attr;
+    fill_ah(dev, card, &attr);
+    struct ibv_ah *ah = ibv_create_ah(dev->pd, &attr);
+    if (ah == NULL)
+        snprintf(why, why_len, "%s: an address handle for a peer failed: %s (for RoCE check "
+                 "the GID, MPIR_CVAR_CH4_GDR_GID_INDEX)", dev->name, strerror(errno));
+    return ah;
 }

@@ -1,4 +1,5 @@
-/* RC queue pairs: creation and the INIT -> RTR -> RTS walk. */
+/* Queue pairs: RC ones (creation and the INIT -> RTR -> RTS walk) and the UD one
+ * that carries connection requests, with its address handles. */
 #ifndef GDR_VERBS_QP_H
 #define GDR_VERBS_QP_H
 
@@ -15,9 +16,25 @@ typedef struct gdr_verbs_qp_caps {
 } gdr_verbs_qp_caps_t;
 
 /* Creates an RC QP on cq (send and receive) and moves it to INIT with remote read,
- * write and atomic access enabled (memory regions decide what is really allowed). */
+ * write and atomic access enabled (memory regions decide what is really allowed).
+ * srq != NULL: its receives come from that shared receive queue (caps->max_recv_wr
+ * is then ignored). */
 struct ibv_qp *gdr_verbs_qp_create(gdr_verbs_device_t *dev, struct ibv_cq *cq,
-                                   gdr_verbs_qp_caps_t *caps, char *why, size_t why_len);
+                                   struct ibv_srq *srq, gdr_verbs_qp_caps_t *caps,
+                                   char *why, size_t why_len);
+
+/* The Q_Key of gdr's UD queue pairs (below 2^31: not a privileged key). */
+#define GDR_VERBS_UD_QKEY 0x47445231u
+
+/* Creates a UD QP on cq and brings it to RTS.  Receive buffers may be posted once it
+ * is returned; each receive lands 40 bytes of GRH before the datagram. */
+struct ibv_qp *gdr_verbs_qp_create_ud(gdr_verbs_device_t *dev, struct ibv_cq *cq,
+                                      uint32_t send_wr, uint32_t recv_wr, char *why,
+                                      size_t why_len);
+
+/* An address handle for sending datagrams to the port described by card. */
+struct ibv_ah *gdr_verbs_qp_ah(gdr_verbs_device_t *dev, const gdr_verbs_card_t *card,
+                               char *why, size_t why_len);
 
 /* Retransmission timer 4.096 us * 2^18 = 1.07 s (UCX's RC default is 1 s): with 6
  * retries a peer is declared lost after ~6.4 s of silence.  Shorter timers (14, 67 ms)

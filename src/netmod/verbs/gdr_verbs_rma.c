@@ -205,10 +205,14 @@ static rma_op_t *op_start(gdr_verbs_rma_t *rma, int peer, uint32_t nwr, int want
                           gdr_verbs_rma_done_fn done, void *arg, int *rc)
 {
     *rc = 0;
-    if (gdr_verbs_am_qp(rma->am, peer) == NULL) {
-        *rc = gdr_verbs_am_fail_peer(rma->am, -1, "no usable queue pair to rank %d for a "
-                                     "one-sided operation (not connected through %s, or failed "
-                                     "earlier)", peer, rma->dev->name);
+    int ready = gdr_verbs_am_want_qp(rma->am, peer);
+    if (ready < 0) {            /* the channel says why */
+        *rc = -1;
+        return NULL;
+    }
+    if (ready == 0) {           /* the first operation to peer waits for the connection */
+        rma->stats.busy++;
+        *rc = GDR_VERBS_RMA_BUSY;
         return NULL;
     }
     if (nwr > rma->cfg.depth) {

@@ -1,5 +1,6 @@
 /* The verbs AM channel between two processes over real verbs (run inside
- * maint/rxe: one process on each of two RDMA devices).  Checks values, order,
+ * maint/rxe: one process on each of two RDMA devices).  Checks lazy connection (none
+ * before the first message; made by one side, or by both at once), values, order,
  * credit flow control under bursts, rendezvous payloads, sleeping waits, and that a
  * peer that dies is reported by rank, whether this rank sends to it or only waits.
  *
@@ -101,10 +102,11 @@ static void pump(gdr_verbs_am_t *am, int *failed)
     }
 }
 
-/* A channel to the other rank, connected through the socket; NULL (said why) on failure. */
+/* A channel to the other rank, its card learnt through the socket, and with `now` its
+ * queue pair connected at once (else on first use); NULL (said why) on failure. */
 static gdr_verbs_am_t *channel(gdr_verbs_device_t *dev, int me, const uint8_t *need,
                                const gdr_verbs_am_config_t *cfg, const gdr_verbs_am_ops_t *ops,
-                               state_t *st, int sock, const char *what)
+                               state_t *st, int sock, const char *what, int now)
 {
     char why[256];
     gdr_verbs_am_t *am = gdr_verbs_am_create(dev, me, 2, need, cfg, ops, st, why, sizeof(why));
@@ -118,8 +120,14 @@ static gdr_verbs_am_t *channel(gdr_verbs_device_t *dev, int me, const uint8_t *n
     if (ok) {
         gdr_verbs_am_card(am, mine);
         ok = write(sock, mine, cl) == (ssize_t) cl && read(sock, theirs, cl) == (ssize_t) cl
-            && gdr_verbs_am_connect(am, 1 - me, theirs, cl) == 0;
+            && gdr_verbs_am_add_peer(am, 1 - me, theirs, cl) == 0;
     }
+    int r = 0;
+    while (ok && now && (r = gdr_verbs_am_connect_peer(am, 1 - me)) == 0) {
+        int p;
+        ok = gdr_verbs_am_progress(am, &p) == 0;
+    }
+    ok = ok && r >= 0;
     if (!ok)
         printf("FAIL rank %d: connect %s: %s\n", me, what, gdr_verbs_am_error(am));
     free(mine);
@@ -143,17 +151,46 @@ static int run(int me, const char *devname, int sock)
     need[peer] = 1;
     gdr_verbs_am_config_t cfg = {.buf_size = 16384,.recv_depth = 16,.send_slots = 32,.max_reads = 4 };
     gdr_verbs_am_ops_t ops = {.deliver = deliver,.rndv_done = rndv_done };
-    gdr_verbs_am_t *am = channel(&dev, me, need, &cfg, &ops, &st, sock, "the channel");
+    gdr_verbs_am_t *am = channel(&dev, me, need, &cfg, &ops, &st, sock, "the channel", 0);
     if (am == NULL)
         return 1;
     /* a second channel that carries nothing: only its idle probes, to a live peer and
-     * then to a dead one */
-    gdr_verbs_am_t *quiet = channel(&dev, me, need, &cfg, &ops, &st, sock, "the quiet channel");
+     * then to a dead one (connected now: probes go only where a connection is) */
+    gdr_verbs_am_t *quiet = channel(&dev, me, need, &cfg, &ops, &st, sock, "the quiet channel", 1);
     if (quiet == NULL)
         return 1;
-    char c = 'x';               /* both QPs ready before anyone sends */
+    GDR_CHECK(gdr_verbs_am_connected_peers(quiet) == 1
+              && gdr_verbs_am_stats(quiet)->connections == 1,
+              "rank %d: connecting at once makes one queue pair", me);
+    GDR_CHECK(gdr_verbs_am_connected_peers(am) == 0 && gdr_verbs_am_stats(am)->handshakes_sent == 0
+              && gdr_verbs_am_stats(am)->recv_buffers == 0, "rank %d: a channel nobody used has "
+              "no connection, sent no handshake and holds no receive buffer", me);
+    char c = 'x';
+    /* both send their first message at the same moment: the two handshakes cross */
+    gdr_verbs_am_t *cross = channel(&dev, me, need, &cfg, &ops, &st, sock, "the crossing channel",
+                                    0);
+    if (cross == NULL || write(sock, &c, 1) != 1 || read(sock, &c, 1) != 1)
+        return 1;
+    uint32_t hello = 0;
+    failed |= gdr_verbs_am_send_eager(cross, peer, 8, &hello, sizeof(hello), NULL, 0) != 0;
+    struct timespec x0, x1;
+    clock_gettime(CLOCK_MONOTONIC, &x0);
+    double xsecs = 0;
+    while (!failed && (st.wake_seen == 0 || gdr_verbs_am_busy(cross)) && xsecs < 20) {
+        pump(cross, &failed);
+        clock_gettime(CLOCK_MONOTONIC, &x1);
+        xsecs = seconds(&x0, &x1);
+    }
+    /* the peer may still wait for our confirmation (our RTU lost): serve it a while */
     if (write(sock, &c, 1) != 1 || read(sock, &c, 1) != 1)
         return 1;
+    GDR_CHECK(st.wake_seen == 1 && gdr_verbs_am_connected_peers(cross) == 1
+              && gdr_verbs_am_stats(cross)->connections == 1, "rank %d: first messages sent "
+              "by both at once arrive, over one queue pair (%d seen, %.2f s, %llu handshake "
+              "datagrams)", me, st.wake_seen, xsecs,
+              (unsigned long long) gdr_verbs_am_stats(cross)->handshakes_sent);
+    st.wake_seen = 0;
+    gdr_verbs_am_destroy(cross);
 
     static uint8_t buf[16384];
     uint8_t *big[N_RNDV];
@@ -270,6 +307,11 @@ static int run(int me, const char *devname, int sock)
         GDR_CHECK(s->send_chains > 0 && s->send_chains < s->queued, "receiver: the %llu "
                   "waiting messages went out in %llu chained posts", (unsigned long long) s->queued,
                   (unsigned long long) s->send_chains);
+        GDR_CHECK(s->connections == 1 && s->recv_buffers == cfg.recv_depth,
+                  "receiver: the sender's first message made one connection (%llu), and the "
+                  "shared receive queue grew by one peer's %u buffers (%llu)",
+                  (unsigned long long) s->connections, cfg.recv_depth,
+                  (unsigned long long) s->recv_buffers);
     }
     /* both sides flood each other at once: both run out of credits with messages
      * queued, and must still hand each other the credits they owe */

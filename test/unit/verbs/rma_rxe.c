@@ -147,8 +147,16 @@ static gdr_verbs_rma_t *connect_pair(int me, const char *devname, int sock,
     char *mine = malloc(cl), *theirs = malloc(cl);
     gdr_verbs_am_card(am_g, mine);
     int ok = write(sock, mine, cl) == (ssize_t) cl && read(sock, theirs, cl) == (ssize_t) cl
-        && gdr_verbs_am_connect(am_g, peer, theirs, cl) == 0
-        && gdr_verbs_am_connect(am_g, me, mine, cl) == 0;
+        && gdr_verbs_am_add_peer(am_g, peer, theirs, cl) == 0
+        && gdr_verbs_am_add_peer(am_g, me, mine, cl) == 0;
+    /* connected now, both: a target that only waits on the socket while its peer
+     * writes into it would never answer a connection request */
+    int r = 0;
+    while (ok && (r = gdr_verbs_am_connect_peer(am_g, peer)) == 0) {
+        int p;
+        ok = gdr_verbs_am_progress(am_g, &p) == 0;
+    }
+    ok = ok && r > 0;
     free(mine);
     free(theirs);
     if (!ok) {
