@@ -55,6 +55,7 @@ typedef struct probe {
 /* A buffer of the shared receive queue: any peer's message may land in it. */
 typedef struct recv_buf {
     wr_kind_t kind;
+    uint32_t lkey;              /* of its chunk's registration */
     char *addr;
 } recv_buf_t;
 
@@ -194,7 +195,6 @@ struct gdr_verbs_am {
     ud_buf_t *ud_free;          /* send buffers not in flight */
     int connecting;             /* peers in the handshake */
     uint32_t timer_polls;       /* progress calls since the handshake timers were looked at */
-    int nconnected;
     char *send_mem;
     struct ibv_mr *send_mr;
     send_slot_t *slots;
@@ -259,25 +259,15 @@ static int fail(gdr_verbs_am_t *am, const char *fmt, ...)
     return -1;
 }
 
-static int post_recv(gdr_verbs_am_t *am, recv_buf_t *rb, uint32_t lkey)
+static int post_recv(gdr_verbs_am_t *am, recv_buf_t *rb)
 {
     struct ibv_sge sge = {
-        .addr = (uintptr_t) rb->addr,.length = (uint32_t) am->cfg.buf_size,.lkey = lkey
+        .addr = (uintptr_t) rb->addr,.length = (uint32_t) am->cfg.buf_size,.lkey = rb->lkey
     };
     struct ibv_recv_wr wr = {.wr_id = (uintptr_t) rb,.sg_list = &sge,.num_sge = 1 }, *bad;
     if (ibv_post_srq_recv(am->srq, &wr, &bad) != 0)
         return fail(am, "posting a receive buffer to the shared receive queue of %s failed: %s",
                     am->dev->name, strerror(errno));
-    return 0;
-}
-
-/* The registration a receive buffer belongs to (few chunks: a short walk). */
-static uint32_t recv_lkey(const gdr_verbs_am_t *am, const recv_buf_t *rb)
-{
-    for (const recv_chunk_t *c = am->chunks; c != NULL; c = c->next) {
-        if (rb >= c->bufs && rb < c->bufs + c->n)
-            return c->mr->lkey;
-    }
     return 0;
 }
 
@@ -315,8 +305,9 @@ static int grow_srq(gdr_verbs_am_t *am)
     am->stats.pinned_bytes += bytes;
     for (uint32_t k = 0; k < n; k++) {
         c->bufs[k].kind = WR_RECV;
+        c->bufs[k].lkey = c->mr->lkey;
         c->bufs[k].addr = c->mem + (size_t) k * am->cfg.buf_size;
-        if (post_recv(am, &c->bufs[k], c->mr->lkey) != 0)
+        if (post_recv(am, &c->bufs[k]) != 0)
             return -1;
         am->stats.recv_buffers++;
     }
@@ -533,7 +524,6 @@ static int conn_do(gdr_verbs_am_t *am, int peer, unsigned todo)
     if (todo & GDR_CONN_DO_READY) {
         ep->connected = 1;
         am->connecting--;
-        am->nconnected++;
         am->stats.connections++;
     }
     if (todo & GDR_CONN_DO_FAIL) {
@@ -1217,7 +1207,7 @@ static int on_recv(gdr_verbs_am_t *am, int peer, recv_buf_t *rb, uint32_t byte_l
     }
     if (rc != 0)
         return rc;
-    if (post_recv(am, rb, recv_lkey(am, rb)) != 0)
+    if (post_recv(am, rb) != 0)
         return -1;
     gdr_verbs_credit_on_reposted(&ep->credit);
     return 0;
@@ -1498,7 +1488,7 @@ int gdr_verbs_am_reaches(gdr_verbs_am_t *am, int peer)
 
 int gdr_verbs_am_connected_peers(const gdr_verbs_am_t *am)
 {
-    return am->nconnected;
+    return (int) am->stats.connections;
 }
 
 gdr_verbs_device_t *gdr_verbs_am_device(gdr_verbs_am_t *am)
