@@ -10,6 +10,7 @@
 #include <sys/stat.h>
 #include "rma/gdr_rma_dev.h"
 #include "verbs/gdr_verbs_card.h"
+#include "verbs/gdr_verbs_conn.h"
 #include "verbs/gdr_verbs_wire.h"
 
 #define WIN_ID 0x5157ull        /* fuzz_dev_target.c's */
@@ -76,6 +77,61 @@ static void seeds_card(void)
     m[0] = 1;
     gdr_verbs_card_encode(&c, m + 2);
     write_seed("card", "ib-1-rank", m, sizeof(m));
+}
+
+/* ---- conn: scripts of events (fuzz_conn.c: 0 start, 1 datagram, 2 traffic, 3 timer) ------ */
+
+typedef struct script {
+    uint8_t b[256];
+    size_t n;
+} script_t;
+
+static void ev(script_t *s, uint8_t event)
+{
+    s->b[s->n++] = event;
+}
+
+static void ev_msg(script_t *s, gdr_verbs_conn_msg_kind_t kind, uint32_t qpn)
+{
+    gdr_verbs_conn_msg_t m = {.kind = kind,.src_rank = 1,.qpn = qpn,.nranks = 4 };
+    ev(s, 1);
+    gdr_verbs_conn_msg_encode(&m, s->b + s->n);
+    s->n += GDR_CONN_WIRE_BYTES;
+}
+
+static void ev_timer(script_t *s, uint16_t ms)
+{
+    ev(s, 3);
+    s->b[s->n++] = (uint8_t) ms;
+    s->b[s->n++] = (uint8_t) (ms >> 8);
+}
+
+static void seeds_conn(void)
+{
+    script_t s = {.n = 0 };
+    ev(&s, 0);                  /* initiator: REQ lost once, REP, a repeated REP */
+    ev_timer(&s, 25);
+    ev_msg(&s, GDR_CONN_MSG_REP, 0x123);
+    ev_msg(&s, GDR_CONN_MSG_REP, 0x123);
+    write_seed("conn", "initiator", s.b, s.n);
+    s.n = 0;                    /* responder: REQ twice, a stray, then RTU or traffic */
+    ev_msg(&s, GDR_CONN_MSG_REQ, 0x77);
+    ev_timer(&s, 30);
+    ev_msg(&s, GDR_CONN_MSG_REQ, 0x77);
+    ev_msg(&s, GDR_CONN_MSG_REQ, 0x78);
+    ev(&s, 2);
+    ev_msg(&s, GDR_CONN_MSG_RTU, 0x77);
+    write_seed("conn", "responder", s.b, s.n);
+    s.n = 0;                    /* both start at once: the REQs cross, then the REPs */
+    ev(&s, 0);
+    ev_msg(&s, GDR_CONN_MSG_REQ, 0x9);
+    ev_msg(&s, GDR_CONN_MSG_REP, 0x9);
+    write_seed("conn", "crossing", s.b, s.n);
+    s.n = 0;                    /* nobody answers: back-off, then the timeout */
+    ev(&s, 0);
+    for (int i = 0; i < 8; i++)
+        ev_timer(&s, 700);
+    write_seed("conn", "timeout", s.b, s.n);
 }
 
 /* ---- dev_wire and dev_target ---------------------------------------------------------------- */
@@ -303,6 +359,7 @@ int main(int argc, char **argv)
     }
     seeds_am_wire();
     seeds_card();
+    seeds_conn();
     seeds_dev();
     seeds_win_range();
     return 0;

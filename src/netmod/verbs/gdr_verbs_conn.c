@@ -1,4 +1,5 @@
 #include "gdr_verbs_conn.h"
+#include "gdr_verbs_le.h"
 
 static unsigned retry_after(gdr_verbs_conn_t *c, int64_t now_ns)
 {
@@ -104,18 +105,6 @@ unsigned gdr_verbs_conn_on_timer(gdr_verbs_conn_t *c, int64_t now_ns, int64_t ti
     return c->state == GDR_CONN_REQ_SENT ? GDR_CONN_DO_SEND_REQ : GDR_CONN_DO_SEND_REP;
 }
 
-static void put32(uint8_t *p, uint32_t v)
-{
-    for (int i = 0; i < 4; i++)
-        p[i] = (uint8_t) (v >> (8 * i));
-}
-
-static uint32_t get32(const uint8_t *p)
-{
-    return (uint32_t) p[0] | ((uint32_t) p[1] << 8) | ((uint32_t) p[2] << 16) |
-        ((uint32_t) p[3] << 24);
-}
-
 void gdr_verbs_conn_msg_encode(const gdr_verbs_conn_msg_t *m, void *buf)
 {
     uint8_t *p = buf;
@@ -123,9 +112,9 @@ void gdr_verbs_conn_msg_encode(const gdr_verbs_conn_msg_t *m, void *buf)
     p[1] = 'C';
     p[2] = GDR_CONN_WIRE_VERSION;
     p[3] = (uint8_t) m->kind;
-    put32(p + 4, m->src_rank);
-    put32(p + 8, m->qpn);
-    put32(p + 12, m->nranks);
+    gdr_le_put32(p + 4, m->src_rank);
+    gdr_le_put32(p + 8, m->qpn);
+    gdr_le_put32(p + 12, m->nranks);
 }
 
 int gdr_verbs_conn_msg_decode(const void *buf, size_t len, gdr_verbs_conn_msg_t *m)
@@ -135,9 +124,9 @@ int gdr_verbs_conn_msg_decode(const void *buf, size_t len, gdr_verbs_conn_msg_t 
         || p[3] < GDR_CONN_MSG_REQ || p[3] > GDR_CONN_MSG_RTU)
         return -1;
     m->kind = (gdr_verbs_conn_msg_kind_t) p[3];
-    m->src_rank = get32(p + 4);
-    m->qpn = get32(p + 8);
-    m->nranks = get32(p + 12);
+    m->src_rank = gdr_le_get32(p + 4);
+    m->qpn = gdr_le_get32(p + 8);
+    m->nranks = gdr_le_get32(p + 12);
     /* QP numbers are 24 bits, and 0 is never an RC queue pair */
     return m->qpn == 0 || m->qpn > 0xffffff ? -1 : 0;
 }
