@@ -141,19 +141,21 @@ int gdr_gpu_dmabuf_export(gdr_gpu_t *g, const void *p, size_t n, int *fd, uint64
     rc = gdr_gpu_mem_query(g, p, &info);
     if (rc != 0)
         return rc;
-    if (!info.is_device || (uintptr_t) p + n > info.base + info.size)
+    /* the driver exports whole host pages: those of the allocation (a small allocation
+     * may share its first and last page with others; they are device memory too) */
+    uintptr_t page = (uintptr_t) sysconf(_SC_PAGESIZE);
+    uintptr_t first = info.base / page * page;
+    uintptr_t end = (info.base + info.size + page - 1) / page * page;
+    if (!info.is_device || (uintptr_t) p < first || (uintptr_t) p + n > end)
         return gdr_gpu_refuse(g, EINVAL, "dmabuf export of %p+%zu: not inside one device"
-                              " allocation", p, n);
-    /* the driver wants a page-aligned range: the allocation, rounded up to pages */
-    size_t page = (size_t) sysconf(_SC_PAGESIZE);
-    size_t len = (info.size + page - 1) / page * page;
+                              " allocation's pages", p, n);
     gdr_cu_result_t cr = g->drv.fn.cuMemGetHandleForAddressRange(
-        fd, (gdr_cu_ptr_t) info.base, len, GDR_CU_MEM_RANGE_HANDLE_TYPE_DMA_BUF_FD, 0);
+        fd, (gdr_cu_ptr_t) first, end - first, GDR_CU_MEM_RANGE_HANDLE_TYPE_DMA_BUF_FD, 0);
     if (cr != GDR_CUDA_SUCCESS) {
         *fd = -1;
         return gdr_gpu_fail(g, "cuMemGetHandleForAddressRange", cr, "dmabuf export failed; use"
                             " GPUDirect through nvidia-peermem or staging");
     }
-    *offset = (uintptr_t) p - info.base;
+    *offset = (uintptr_t) p - first;
     return 0;
 }

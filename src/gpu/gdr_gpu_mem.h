@@ -41,8 +41,8 @@ int gdr_gpu_host_register(gdr_gpu_t *g, void *p, size_t n, void **dev_p);
 int gdr_gpu_host_unregister(gdr_gpu_t *g, void *p);
 
 /* A dmabuf file descriptor for the device allocation holding [p, p+n), for
- * ibv_reg_dmabuf_mr: *fd covers the whole allocation (page-rounded) and *offset is p's
- * offset in it.  The caller closes *fd.  -ENOTSUP, with the reason, where the driver or
+ * ibv_reg_dmabuf_mr: *fd covers the host pages the allocation spans, [p, p+n) must lie
+ * in them, and *offset is p's offset in the dmabuf.  The caller closes *fd.  -ENOTSUP, with the reason, where the driver or
  * device cannot (g->features lacks GDR_GPU_DMABUF). */
 int gdr_gpu_dmabuf_export(gdr_gpu_t *g, const void *p, size_t n, int *fd, uint64_t *offset);
 

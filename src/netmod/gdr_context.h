@@ -33,7 +33,7 @@ struct MPIDI_GDR_context {
     char no_device_why[256];    /* why not, when !have_device */
     gdr_gpu_t gpu;              /* the GPU layer: gpu.on, else gpu.error says why not */
     MPIDI_GDR_gpudirect_t gpudirect;
-    char gpudirect_why[256];    /* how the mode was chosen, for the start-up line */
+    char gpudirect_why[512];    /* how the mode was chosen, for the start-up line */
     gdr_verbs_am_t *am;         /* AM channel to ranks on other nodes; NULL: none */
     gdr_verbs_am_stats_t am_stats_kept; /* the channel's counters after it is gone (MPI_T) */
     uint8_t *world_vcis;        /* [world size]: each rank's VCIs, from the cards; NULL: none */

@@ -110,7 +110,7 @@ static int device_win_new(MPIR_Win * win, struct MPIDI_GDR_device_win **out)
     };
     d->ids = (gdr_rma_device_t) {.buffer_id = buffer_id };
     gdr_trig_executor_init(&d->exec, &GDR_WIN(win).rma, d->dw.handle, &d->ids,
-                           MPIDI_GDR_global.gpudirect == MPIDI_GDR_GPUDIRECT_PEERMEM);
+                           MPIDI_GDR_nic_takes_gpu_memory());
     /* what the NIC cannot take with device memory (atomics where ranks share a node,
      * GPUDirect staged mode) goes through the staged protocol, as MPI calls' does */
     if (MPIDI_GDR_global.staged != NULL && GDR_WIN(win).staged != NULL)

@@ -34,13 +34,15 @@ cvars:
       verbosity   : MPI_T_VERBOSITY_USER_BASIC
       scope       : MPI_T_SCOPE_LOCAL
       description : >-
-        How the RDMA NIC reaches GPU memory. auto (the default): peermem if
-        registering device memory works, else staged. peermem: ibv_reg_mr on
-        device addresses (the nvidia-peermem kernel module). staged: the NIC
-        never touches GPU memory; device data goes as messages. dmabuf:
-        ibv_reg_dmabuf_mr (not available in this build yet). off: gdr does not
-        open the GPU (device data still goes as MPICH messages). Forcing a mode
-        that does not work here makes MPI_Init fail with the missing piece.
+        How the RDMA NIC reaches GPU memory. auto (the default): the first of
+        dmabuf, peermem that registers device memory here, else staged. dmabuf:
+        the CUDA driver exports device memory as a dmabuf and the NIC registers
+        it (ibv_reg_dmabuf_mr; needs a driver and a kernel with dmabuf support,
+        no extra module). peermem: ibv_reg_mr on device addresses (the
+        nvidia-peermem kernel module). staged: the NIC never touches GPU
+        memory; device data goes as messages. off: gdr does not open the GPU
+        (device data still goes as MPICH messages). Forcing a mode that does
+        not work here makes MPI_Init fail with the missing piece.
 
 === END_MPI_T_CVAR_INFO_BLOCK ===
 */
@@ -59,6 +61,58 @@ const char *MPIDI_GDR_gpudirect_name(int mode)
         default:
             return "off";
     }
+}
+
+/* The verbs layer's dmabuf source in dmabuf mode: device memory as a dmabuf of the pages
+ * of its allocation, host memory by address. */
+static int dmabuf_source(void *ctx, const void *asked, void **addr, size_t *len, int *fd,
+                         uint64_t *offset)
+{
+    gdr_gpu_t *g = ctx;
+    gdr_gpu_mem_info_t info;
+    if (gdr_gpu_mem_query(g, asked, &info) != 0 || !info.is_device || info.is_managed)
+        return 1;
+    /* the range may have been rounded out to pages that belong to no allocation or to
+     * another one: keep the pages of the allocation holding `asked` */
+    uintptr_t page = (uintptr_t) sysconf(_SC_PAGESIZE);
+    uintptr_t lo = (uintptr_t) *addr, hi = lo + *len;
+    uintptr_t first = info.base / page * page;
+    uintptr_t end = (info.base + info.size + page - 1) / page * page;
+    lo = lo > first ? lo : first;
+    hi = hi < end ? hi : end;
+    if (lo >= hi || gdr_gpu_dmabuf_export(g, (void *) lo, hi - lo, fd, offset) != 0) {
+        errno = EINVAL;
+        return -1;
+    }
+    *addr = (void *) lo;
+    *len = hi - lo;
+    return 0;
+}
+
+/* Registers a small device allocation as a dmabuf: 0 when the NIC takes one. */
+static int try_dmabuf(char *why, size_t why_len)
+{
+    gdr_gpu_t *g = &MPIDI_GDR_global.gpu;
+    void *p = NULL;
+    int fd = -1, rc = -1;
+    uint64_t offset = 0;
+    if (!(g->features & GDR_GPU_DMABUF)) {
+        snprintf(why, why_len, "the CUDA driver exports no dmabuf here (%s)", g->features_off);
+        return -1;
+    }
+    if (gdr_gpu_mem_alloc(g, PROBE_BYTES, &p) != 0) {
+        snprintf(why, why_len, "%s", g->error);
+        return -1;
+    }
+    if (gdr_gpu_dmabuf_export(g, p, PROBE_BYTES, &fd, &offset) != 0)
+        snprintf(why, why_len, "%s", g->error);
+    else
+        rc = gdr_verbs_device_try_reg(&MPIDI_GDR_global.device, p, PROBE_BYTES, fd, offset, why,
+                                      why_len);
+    if (fd >= 0)
+        close(fd);
+    (void) gdr_gpu_mem_free(g, p);
+    return rc;
 }
 
 /* Registers a small device allocation by address: 0 when the NIC takes GPU memory. */
@@ -82,7 +136,7 @@ static int choose_mode(void)
 {
     int mpi_errno = MPI_SUCCESS;
     const char *want = MPIR_CVAR_CH4_GDR_GPUDIRECT;
-    char *why = MPIDI_GDR_global.gpudirect_why, tried[200] = "";
+    char *why = MPIDI_GDR_global.gpudirect_why, no_dmabuf[200] = "", no_peermem[200] = "";
     size_t why_len = sizeof(MPIDI_GDR_global.gpudirect_why);
     int forced = strcmp(want, "auto") != 0;
 
@@ -101,29 +155,38 @@ static int choose_mode(void)
         snprintf(why, why_len, "no GPU");
         goto fn_exit;
     }
-    MPIR_ERR_CHKANDJUMP1(strcmp(want, "dmabuf") == 0, mpi_errno, MPI_ERR_OTHER,
-                         "**gdr_gpudirect", "**gdr_gpudirect %s",
-                         "MPIR_CVAR_CH4_GDR_GPUDIRECT=dmabuf: registering GPU memory as a dmabuf "
-                         "is not in this build of gdr yet; use peermem (load nvidia-peermem) "
-                         "or staged");
     if (strcmp(want, "staged") == 0) {
         MPIDI_GDR_global.gpudirect = MPIDI_GDR_GPUDIRECT_STAGED;
         snprintf(why, why_len, "MPIR_CVAR_CH4_GDR_GPUDIRECT=staged");
         goto fn_exit;
     }
-    if (!MPIDI_GDR_global.have_device)
-        snprintf(tried, sizeof(tried), "no RDMA device");
-    else if (try_peermem(tried, sizeof(tried)) == 0) {
+    /* dmabuf first: current drivers offer it and it needs no extra kernel module */
+    if (!MPIDI_GDR_global.have_device) {
+        snprintf(no_dmabuf, sizeof(no_dmabuf), "no RDMA device");
+        snprintf(no_peermem, sizeof(no_peermem), "no RDMA device");
+    } else if (strcmp(want, "peermem") != 0 && try_dmabuf(no_dmabuf, sizeof(no_dmabuf)) == 0) {
+        MPIDI_GDR_global.gpudirect = MPIDI_GDR_GPUDIRECT_DMABUF;
+        MPIDI_GDR_global.device.dmabuf_source = dmabuf_source;
+        MPIDI_GDR_global.device.dmabuf_ctx = &MPIDI_GDR_global.gpu;
+        snprintf(why, why_len, "%s registers the driver's dmabufs", MPIDI_GDR_global.device.name);
+        goto fn_exit;
+    }
+    MPIR_ERR_CHKANDJUMP2(strcmp(want, "dmabuf") == 0, mpi_errno, MPI_ERR_OTHER,
+                         "**gdr_gpudirect_dmabuf", "**gdr_gpudirect_dmabuf %s %s", no_dmabuf,
+                         "use a CUDA driver and kernel with dmabuf support, or set "
+                         "MPIR_CVAR_CH4_GDR_GPUDIRECT=peermem, staged or auto");
+    if (MPIDI_GDR_global.have_device && try_peermem(no_peermem, sizeof(no_peermem)) == 0) {
         MPIDI_GDR_global.gpudirect = MPIDI_GDR_GPUDIRECT_PEERMEM;
         snprintf(why, why_len, "%s takes device addresses", MPIDI_GDR_global.device.name);
         goto fn_exit;
     }
     MPIR_ERR_CHKANDJUMP2(forced, mpi_errno, MPI_ERR_OTHER, "**gdr_gpudirect_peermem",
-                         "**gdr_gpudirect_peermem %s %s", tried,
+                         "**gdr_gpudirect_peermem %s %s", no_peermem,
                          "load the nvidia-peermem kernel module, or set "
                          "MPIR_CVAR_CH4_GDR_GPUDIRECT=staged or auto");
     MPIDI_GDR_global.gpudirect = MPIDI_GDR_GPUDIRECT_STAGED;
-    snprintf(why, why_len, "peermem unavailable: %s", tried);
+    snprintf(why, why_len, "dmabuf unavailable: %s; peermem unavailable: %s", no_dmabuf,
+             no_peermem);
   fn_exit:
     return mpi_errno;
   fn_fail:
@@ -180,13 +243,19 @@ uint64_t MPIDI_GDR_gpu_buffer_id(const void *p)
     return info.buffer_id != 0 ? info.buffer_id : UINT64_MAX;
 }
 
+int MPIDI_GDR_nic_takes_gpu_memory(void)
+{
+    return MPIDI_GDR_global.gpudirect == MPIDI_GDR_GPUDIRECT_PEERMEM
+        || MPIDI_GDR_global.gpudirect == MPIDI_GDR_GPUDIRECT_DMABUF;
+}
+
 unsigned MPIDI_GDR_gpu_expose_flags(const void *base)
 {
     unsigned expose = 0;
     if (MPIDI_GDR_gpu_buffer_id(base) != 0)
         expose |= GDR_RMA_EXPOSE_IS_DEVICE;
-    if (MPIDI_GDR_global.gpudirect == MPIDI_GDR_GPUDIRECT_PEERMEM)
-        expose |= GDR_RMA_EXPOSE_DEVICE_OK;     /* (dmabuf: later) */
+    if (MPIDI_GDR_nic_takes_gpu_memory())
+        expose |= GDR_RMA_EXPOSE_DEVICE_OK;
     if (MPIDI_GDR_global.gpu.on)
         expose |= GDR_RMA_EXPOSE_GPU;
     return expose;

@@ -55,10 +55,12 @@ void MPIDI_GDR_gpu_stop(void);
  * MPICH's CUDA support knows it as device memory) */
 uint64_t MPIDI_GDR_gpu_buffer_id(const void *p);
 /* How window memory at base is exposed (GDR_RMA_EXPOSE_ mask, src/rma/gdr_rma_regions.h):
- * device memory or not; registered with the NIC only in GPUDirect peermem mode; whether
+ * device memory or not; registered with the NIC only in GPUDirect dmabuf or peermem mode; whether
  * gdr's GPU layer is on. */
 unsigned MPIDI_GDR_gpu_expose_flags(const void *base);
 const char *MPIDI_GDR_gpudirect_name(int mode);
+/* The NIC registers GPU memory (GPUDirect dmabuf or peermem), so RDMA reaches it. */
+int MPIDI_GDR_nic_takes_gpu_memory(void);
 /* The pieces of a target access as offsets from its displacement; *pieces is small
  * (one piece) or allocated (MPL_free it).  *n 0 with MPI_SUCCESS: too scattered. */
 /* count x type at buf as absolute pieces, in out->iov (allocated: MPL_free it). */

@@ -147,7 +147,7 @@ static int rma_native(const MPIDI_GDR_rma_args_t * a, MPIR_Win * win, MPIR_Reque
     /* device buffers: zero-copy when the NIC reaches GPU memory, else MPICH's messages */
     uint64_t o_dev = MPIDI_GDR_gpu_buffer_id(a->origin);
     uint64_t r_dev = MPIDI_GDR_gpu_buffer_id(a->result);
-    if ((o_dev || r_dev) && MPIDI_GDR_global.gpudirect != MPIDI_GDR_GPUDIRECT_PEERMEM)
+    if ((o_dev || r_dev) && !MPIDI_GDR_nic_takes_gpu_memory())
         return MPI_SUCCESS;
     if (MPIDI_GDR_gpu_buffer_id(a->compare) != 0)
         return MPI_SUCCESS;     /* the engine reads the compare value on the host */

@@ -10,7 +10,7 @@ int gdr_rma_expose_may_register(unsigned expose, char *why, size_t why_len)
         return 1;
     if (why_len > 0)
         snprintf(why, why_len, "device memory is not registered with the NIC in this GPUDirect "
-                 "mode (peermem only)");
+                 "mode (dmabuf or peermem only)");
     return 0;
 }
 

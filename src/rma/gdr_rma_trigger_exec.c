@@ -171,7 +171,7 @@ static int post(gdr_trig_exec_op_t *op, gdr_rma_access_t *a, char *why, size_t w
                    : a->kind == GDR_RMA_FOP
                    ? "the window's accumulate rule keeps NIC atomics off: ranks share a node, "
                    "or which_accumulate_ops lacks sum"
-                   : "GPUDirect RDMA is off: nvidia-peermem, MPIR_CVAR_CH4_GDR_GPUDIRECT",
+                   : "GPUDirect RDMA is off: dmabuf or nvidia-peermem, MPIR_CVAR_CH4_GDR_GPUDIRECT",
                    x->staged_win != NULL ? ", or through the staged protocol with device memory"
                    : " only");
     }
@@ -208,7 +208,7 @@ static int local_buf(gdr_trig_exec_op_t *op, gdr_rma_buf_t *b, char *why, size_t
         return 0;
     if (!x->device_by_nic && x->staged_win == NULL)
         return say(why, why_len, "its local buffer is device memory, GPUDirect RDMA is off "
-                   "(nvidia-peermem, MPIR_CVAR_CH4_GDR_GPUDIRECT) and so is the staged "
+                   "(dmabuf or nvidia-peermem, MPIR_CVAR_CH4_GDR_GPUDIRECT) and so is the staged "
                    "protocol (MPIR_CVAR_CH4_GDR_STAGED): use host-pinned buffers");
     op->local = (struct iovec) {.iov_base = addr,.iov_len = op->d.bytes };
     b->scattered = 1;

@@ -62,6 +62,7 @@ struct gpusim {
     int mode;                           /* enum gpusim_mode */
     int ndev;
     int peer_access;                    /* devices map each other's memory (IPC) */
+    int dmabuf;                         /* /dev/udmabuf exports device memory as dmabufs */
     struct CUctx_st ctx[GPUSIM_MAX_DEVICES];
     char *dev_base;                     /* the reserved device address range */
     char *alias_base;                   /* where the simulator reaches it (strict: another

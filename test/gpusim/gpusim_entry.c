@@ -204,15 +204,18 @@ gdr_cu_result_t cuInit(unsigned int flags)
         rc = GDR_CUDA_ERROR_INVALID_VALUE;
         goto out;
     }
-    long peer;
+    long peer, dmabuf;
     if (env_int("GDR_GPUSIM_DEVICES", 1, 0, GPUSIM_MAX_DEVICES, &ndev) != 0
         || env_int("GDR_GPUSIM_VA_MB", 4096, 1, 1L << 24, &va_mb) != 0
-        || env_int("GDR_GPUSIM_PEER_ACCESS", 1, 0, 1, &peer) != 0) {
+        || env_int("GDR_GPUSIM_PEER_ACCESS", 1, 0, 1, &peer) != 0
+        || env_int("GDR_GPUSIM_DMABUF", 1, 0, 1, &dmabuf) != 0) {
         rc = GDR_CUDA_ERROR_INVALID_VALUE;
         goto out;
     }
     gpusim.ndev = (int) ndev;
     gpusim.peer_access = (int) peer;
+    /* dmabuf export needs the kernel's udmabuf (maint/rxe's guests have it) */
+    gpusim.dmabuf = dmabuf && access("/dev/udmabuf", R_OK | W_OK) == 0;
     gpusim.va_size = (size_t) va_mb << 20;
     for (int i = 0; i < GPUSIM_MAX_DEVICES; i++)
         gpusim.ctx[i].device = i;
@@ -398,8 +401,8 @@ gdr_cu_result_t cuDeviceGetAttribute(int *pi, unsigned int attrib, gdr_cu_device
     case GDR_CU_DEVICE_ATTRIBUTE_PCI_DEVICE_ID:
     case GDR_CU_DEVICE_ATTRIBUTE_PCI_DOMAIN_ID:
     case GDR_CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR:
-    case GDR_CU_DEVICE_ATTRIBUTE_DMA_BUF_SUPPORTED:     /* Soft-RoCE cannot import one */
-        *pi = 0;
+    case GDR_CU_DEVICE_ATTRIBUTE_DMA_BUF_SUPPORTED:
+        *pi = gpusim.dmabuf;
         break;
     case GDR_CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR:
         *pi = 9;

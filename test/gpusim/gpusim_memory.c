@@ -10,9 +10,13 @@
 #endif
 #include "gpusim.h"
 
+#include <errno.h>
+#include <fcntl.h>
+#include <linux/udmabuf.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/ioctl.h>
 #include <sys/mman.h>
 #include <unistd.h>
 
@@ -191,8 +195,10 @@ gdr_cu_result_t cuMemAlloc_v2(gdr_cu_ptr_t *dptr, size_t bytesize)
     r.buffer_id = gpusim_new_buffer_id();
     /* the name lets an importer check that /proc/<pid>/fd/<n> is still this allocation */
     snprintf(name, sizeof(name), "gpusim:%llx", (unsigned long long) r.buffer_id);
-    r.memfd = memfd_create(name, MFD_CLOEXEC);
+    /* sealed against shrinking: udmabuf exports only such memfds */
+    r.memfd = memfd_create(name, MFD_CLOEXEC | MFD_ALLOW_SEALING);
     if (r.memfd < 0 || ftruncate(r.memfd, (off_t) r.mapped) != 0
+        || fcntl(r.memfd, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_SEAL) != 0
         || gpusim_va_take(r.mapped, &r.base) != 0 || gpusim_va_map(r.base, r.mapped, r.memfd) != 0)
         goto fail;
     if (gpusim_range_insert(&r) == NULL) {
@@ -416,13 +422,44 @@ gdr_cu_result_t cuMemGetAddressRange_v2(gdr_cu_ptr_t *pbase, size_t *psize, gdr_
     return rc;
 }
 
-/* No dmabuf: Soft-RoCE could not import one anyway (DMA_BUF_SUPPORTED is 0). */
+/* A dmabuf of [dptr, dptr+size) inside one allocation, page aligned as the driver wants:
+ * the allocation's memfd made a udmabuf (the kernel pins its pages, so the NIC reaches
+ * device memory the host cannot touch in strict mode).  Without /dev/udmabuf (or with
+ * GDR_GPUSIM_DMABUF=0) DMA_BUF_SUPPORTED is 0 and this answers NOT_SUPPORTED. */
 gdr_cu_result_t cuMemGetHandleForAddressRange(void *handle, gdr_cu_ptr_t dptr, size_t size,
                                               unsigned int handleType, unsigned long long flags)
 {
-    (void) handle, (void) dptr, (void) size, (void) handleType, (void) flags;
     pthread_mutex_lock(&gpusim.lock);
     gdr_cu_result_t rc = gpusim_need_ctx();
+    const gpusim_range_t *r = rc == GDR_CUDA_SUCCESS ? gpusim_range_find(dptr) : NULL;
+    if (rc != GDR_CUDA_SUCCESS)
+        goto out;
+    rc = GDR_CUDA_ERROR_NOT_SUPPORTED;
+    if (!gpusim.dmabuf || handleType != GDR_CU_MEM_RANGE_HANDLE_TYPE_DMA_BUF_FD)
+        goto out;
+    rc = GDR_CUDA_ERROR_INVALID_VALUE;
+    if (handle == NULL || flags != 0 || r == NULL || r->kind != GPUSIM_DEVICE || size == 0
+        || dptr % page_size() != 0 || size % page_size() != 0
+        || dptr + size > r->base + r->mapped) {
+        gpusim_debug("cuMemGetHandleForAddressRange(%#llx, %zu): not a page-aligned range of one"
+                     " allocation", (unsigned long long) dptr, size);
+        goto out;
+    }
+    int dev = open("/dev/udmabuf", O_RDWR | O_CLOEXEC);
+    struct udmabuf_create c = {.memfd = (uint32_t) r->memfd,.flags = UDMABUF_FLAGS_CLOEXEC,
+        .offset = dptr - r->base,.size = size };
+    int fd = dev < 0 ? -1 : ioctl(dev, UDMABUF_CREATE, &c);
+    if (fd < 0) {
+        gpusim_debug("udmabuf of %zu bytes at %#llx: %s", size, (unsigned long long) dptr,
+                     strerror(errno));
+        rc = GDR_CUDA_ERROR_OUT_OF_MEMORY;
+    } else {
+        *(int *) handle = fd;
+        rc = GDR_CUDA_SUCCESS;
+    }
+    if (dev >= 0)
+        close(dev);
+  out:
     pthread_mutex_unlock(&gpusim.lock);
-    return rc != GDR_CUDA_SUCCESS ? rc : GDR_CUDA_ERROR_NOT_SUPPORTED;
+    return rc;
 }

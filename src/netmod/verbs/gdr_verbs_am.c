@@ -224,12 +224,13 @@ struct gdr_verbs_am {
 /* Rendezvous sources stay registered after use (until freed or evicted). */
 #define RCACHE_UNUSED_MAX ((size_t) 256 << 20)
 
-static void *reg_for_read(void *ctx, void *addr, size_t len, uint32_t *lkey, uint32_t *rkey)
+static void *reg_for_read(void *ctx, void *addr, size_t len, const void *asked, uint32_t *lkey,
+                          uint32_t *rkey)
 {
     gdr_verbs_device_t *dev = ctx;
     /* local write too: one-sided gets land in user buffers registered here */
-    struct ibv_mr *mr = ibv_reg_mr(dev->pd, addr, len,
-                                   IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_READ);
+    struct ibv_mr *mr = gdr_verbs_device_reg_mr(dev, addr, len, asked,
+                                                IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_READ);
     if (mr == NULL)
         return NULL;
     *lkey = mr->lkey;

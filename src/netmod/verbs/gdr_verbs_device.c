@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 #include <hwloc.h>
 
 /* First ACTIVE port of an open context, 0 if none. */
@@ -195,6 +196,29 @@ int gdr_verbs_device_pick_gid(gdr_verbs_device_t *dev, int wanted, char *why, si
     }
     dev->gid_index = best;
     return 0;
+}
+
+struct ibv_mr *gdr_verbs_device_reg_mr(const gdr_verbs_device_t *dev, void *addr, size_t len,
+                                       const void *asked, int access)
+{
+    int fd = -1;
+    uint64_t offset = 0;
+    if (dev->dmabuf_source == NULL || len == 0)
+        return ibv_reg_mr(dev->pd, addr, len, access);
+    switch (dev->dmabuf_source(dev->dmabuf_ctx, asked, &addr, &len, &fd, &offset)) {
+        case 1:
+            return ibv_reg_mr(dev->pd, addr, len, access);
+        case 0:
+            break;
+        default:
+            return NULL;
+    }
+    struct ibv_mr *mr = ibv_reg_dmabuf_mr(dev->pd, offset, len, (uint64_t) (uintptr_t) addr, fd,
+                                          access);
+    int saved = errno;
+    close(fd);                  /* the registration holds the buffer */
+    errno = saved;
+    return mr;
 }
 
 int gdr_verbs_device_try_reg(const gdr_verbs_device_t *dev, void *addr, size_t len,

@@ -14,6 +14,15 @@ typedef enum gdr_verbs_status {
     GDR_VERBS_ERROR             /* a device exists but could not be opened or queried */
 } gdr_verbs_status_t;
 
+/* Memory the NIC takes as a dmabuf rather than by address (GPU memory when the driver
+ * exports it: MPIR_CVAR_CH4_GDR_GPUDIRECT=dmabuf).  Asked about every range
+ * [*addr, *addr + *len) to register, `asked` being the address inside it that the
+ * caller wants (the range may be rounded out to pages): 1 = register it by address;
+ * 0 = *fd (the caller closes it) holds the range at *offset, *addr and *len narrowed to the
+ * memory holding `asked`; -1 = it cannot be registered (errno set). */
+typedef int gdr_verbs_dmabuf_source_fn(void *ctx, const void *asked, void **addr, size_t *len,
+                                       int *fd, uint64_t *offset);
+
 typedef struct gdr_verbs_device {
     struct ibv_context *context;
     struct ibv_pd *pd;
@@ -26,6 +35,8 @@ typedef struct gdr_verbs_device {
     int gid_index;              /* RoCE: the GID we send from; -1 when none */
     uint8_t gid[16];
     struct ibv_device_attr attr;
+    gdr_verbs_dmabuf_source_fn *dmabuf_source;  /* NULL: everything by address */
+    void *dmabuf_ctx;
 } gdr_verbs_device_t;
 
 /* Opens the device chosen by gdr_verbs_select() (wanted: MPIR_CVAR_CH4_GDR_DEVICE,
@@ -48,6 +59,12 @@ int gdr_verbs_device_pick_gid(gdr_verbs_device_t *dev, int wanted, char *why, si
  * released at once.  0, or -1 with why set to the verbs call and its error. */
 int gdr_verbs_device_try_reg(const gdr_verbs_device_t *dev, void *addr, size_t len,
                              int dmabuf_fd, uint64_t offset, char *why, size_t why_len);
+
+/* Registers [addr, addr+len) (around `asked`, see above) with access flags, for memory
+ * that may be the GPU's: as a dmabuf where dev->dmabuf_source gives one, else by address.
+ * NULL with errno set. */
+struct ibv_mr *gdr_verbs_device_reg_mr(const gdr_verbs_device_t *dev, void *addr, size_t len,
+                                       const void *asked, int access);
 
 /* Releases what open acquired; safe on a closed or zeroed device. */
 void gdr_verbs_device_close(gdr_verbs_device_t *dev);

@@ -173,7 +173,7 @@ gdr_verbs_rcache_entry_t *gdr_verbs_rcache_get_tagged(gdr_verbs_rcache_t *rc, co
         e->start = start;
         e->end = end;
         e->tag = tag;
-        e->handle = rc->ops.reg(rc->ctx, (void *) start, end - start, &e->lkey, &e->rkey);
+        e->handle = rc->ops.reg(rc->ctx, (void *) start, end - start, addr, &e->lkey, &e->rkey);
         if (e->handle == NULL) {
             free(e);
             e = NULL;

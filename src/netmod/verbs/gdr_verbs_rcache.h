@@ -16,8 +16,10 @@
 typedef struct gdr_verbs_rcache gdr_verbs_rcache_t;
 
 typedef struct gdr_verbs_rcache_ops {
-    /* Registers [addr, addr+len); returns a handle, NULL on failure. */
-    void *(*reg)(void *ctx, void *addr, size_t len, uint32_t *lkey, uint32_t *rkey);
+    /* Registers [addr, addr+len), the page-rounded range around `asked` (the address the
+     * caller gave); returns a handle, NULL on failure. */
+    void *(*reg)(void *ctx, void *addr, size_t len, const void *asked, uint32_t *lkey,
+                 uint32_t *rkey);
     void (*dereg)(void *ctx, void *handle);
 } gdr_verbs_rcache_ops_t;
 

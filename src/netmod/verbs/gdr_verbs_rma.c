@@ -156,7 +156,7 @@ int gdr_verbs_rma_register(gdr_verbs_rma_t *rma, void *addr, size_t len, unsigne
         flags |= IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_LOCAL_WRITE;
     if (access & GDR_VERBS_RMA_REMOTE_ATOMIC)
         flags |= IBV_ACCESS_REMOTE_ATOMIC | IBV_ACCESS_LOCAL_WRITE;
-    struct ibv_mr *mr = ibv_reg_mr(rma->dev->pd, addr, len, flags);
+    struct ibv_mr *mr = gdr_verbs_device_reg_mr(rma->dev, addr, len, addr, flags);
     if (mr == NULL) {
         snprintf(why, why_len, "registering a %zu-byte window at %p on %s failed: %s (raise "
                  "ulimit -l, or the memory is not host memory the NIC can reach)", len, addr,

@@ -201,6 +201,9 @@ static void body(const char *lib, const char *mode)
 
 int main(int argc, char **argv)
 {
+    /* the refusal paths, also on a host with /dev/udmabuf (dmabuf export is tested over
+     * Soft-RoCE, where the guests have it: maint/check-rxe's GPUDirect dmabuf run) */
+    setenv("GDR_GPUSIM_DMABUF", "0", 1);
     gpusim_run_modes(argc > 1 ? argv[1] : "./test/gpusim/libgdr_gpusim.so", body);
     return gdr_unit_finish();
 }

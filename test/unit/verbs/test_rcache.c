@@ -13,16 +13,18 @@
 
 typedef struct {
     int regs, deregs, live;
+    int asked_outside;          /* registrations whose asked-for address lay outside them */
 } fake_t;
 
-static void *fake_reg(void *ctx, void *addr, size_t len, uint32_t *lkey, uint32_t *rkey)
+static void *fake_reg(void *ctx, void *addr, size_t len, const void *asked, uint32_t *lkey,
+                      uint32_t *rkey)
 {
     fake_t *f = ctx;
     f->regs++;
     f->live++;
     *lkey = *rkey = (uint32_t) f->regs;
-    (void) addr;
-    (void) len;
+    if ((uintptr_t) asked < (uintptr_t) addr || (uintptr_t) asked >= (uintptr_t) addr + len)
+        f->asked_outside++;
     return (void *) (uintptr_t) f->regs;
 }
 
@@ -146,5 +148,7 @@ int main(void)
     munmap(e, 200 * ps);
     gdr_verbs_rcache_destroy(rc);
     GDR_CHECK(f.live == 0, "destroy deregisters everything (%d left)", f.live);
+    GDR_CHECK(f.regs > 0 && f.asked_outside == 0, "every registration names the address asked"
+              " for, inside its page-rounded range (%d of %d outside)", f.asked_outside, f.regs);
     return gdr_unit_finish();
 }
