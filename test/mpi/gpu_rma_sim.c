@@ -2,12 +2,16 @@
  * (test/gpusim) or a real one: device memory comes from the CUDA driver that gdr loads
  * (MPIR_CVAR_CH4_GDR_CUDA_DRIVER; default libcuda.so.1), reached here the same way.
  *
- * Every rank exposes a window in device memory (MPI_Win_create over cuMemAlloc, or a
- * dynamic window with the device buffer attached) and its right neighbour works on it:
- *   origin {host, device} x op {Put, Get, Rput, Rget} x sync {fence, PSCW, lock,
- *   lock_all + flush, lock_all + flush_local (then flush)} x origin datatype
- *   {contiguous, vector}
- * every value read back through cuMemcpy.  Then, on a device window: Accumulate (SUM of
+ * Every rank exposes a window in device memory (MPI_Win_create over cuMemAlloc, a
+ * dynamic window with the device buffer attached, or MPI_Win_allocate with
+ * mpi_memory_alloc_kinds=cuda:device) and its right neighbour works on it:
+ *   window {create, dynamic, allocate} x origin {host, device} x op {Put, Get, Rput,
+ *   Rget, Accumulate SUM, Get_accumulate SUM} x sync {fence, PSCW, lock, lock_all +
+ *   flush, lock_all + flush_local (then flush)} x origin datatype {contiguous, vector,
+ *   indexed}
+ * every value read back through cuMemcpy: whole with GDR_TEST_FULL=1 (check-rxe --full),
+ * by default the create/dynamic x Put/Get/Rput/Rget x contiguous/vector cells and one in
+ * five of the others (cell_runs).  Then, on a device window: Accumulate (SUM of
  * doubles), Fetch_and_op (SUM of int64), Compare_and_swap, Fetch_and_ops from host and
  * device operands in turn (call order holds across paths), and an origin buffer freed
  * and allocated again at the same address between epochs (the new data must land, not a
@@ -54,9 +58,13 @@ static unsigned long long pvar(const char *name)
 }
 
 /* ---- the matrix ------------------------------------------------------------------------ */
-typedef enum { OP_PUT, OP_GET, OP_RPUT, OP_RGET, OP_N } op_t;
+typedef enum { OP_PUT, OP_GET, OP_RPUT, OP_RGET, OP_ACC, OP_GACC, OP_N } op_t;
 typedef enum { SYNC_FENCE, SYNC_PSCW, SYNC_LOCK, SYNC_FLUSH, SYNC_FLUSH_LOCAL, SYNC_N } sync_t;
-static const char *op_names[] = { "Put", "Get", "Rput", "Rget" };
+typedef enum { WIN_CREATE, WIN_DYNAMIC, WIN_ALLOCATE, WIN_N } win_kind_t;
+typedef enum { TYPE_CONTIG, TYPE_VECTOR, TYPE_INDEXED, TYPE_N } otype_t;
+static const char *op_names[] = { "Put", "Get", "Rput", "Rget", "Accumulate", "Get_accumulate" };
+static const char *win_names[] = { "create", "dynamic", "allocate" };
+static const char *type_names[] = { "contiguous", "vector", "indexed" };
 static const char *sync_names[] = { "fence", "pscw", "lock", "lock_all+flush",
     "lock_all+flush_local"
 };
@@ -65,15 +73,28 @@ typedef struct {
     MPI_Win win;
     void *base;                         /* this rank's device window memory */
     MPI_Aint *disp0;                    /* per rank: target_disp of its window's start */
-    int dynamic;
+    int dynamic, allocated;
 } gwin_t;
 
-static void gwin_open(gwin_t *g, int dynamic, int size)
+static void gwin_open(gwin_t *g, win_kind_t kind, int size)
 {
-    g->dynamic = dynamic;
-    g->base = dev_alloc(N * sizeof(double));
+    g->dynamic = kind == WIN_DYNAMIC;
+    g->allocated = kind == WIN_ALLOCATE;
     g->disp0 = calloc(size, sizeof(MPI_Aint));
-    if (dynamic) {
+    if (g->allocated) {         /* device memory by MPI 4.1's memory-allocation kinds */
+        MPI_Info info;
+        MPI_Info_create(&info);
+        MPI_Info_set(info, "mpi_memory_alloc_kinds", "cuda:device");
+        if (!gdr_check_mpi("MPI_Win_allocate", MPI_Win_allocate(N * sizeof(double),
+                                                                 sizeof(double), info,
+                                                                 MPI_COMM_WORLD, &g->base,
+                                                                 &g->win)))
+            gdr_test_die("MPI_Win_allocate", MPI_ERR_OTHER);
+        MPI_Info_free(&info);
+        return;
+    }
+    g->base = dev_alloc(N * sizeof(double));
+    if (g->dynamic) {
         MPI_Win_create_dynamic(MPI_INFO_NULL, MPI_COMM_WORLD, &g->win);
         gdr_check_mpi("MPI_Win_attach", MPI_Win_attach(g->win, g->base, N * sizeof(double)));
         MPI_Aint mine;
@@ -91,7 +112,8 @@ static void gwin_close(gwin_t *g)
     if (g->dynamic)
         MPI_Win_detach(g->win, g->base);
     MPI_Win_free(&g->win);
-    dev_free(g->base);
+    if (!g->allocated)
+        dev_free(g->base);
     free(g->disp0);
 }
 
@@ -144,26 +166,60 @@ static void epoch_close(const gwin_t *g, sync_t s, int target)
     MPI_Barrier(MPI_COMM_WORLD);
 }
 
+/* The origin's layout: where its k-th double lies in the buffer (count of them), and the
+ * datatype that describes it: contiguous, every other double (vector), or blocks of 1, 2
+ * and 3 doubles with a gap of one after each (indexed). */
+static MPI_Datatype origin_layout(otype_t t, int count, int *pos)
+{
+    MPI_Datatype dt = MPI_DOUBLE;
+    if (t == TYPE_CONTIG) {
+        for (int k = 0; k < count; k++)
+            pos[k] = k;
+    } else if (t == TYPE_VECTOR) {
+        for (int k = 0; k < count; k++)
+            pos[k] = 2 * k;
+        MPI_Type_vector(count, 1, 2, MPI_DOUBLE, &dt);
+    } else {
+        int blen[N], bdisp[N], nb = 0, at_pos = 0;
+        for (int k = 0; k < count; nb++) {
+            blen[nb] = 1 + nb % 3 < count - k ? 1 + nb % 3 : count - k;
+            bdisp[nb] = at_pos;
+            for (int j = 0; j < blen[nb]; j++)
+                pos[k++] = at_pos + j;
+            at_pos += blen[nb] + 1;
+        }
+        MPI_Type_indexed(nb, blen, bdisp, MPI_DOUBLE, &dt);
+    }
+    if (t != TYPE_CONTIG)
+        MPI_Type_commit(&dt);
+    return dt;
+}
+
 /* One cell: rank r works on r+1's window with op; every value checked. */
 static void run_cell(gwin_t *g, int rank, int size, op_t op, sync_t s, int dev_origin,
-                     int vector, MPI_Group left, MPI_Group right)
+                     otype_t type, MPI_Group left, MPI_Group right)
 {
     int right_rank = (rank + 1) % size, left_rank = (rank + size - 1) % size;
-    int is_put = op == OP_PUT || op == OP_RPUT, count = vector ? N / 2 : N;
+    int writes = op == OP_PUT || op == OP_RPUT || op == OP_ACC || op == OP_GACC;
+    int fetches = op == OP_GET || op == OP_RGET || op == OP_GACC;
+    int count = type == TYPE_CONTIG ? N : N / 2, pos[N];
     double *host = malloc(N * sizeof(double)), *expect = malloc(N * sizeof(double));
     double *obuf = dev_origin ? dev_alloc(N * sizeof(double)) : malloc(N * sizeof(double));
-    MPI_Datatype otype = MPI_DOUBLE;
-    if (vector) {       /* every other double of the origin buffer */
-        MPI_Type_vector(count, 1, 2, MPI_DOUBLE, &otype);
-        MPI_Type_commit(&otype);
-    }
-    /* window: this rank's pattern; origin: a different one */
+    double *rbuf = op != OP_GACC ? NULL
+        : dev_origin ? dev_alloc(N * sizeof(double)) : malloc(N * sizeof(double));
+    MPI_Datatype otype = origin_layout(type, count, pos);
+    /* window: this rank's pattern; origin (and result): different ones */
     for (int i = 0; i < N; i++)
         host[i] = rank * 10000.0 + i;
     dev_copy(g->base, host, N * sizeof(double));
     for (int i = 0; i < N; i++)
         host[i] = -(rank * 10000.0 + i) - 0.5;
     dev_copy(obuf, host, N * sizeof(double));
+    if (rbuf != NULL) {
+        for (int i = 0; i < N; i++)
+            host[i] = 7.25;
+        dev_copy(rbuf, host, N * sizeof(double));
+    }
     MPI_Barrier(MPI_COMM_WORLD);
 
     epoch_open(g, s, left, right);
@@ -173,8 +229,14 @@ static void run_cell(gwin_t *g, int rank, int size, op_t op, sync_t s, int dev_o
     MPI_Aint d = at(g, right_rank, 0);
     /* request-based operations belong to passive-target epochs: Put/Get under fence, PSCW */
     int with_req = (op == OP_RPUT || op == OP_RGET) && s != SYNC_FENCE && s != SYNC_PSCW;
-    int ocount = vector ? 1 : count, rc;
-    if (is_put)
+    int ocount = type == TYPE_CONTIG ? count : 1, rc;
+    if (op == OP_ACC)
+        rc = MPI_Accumulate(obuf, ocount, otype, right_rank, d, count, MPI_DOUBLE, MPI_SUM,
+                            g->win);
+    else if (op == OP_GACC)     /* the result laid out as the origin is */
+        rc = MPI_Get_accumulate(obuf, ocount, otype, rbuf, ocount, otype, right_rank, d, count,
+                                MPI_DOUBLE, MPI_SUM, g->win);
+    else if (op == OP_PUT || op == OP_RPUT)
         rc = with_req ? MPI_Rput(obuf, ocount, otype, right_rank, d, count, MPI_DOUBLE, g->win, &req)
             : MPI_Put(obuf, ocount, otype, right_rank, d, count, MPI_DOUBLE, g->win);
     else
@@ -185,31 +247,38 @@ static void run_cell(gwin_t *g, int rank, int size, op_t op, sync_t s, int dev_o
         MPI_Wait(&req, MPI_STATUS_IGNORE);
     epoch_close(g, s, right_rank);
 
-    if (is_put) {       /* my window got my left neighbour's origin data */
+    if (writes) {       /* my window got my left neighbour's origin data */
         dev_copy(host, g->base, N * sizeof(double));
         for (int i = 0; i < N; i++)
             expect[i] = rank * 10000.0 + i;
-        for (int i = 0; i < count; i++)
-            expect[i] = -(left_rank * 10000.0 + (vector ? 2 * i : i)) - 0.5;
+        for (int k = 0; k < count; k++) {
+            double o = -(left_rank * 10000.0 + pos[k]) - 0.5;
+            expect[k] = op == OP_ACC || op == OP_GACC ? expect[k] + o : o;
+        }
         for (int i = 0; i < N; i++)
             if (!gdr_check_double("window", i, expect[i], host[i]))
                 break;
-    } else {            /* my origin buffer got my right neighbour's window */
-        dev_copy(host, obuf, N * sizeof(double));
+    }
+    if (fetches) {      /* my origin (result) buffer got my right neighbour's window */
+        dev_copy(host, op == OP_GACC ? rbuf : obuf, N * sizeof(double));
         for (int i = 0; i < N; i++)
-            expect[i] = -(rank * 10000.0 + i) - 0.5;
-        for (int i = 0; i < count; i++)
-            expect[vector ? 2 * i : i] = right_rank * 10000.0 + i;
+            expect[i] = op == OP_GACC ? 7.25 : -(rank * 10000.0 + i) - 0.5;
+        for (int k = 0; k < count; k++)
+            expect[pos[k]] = right_rank * 10000.0 + k;
         for (int i = 0; i < N; i++)
-            if (!gdr_check_double("origin", i, expect[i], host[i]))
+            if (!gdr_check_double(op == OP_GACC ? "result" : "origin", i, expect[i], host[i]))
                 break;
     }
-    if (vector)
+    if (type != TYPE_CONTIG)
         MPI_Type_free(&otype);
-    if (dev_origin)
+    if (dev_origin) {
         dev_free(obuf);
-    else
+        if (rbuf != NULL)
+            dev_free(rbuf);
+    } else {
         free(obuf);
+        free(rbuf);
+    }
     free(host);
     free(expect);
 }
@@ -240,27 +309,50 @@ static unsigned long long local_count(void)
 
 static unsigned long long create_kernel;       /* of create_local, by the copy kernel */
 
+/* The cells run: every one with GDR_TEST_FULL=1 (maint/check --full); by default the
+ * created and dynamic windows' Put/Get/Rput/Rget with contiguous and vector origins (the
+ * MPI_T counts below are theirs), and one cell in five of the rest (allocated windows,
+ * indexed origins, Accumulate and Get_accumulate), a different fifth for each sync. */
+static int full_matrix = -1;
+
+static int cell_runs(win_kind_t w, int dev, sync_t s, otype_t t, op_t op)
+{
+    if (full_matrix < 0)
+        full_matrix = getenv("GDR_TEST_FULL") != NULL && strcmp(getenv("GDR_TEST_FULL"), "0") != 0;
+    if (putget_only)    /* the same-node copy path carries Put/Get of created windows */
+        return w == WIN_CREATE && t != TYPE_INDEXED && op <= OP_RGET;
+    if (full_matrix || (w != WIN_ALLOCATE && t != TYPE_INDEXED && op <= OP_RGET))
+        return 1;
+    return ((int) w + dev + (int) s + (int) t + (int) op) % 5 == 0;
+}
+
 static void matrix(int rank, int size, MPI_Group left, MPI_Group right)
 {
-    for (int dyn = 0; dyn < 2 - putget_only; dyn++) {
+    for (int w = 0; w < WIN_N; w++) {
         gwin_t g;
-        gwin_open(&g, dyn, size);
+        if (putget_only && w != WIN_CREATE)
+            continue;
+        gwin_open(&g, (win_kind_t) w, size);
         for (int dev = 0; dev < 2; dev++)
             for (int s = 0; s < SYNC_N; s++)
-                for (int vec = 0; vec < 2; vec++)
+                for (int t = 0; t < TYPE_N; t++)
                     for (int op = 0; op < OP_N; op++) {
+                        if (!cell_runs((win_kind_t) w, dev, (sync_t) s, (otype_t) t, (op_t) op))
+                            continue;
                         gdr_test_set_context("win=%s origin=%s op=%s sync=%s type=%s",
-                                             dyn ? "dynamic" : "create", dev ? "device" : "host",
-                                             op_names[op], sync_names[s],
-                                             vec ? "vector" : "contiguous");
+                                             win_names[w], dev ? "device" : "host",
+                                             op_names[op], sync_names[s], type_names[t]);
+                        /* the counts the checks below expect: the first matrix's cells */
+                        int counted = w != WIN_ALLOCATE && t != TYPE_INDEXED && op <= OP_RGET;
                         unsigned long long n0 = pvar("gdr_rma_put_native")
                             + pvar("gdr_rma_get_native"), l0 = local_count(),
                             k0 = pvar("gdr_rma_local_kernel_copies");
-                        run_cell(&g, rank, size, op, s, dev, vec, left, right);
-                        if (dev && !vec)
+                        run_cell(&g, rank, size, (op_t) op, (sync_t) s, dev, (otype_t) t, left,
+                                 right);
+                        if (counted && dev && t == TYPE_CONTIG)
                             dev_native += pvar("gdr_rma_put_native")
                                 + pvar("gdr_rma_get_native") - n0;
-                        if (!dyn) {
+                        if (counted && w == WIN_CREATE) {
                             create_local += local_count() - l0;
                             create_kernel += pvar("gdr_rma_local_kernel_copies") - k0;
                         }
