@@ -5,8 +5,9 @@
  *   metric,ranks,max,mean,unit,lazy
  *
  * metrics: init_s (MPI_Init wall time), pinned_bytes_after_init, connections_after_init,
- * rss_kib_after_init, first_sendrecv_us and second_sendrecv_us (with rank XOR 3: two bits
- * away, so no binomial tree of the reductions before has joined the pair; 4, 8, 16... ranks), pinned_bytes_after_ring, connections_after_ring,
+ * rss_kib_after_init, first_sendrecv_us and second_sendrecv_us (after a barrier, to rank + 3
+ * and from rank - 3: no binomial reduction or dissemination barrier joins ranks 3 apart, at
+ * 8 ranks or more; the first includes the handshakes), pinned_bytes_after_ring, connections_after_ring,
  * rss_kib_after_ring (after an exchange with both ring neighbours).  gdr's MPI_T
  * variables (gdr_pinned_bytes, gdr_connections) read as -1 under another MPI. */
 #include <mpi.h>
@@ -77,11 +78,12 @@ static void row(const char *metric, double mine, const char *unit, const char *l
         printf("%s,%d,%.6g,%.6g,%s,%s\n", metric, size, max, sum / size, unit, lazy);
 }
 
-static double exchange_us(int peer)
+static double exchange_us(int to, int from)
 {
     char out = 1, in = 0;
+    MPI_Barrier(MPI_COMM_WORLD);        /* all start together: the time is the exchange's */
     double t0 = now();
-    MPI_Sendrecv(&out, 1, MPI_CHAR, peer, 7, &in, 1, MPI_CHAR, peer, 7, MPI_COMM_WORLD,
+    MPI_Sendrecv(&out, 1, MPI_CHAR, to, 7, &in, 1, MPI_CHAR, from, 7, MPI_COMM_WORLD,
                  MPI_STATUS_IGNORE);
     return (now() - t0) * 1e6;
 }
@@ -106,10 +108,11 @@ int main(int argc, char **argv)
     row("pinned_bytes_after_init", pinned0, "B", lazy);
     row("connections_after_init", conn0, "1", lazy);
     row("rss_kib_after_init", (double) rss0, "KiB", lazy);
-    /* a peer no reduction has joined yet (tree edges differ in one bit of the rank) */
-    int fresh = size % 4 == 0;
-    double first = fresh ? exchange_us(rank ^ 3) : 0;
-    double second = fresh ? exchange_us(rank ^ 3) : 0;
+    /* peers no collective has joined yet: 3 apart (reductions and barriers pair ranks a
+     * power of two apart, around the ring) */
+    int fresh = size >= 8;
+    double first = fresh ? exchange_us((rank + 3) % size, (rank + size - 3) % size) : 0;
+    double second = fresh ? exchange_us((rank + 3) % size, (rank + size - 3) % size) : 0;
     row("first_sendrecv_us", first, "us", lazy);
     row("second_sendrecv_us", second, "us", lazy);
     int right = (rank + 1) % size, left = (rank + size - 1) % size;
