@@ -126,29 +126,30 @@ int gdr_gpu_host_unregister(gdr_gpu_t *g, void *p)
                                                      " pointer must be one registered");
 }
 
-int gdr_gpu_dmabuf_export(gdr_gpu_t *g, const void *p, size_t n, int *fd, uint64_t *offset)
+/* GPU on and exporting dmabufs, and what holds p: 0, else the refusal. */
+static int dmabuf_query(gdr_gpu_t *g, const void *p, gdr_gpu_mem_info_t *info)
 {
-    gdr_gpu_mem_info_t info;
-    int rc;
-
-    *fd = -1;
-    *offset = 0;
     if (!g->on)
         return gdr_gpu_off(g);
     if (!(g->features & GDR_GPU_DMABUF))
         return gdr_gpu_refuse(g, ENOTSUP, "dmabuf export is not supported here (%s); use"
                               " GPUDirect through nvidia-peermem or staging", g->features_off);
-    rc = gdr_gpu_mem_query(g, p, &info);
-    if (rc != 0)
-        return rc;
-    /* the driver exports whole host pages: those of the allocation (a small allocation
-     * may share its first and last page with others; they are device memory too) */
+    return gdr_gpu_mem_query(g, p, info);
+}
+
+/* The driver exports whole host pages: those the allocation spans (a small allocation may
+ * share its first and last page with others; they are device memory too). */
+static void allocation_pages(const gdr_gpu_mem_info_t *info, uintptr_t *first, uintptr_t *end)
+{
     uintptr_t page = (uintptr_t) sysconf(_SC_PAGESIZE);
-    uintptr_t first = info.base / page * page;
-    uintptr_t end = (info.base + info.size + page - 1) / page * page;
-    if (!info.is_device || (uintptr_t) p < first || (uintptr_t) p + n > end)
-        return gdr_gpu_refuse(g, EINVAL, "dmabuf export of %p+%zu: not inside one device"
-                              " allocation's pages", p, n);
+    *first = info->base / page * page;
+    *end = (info->base + info->size + page - 1) / page * page;
+}
+
+/* [p, p+n), inside the pages from first to end, as a dmabuf of those pages. */
+static int export_pages(gdr_gpu_t *g, uintptr_t first, uintptr_t end, uintptr_t p, int *fd,
+                        uint64_t *offset)
+{
     gdr_cu_result_t cr = g->drv.fn.cuMemGetHandleForAddressRange(
         fd, (gdr_cu_ptr_t) first, end - first, GDR_CU_MEM_RANGE_HANDLE_TYPE_DMA_BUF_FD, 0);
     if (cr != GDR_CUDA_SUCCESS) {
@@ -156,6 +157,51 @@ int gdr_gpu_dmabuf_export(gdr_gpu_t *g, const void *p, size_t n, int *fd, uint64
         return gdr_gpu_fail(g, "cuMemGetHandleForAddressRange", cr, "dmabuf export failed; use"
                             " GPUDirect through nvidia-peermem or staging");
     }
-    *offset = (uintptr_t) p - first;
+    *offset = p - first;
     return 0;
+}
+
+int gdr_gpu_dmabuf_export(gdr_gpu_t *g, const void *p, size_t n, int *fd, uint64_t *offset)
+{
+    gdr_gpu_mem_info_t info;
+    uintptr_t first, end;
+
+    *fd = -1;
+    *offset = 0;
+    int rc = dmabuf_query(g, p, &info);
+    if (rc != 0)
+        return rc;
+    allocation_pages(&info, &first, &end);
+    if (!info.is_device || (uintptr_t) p < first || (uintptr_t) p + n > end)
+        return gdr_gpu_refuse(g, EINVAL, "dmabuf export of %p+%zu: not inside one device"
+                              " allocation's pages", p, n);
+    return export_pages(g, first, end, (uintptr_t) p, fd, offset);
+}
+
+int gdr_gpu_dmabuf_export_around(gdr_gpu_t *g, const void *asked, void **p, size_t *n, int *fd,
+                                 uint64_t *offset)
+{
+    gdr_gpu_mem_info_t info;
+    uintptr_t first, end;
+
+    *fd = -1;
+    *offset = 0;
+    int rc = dmabuf_query(g, asked, &info);
+    if (rc != 0)
+        return rc;
+    if (!info.is_device || info.is_managed)
+        return 1;
+    allocation_pages(&info, &first, &end);
+    uintptr_t lo = (uintptr_t) *p, hi = lo + *n;
+    lo = lo > first ? lo : first;
+    hi = hi < end ? hi : end;
+    if (lo >= hi || (uintptr_t) asked < lo || (uintptr_t) asked >= hi)
+        return gdr_gpu_refuse(g, EINVAL, "dmabuf export around %p: the range %p+%zu misses its"
+                              " allocation's pages", asked, *p, *n);
+    rc = export_pages(g, first, end, lo, fd, offset);
+    if (rc == 0) {
+        *p = (void *) lo;
+        *n = hi - lo;
+    }
+    return rc;
 }

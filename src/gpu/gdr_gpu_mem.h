@@ -46,4 +46,11 @@ int gdr_gpu_host_unregister(gdr_gpu_t *g, void *p);
  * device cannot (g->features lacks GDR_GPU_DMABUF). */
 int gdr_gpu_dmabuf_export(gdr_gpu_t *g, const void *p, size_t n, int *fd, uint64_t *offset);
 
+/* For a registration of [*p, *p + *n) made around `asked` (the range may be rounded out to
+ * pages): 1 if `asked` is not device memory (register it by address); 0 with *fd as above
+ * and [*p, *p + *n) narrowed to the pages of the allocation holding `asked`; negative with
+ * the reason otherwise. */
+int gdr_gpu_dmabuf_export_around(gdr_gpu_t *g, const void *asked, void **p, size_t *n, int *fd,
+                                 uint64_t *offset);
+
 #endif /* GDR_GPU_MEM_H */

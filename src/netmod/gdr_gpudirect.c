@@ -68,25 +68,10 @@ const char *MPIDI_GDR_gpudirect_name(int mode)
 static int dmabuf_source(void *ctx, const void *asked, void **addr, size_t *len, int *fd,
                          uint64_t *offset)
 {
-    gdr_gpu_t *g = ctx;
-    gdr_gpu_mem_info_t info;
-    if (gdr_gpu_mem_query(g, asked, &info) != 0 || !info.is_device || info.is_managed)
-        return 1;
-    /* the range may have been rounded out to pages that belong to no allocation or to
-     * another one: keep the pages of the allocation holding `asked` */
-    uintptr_t page = (uintptr_t) sysconf(_SC_PAGESIZE);
-    uintptr_t lo = (uintptr_t) *addr, hi = lo + *len;
-    uintptr_t first = info.base / page * page;
-    uintptr_t end = (info.base + info.size + page - 1) / page * page;
-    lo = lo > first ? lo : first;
-    hi = hi < end ? hi : end;
-    if (lo >= hi || gdr_gpu_dmabuf_export(g, (void *) lo, hi - lo, fd, offset) != 0) {
-        errno = EINVAL;
-        return -1;
-    }
-    *addr = (void *) lo;
-    *len = hi - lo;
-    return 0;
+    int rc = gdr_gpu_dmabuf_export_around(ctx, asked, addr, len, fd, offset);
+    if (rc < 0)
+        errno = -rc;
+    return rc < 0 ? -1 : rc;
 }
 
 /* Registers a small device allocation as a dmabuf: 0 when the NIC takes one. */

@@ -313,12 +313,10 @@ static unsigned long long create_kernel;       /* of create_local, by the copy k
  * created and dynamic windows' Put/Get/Rput/Rget with contiguous and vector origins (the
  * MPI_T counts below are theirs), and one cell in five of the rest (allocated windows,
  * indexed origins, Accumulate and Get_accumulate), a different fifth for each sync. */
-static int full_matrix = -1;
+static int full_matrix;
 
 static int cell_runs(win_kind_t w, int dev, sync_t s, otype_t t, op_t op)
 {
-    if (full_matrix < 0)
-        full_matrix = getenv("GDR_TEST_FULL") != NULL && strcmp(getenv("GDR_TEST_FULL"), "0") != 0;
     if (putget_only)    /* the same-node copy path carries Put/Get of created windows */
         return w == WIN_CREATE && t != TYPE_INDEXED && op <= OP_RGET;
     if (full_matrix || (w != WIN_ALLOCATE && t != TYPE_INDEXED && op <= OP_RGET))
@@ -559,6 +557,8 @@ int main(int argc, char **argv)
     gdr_ring_groups(&left, &right);
 
     putget_only = getenv("GDR_TEST_SAME_NODE_PUTGET") != NULL;
+    const char *full = getenv("GDR_TEST_FULL");
+    full_matrix = full != NULL && strcmp(full, "0") != 0;
     unsigned long long put0 = pvar("gdr_rma_put_native"), get0 = pvar("gdr_rma_get_native");
     unsigned long long am0 = path_count("am"), staged0 = path_count("staged");
     matrix(rank, size, left, right);

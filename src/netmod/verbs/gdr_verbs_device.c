@@ -198,26 +198,29 @@ int gdr_verbs_device_pick_gid(gdr_verbs_device_t *dev, int wanted, char *why, si
     return 0;
 }
 
+/* [addr, addr+len) as the dmabuf fd holds it at offset, or by address (fd < 0). */
+static struct ibv_mr *reg_fd_or_addr(const gdr_verbs_device_t *dev, void *addr, size_t len,
+                                     int fd, uint64_t offset, int access)
+{
+    return fd >= 0 ? ibv_reg_dmabuf_mr(dev->pd, offset, len, (uint64_t) (uintptr_t) addr, fd,
+                                       access)
+        : ibv_reg_mr(dev->pd, addr, len, access);
+}
+
 struct ibv_mr *gdr_verbs_device_reg_mr(const gdr_verbs_device_t *dev, void *addr, size_t len,
                                        const void *asked, int access)
 {
     int fd = -1;
     uint64_t offset = 0;
-    if (dev->dmabuf_source == NULL || len == 0)
-        return ibv_reg_mr(dev->pd, addr, len, access);
-    switch (dev->dmabuf_source(dev->dmabuf_ctx, asked, &addr, &len, &fd, &offset)) {
-        case 1:
-            return ibv_reg_mr(dev->pd, addr, len, access);
-        case 0:
-            break;
-        default:
-            return NULL;
+    if (dev->dmabuf_source != NULL && len > 0
+        && dev->dmabuf_source(dev->dmabuf_ctx, asked, &addr, &len, &fd, &offset) < 0)
+        return NULL;
+    struct ibv_mr *mr = reg_fd_or_addr(dev, addr, len, fd, offset, access);
+    if (fd >= 0) {
+        int saved = errno;
+        close(fd);              /* the registration holds the buffer */
+        errno = saved;
     }
-    struct ibv_mr *mr = ibv_reg_dmabuf_mr(dev->pd, offset, len, (uint64_t) (uintptr_t) addr, fd,
-                                          access);
-    int saved = errno;
-    close(fd);                  /* the registration holds the buffer */
-    errno = saved;
     return mr;
 }
 
@@ -227,11 +230,7 @@ int gdr_verbs_device_try_reg(const gdr_verbs_device_t *dev, void *addr, size_t l
     int access = IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_WRITE;
     struct ibv_mr *mr;
     errno = 0;
-    if (dmabuf_fd >= 0)
-        mr = ibv_reg_dmabuf_mr(dev->pd, offset, len, (uint64_t) (uintptr_t) addr, dmabuf_fd,
-                               access);
-    else
-        mr = ibv_reg_mr(dev->pd, addr, len, access);
+    mr = reg_fd_or_addr(dev, addr, len, dmabuf_fd, offset, access);
     if (mr == NULL) {
         snprintf(why, why_len, "%s on %s failed: %s", dmabuf_fd >= 0 ? "ibv_reg_dmabuf_mr"
                  : "ibv_reg_mr", dev->name, strerror(errno != 0 ? errno : EINVAL));
