@@ -61,6 +61,8 @@ void MPIDI_GDR_rma_register_pvars(void)
 int MPIDI_GDR_rma_wait_all(MPIR_Win * win, int local_only)
 {
     gdr_rma_win_t *w = &GDR_WIN(win).rma;
+    if (!local_only)
+        MPIDI_GDR_dynamic_forget(win, -1);
     int mpi_errno = MPIDI_GDR_local_wait(win);
     if (mpi_errno != MPI_SUCCESS || w->eng == NULL)
         return mpi_errno;
@@ -73,6 +75,8 @@ int MPIDI_GDR_rma_wait_all(MPIR_Win * win, int local_only)
 int MPIDI_GDR_rma_wait_target(MPIR_Win * win, int rank, int local_only)
 {
     gdr_rma_win_t *w = &GDR_WIN(win).rma;
+    if (!local_only)
+        MPIDI_GDR_dynamic_forget(win, rank);
     int mpi_errno = MPIDI_GDR_local_wait_target(win, rank);
     if (mpi_errno != MPI_SUCCESS || w->eng == NULL)
         return mpi_errno;

@@ -196,11 +196,15 @@ int MPIDI_GDR_rma_check_target(MPIR_Win * win, int target_rank, MPI_Aint target_
     uint64_t span = MPIDI_GDR_target_span(target_count, target_datatype, &true_lb);
     gdr_rma_range_status_t st = gdr_rma_win_check_range(&GDR_WIN(win).rma, target_rank,
                                                         target_disp, true_lb, span);
+    if (st == GDR_RMA_RANGE_OK && GDR_WIN(win).rma.dynamic && span > 0)
+        /* (addresses are absolute: disp + lb did not overflow) */
+        return MPIDI_GDR_dynamic_check(win, target_rank, (uint64_t) (target_disp + true_lb),
+                                       span);
     if (st == GDR_RMA_RANGE_OK)
         return MPI_SUCCESS;
     if (win->create_flavor == MPI_WIN_FLAVOR_DYNAMIC)
         MPIR_ERR_SET1(mpi_errno, MPI_ERR_RMA_RANGE, "**gdr_range", "**gdr_range %s",
-                      "this rank has not attached the address to its dynamic window");
+                      "the address overflows");
     else if (st == GDR_RMA_RANGE_NEGATIVE_DISP)
         MPIR_ERR_SET1(mpi_errno, MPI_ERR_DISP, "**gdr_range", "**gdr_range %s",
                       gdr_rma_range_str(st));

@@ -1,7 +1,11 @@
-/* Dynamic windows over RDMA: MPICH's side of the engine's regions (src/rma/
- * gdr_rma_regions.h).  MPI_Win_attach registers the region and MPI_Win_detach destroys
- * its key; an origin asks the target about the region around an address with a small
- * active message, answered by the target's progress engine. */
+/* Dynamic windows: MPICH's side of the engine's regions (src/rma/gdr_rma_regions.h).
+ * MPI_Win_attach registers the region (a window without RDMA only records it) and
+ * MPI_Win_detach destroys its key; an origin asks the target about the region around an
+ * address with a small active message, answered by the target's progress engine, over
+ * gdr's channel or, to a rank of the same node, over MPICH's shared memory.  Every
+ * access to a dynamic window is checked so at the origin (MPIDI_GDR_dynamic_check, from
+ * MPICH patch 0004's hook) whichever way it then goes: MPICH's message handlers at the
+ * target write a dynamic window unchecked. */
 #include "gdr_internal.h"
 #include "gdr_noinline.h"
 #include "gdr_engine_lock.h"
@@ -35,9 +39,14 @@ static int region_query_cb(void *am_hdr, void *data, MPI_Aint data_sz, uint32_t 
         *req = NULL;
     if (win == MPIDIU_MAP_NOT_FOUND)
         return MPI_SUCCESS;     /* cannot happen: windows are created collectively */
+    int mpi_errno, took = MPIDI_GDR_engine_enter();
     r.region = gdr_rma_regions_describe(&GDR_WIN(win).rma.regions, q->addr);
-    return MPIDI_NM_am_send_hdr_reply(win->comm_ptr, q->origin,
-                                      MPIDI_GDR_global.region_reply_handler, &r, sizeof(r), 0, 0);
+    MPIDI_GDR_engine_exit(took);
+    /* the answer goes back the way the question came */
+    CH4_CALL(am_send_hdr_reply(win->comm_ptr, q->origin, MPIDI_GDR_global.region_reply_handler,
+                               &r, sizeof(r), 0, 0), (attr & MPIDIG_AM_ATTR__IS_LOCAL) != 0,
+             mpi_errno);
+    return mpi_errno;
 }
 
 static int region_reply_cb(void *am_hdr, void *data, MPI_Aint data_sz, uint32_t attr,
@@ -72,17 +81,18 @@ int MPIDI_GDR_dynamic_attach(MPIR_Win * win, void *base, MPI_Aint size)
     gdr_rma_win_t *w = &GDR_WIN(win).rma;
     char why[256];
 
-    if (!w->rdma || size <= 0)
-        return MPI_SUCCESS;     /* no RDMA on this window, or nothing to reach */
-    /* the target's progress reads the regions (region_query_cb), maybe in another thread */
+    if (win->dev.netmod.gdr.s == NULL || w->targets == NULL || size <= 0)
+        return MPI_SUCCESS;     /* no gdr table for this window, or nothing to reach */
+    /* the target's progress reads the regions (region_query_cb), maybe in another thread;
+     * without RDMA the region is only recorded, for origins' checks */
     int took = MPIDI_GDR_engine_enter();
-    int rc = gdr_rma_regions_attach(&w->regions, w->eng, base, (uint64_t) size,
-                                    gdr_rma_win_access(w), MPIDI_GDR_gpu_expose_flags(base),
-                                    why, sizeof(why));
+    int rc = gdr_rma_regions_attach(&w->regions, w->rdma ? w->eng : NULL, base,
+                                    (uint64_t) size, gdr_rma_win_access(w),
+                                    MPIDI_GDR_gpu_expose_flags(base), why, sizeof(why));
     MPIDI_GDR_engine_exit(took);
     MPIR_ERR_CHKANDJUMP1(rc == GDR_RMA_NOMEM, mpi_errno, MPI_ERR_NO_MEM, "**nomem",
                          "**nomem %s", "gdr attached region");
-    if (rc != 0 && MPIR_CVAR_CH4_GDR_VERBOSE > 0)
+    if (rc != 0 && w->rdma && MPIR_CVAR_CH4_GDR_VERBOSE > 0)
         /* still correct: accesses to this region go as messages */
         fprintf(stderr, "gdr[%d]: attached region without RDMA: %s\n", MPIR_Process.rank, why);
   fn_fail:
@@ -92,9 +102,10 @@ int MPIDI_GDR_dynamic_attach(MPIR_Win * win, void *base, MPI_Aint size)
 int MPIDI_GDR_dynamic_detach(MPIR_Win * win, const void *base)
 {
     gdr_rma_win_t *w = &GDR_WIN(win).rma;
+    if (win->dev.netmod.gdr.s == NULL)
+        return MPI_SUCCESS;
     int took = MPIDI_GDR_engine_enter();
-    if (w->rdma)
-        gdr_rma_regions_detach(&w->regions, w->eng, (uint64_t) (uintptr_t) base);
+    gdr_rma_regions_detach(&w->regions, w->eng, (uint64_t) (uintptr_t) base);
     MPIDI_GDR_engine_exit(took);
     return MPI_SUCCESS;
 }
@@ -109,10 +120,42 @@ int MPIDI_GDR_dynamic_query(void *host_win, int target, uint64_t addr,
         .reply_to = (uint64_t) (uintptr_t) & wait,.origin = win->comm_ptr->rank
     };
 
-    mpi_errno = MPIDI_NM_am_send_hdr(target, win->comm_ptr, MPIDI_GDR_global.region_query_handler,
-                                     &q, sizeof(q), 0, 0);
+    CH4_CALL(am_send_hdr(target, win->comm_ptr, MPIDI_GDR_global.region_query_handler, &q,
+                         sizeof(q), 0, 0), MPIDI_rank_is_local(target, win->comm_ptr), mpi_errno);
     while (mpi_errno == MPI_SUCCESS && !wait.done)
         mpi_errno = MPIDI_GDR_progress_all();
     *out = wait.reply.region;
     return mpi_errno;
+}
+
+int MPIDI_GDR_dynamic_check(MPIR_Win * win, int target, uint64_t addr, uint64_t len)
+{
+    int mpi_errno = MPI_SUCCESS, not_attached = 0;
+    uint32_t rkey;
+    gdr_rma_win_t *w = &GDR_WIN(win).rma;
+
+    int took = MPIDI_GDR_engine_enter();
+    int rc = gdr_rma_regions_lookup(&w->regions, &MPIDI_GDR_global.engine, win, w->self, target,
+                                    addr, len, &rkey, &not_attached);
+    MPIDI_GDR_engine_exit(took);
+    if (rc == GDR_RMA_OK)
+        return MPI_SUCCESS;
+    if (not_attached)
+        MPIR_ERR_SET2(mpi_errno, MPI_ERR_RMA_RANGE, "**gdr_range_dynamic",
+                      "**gdr_range_dynamic %d %s", target, target == w->self
+                      ? "this rank has not attached it to the window"
+                      : "the target rank has not attached it to the window (MPI_Win_attach)");
+    else
+        mpi_errno = MPIDI_GDR_rma_error(rc);    /* asking the target failed */
+    return mpi_errno;
+}
+
+void MPIDI_GDR_dynamic_forget(MPIR_Win * win, int target)
+{
+    gdr_rma_win_t *w = &GDR_WIN(win).rma;
+    if (win->dev.netmod.gdr.s == NULL || !w->dynamic)
+        return;
+    int took = MPIDI_GDR_engine_enter();
+    gdr_rma_regions_forget(&w->regions, target);
+    MPIDI_GDR_engine_exit(took);
 }

@@ -47,7 +47,12 @@ int gdr_rma_regions_attach(gdr_rma_regions_t *r, const gdr_rma_engine_t *eng, vo
     a->base = (uint64_t) (uintptr_t) base;
     a->size = size;
     a->device = (expose & GDR_RMA_EXPOSE_IS_DEVICE) != 0;
-    if (!gdr_rma_expose_may_register(expose, why, why_len)) {
+    if (eng == NULL) {
+        if (why_len > 0)
+            snprintf(why, why_len, "the window has no RDMA (its ranks are reached by "
+                     "messages and shared memory)");
+        rc = 1;         /* recorded for origins' range checks only */
+    } else if (!gdr_rma_expose_may_register(expose, why, why_len)) {
         rc = 1;         /* a->mr stays empty: rkey 0, accesses go as messages */
     } else if (eng->net.reg(eng->net.ctx, base, (size_t) size, access, &a->mr, why,
                             why_len) != 0) {
@@ -91,12 +96,24 @@ void gdr_rma_regions_forget(gdr_rma_regions_t *r, int target)
 }
 
 /* The region of target holding addr: one learned, or asked for and learned (*k stays valid
- * until the next call).  GDR_RMA_ERROR with *not_attached = 1 when the target has not
- * attached addr (or answers with a region that does not hold it). */
+ * until the next call); this rank's own are looked up afresh each time into *own (it may
+ * detach one without a flush of its own).  GDR_RMA_ERROR with *not_attached = 1 when the
+ * target has not attached addr (or answers with a region that does not hold it). */
 static int region_at(gdr_rma_regions_t *r, const gdr_rma_engine_t *eng, void *host_win,
                      int self, int target, uint64_t addr, gdr_rma_learned_t **k,
-                     int *not_attached)
+                     gdr_rma_learned_t *own, int *not_attached)
 {
+    if (target == self) {
+        gdr_rma_region_reply_t mine = gdr_rma_regions_describe(r, addr);
+        if (!mine.found) {
+            *not_attached = 1;
+            return GDR_RMA_ERROR;
+        }
+        *own = (gdr_rma_learned_t) {.target = self,.base = mine.base,.size = mine.size,
+            .rkey = mine.rkey };
+        *k = own;
+        return GDR_RMA_OK;
+    }
     for (int i = 0; i < r->n_learned; i++)
         if (r->learned[i].target == target && addr >= r->learned[i].base
             && addr - r->learned[i].base < r->learned[i].size) {
@@ -104,13 +121,9 @@ static int region_at(gdr_rma_regions_t *r, const gdr_rma_engine_t *eng, void *ho
             return GDR_RMA_OK;
         }
     gdr_rma_region_reply_t rep = { 0 };
-    if (target == self) {
-        rep = gdr_rma_regions_describe(r, addr);
-    } else {
-        r->queries++;
-        if (eng->host.query_region(eng->host.ctx, host_win, target, addr, &rep) != 0)
-            return GDR_RMA_HOST_ERROR;
-    }
+    r->queries++;
+    if (eng->host.query_region(eng->host.ctx, host_win, target, addr, &rep) != 0)
+        return GDR_RMA_HOST_ERROR;
     /* a region that does not hold addr is no answer (a confused target): learning it
      * would hand out its key for memory it never described */
     if (!rep.found || addr < rep.base || addr - rep.base >= rep.size
@@ -136,12 +149,12 @@ int gdr_rma_regions_lookup(gdr_rma_regions_t *r, const gdr_rma_engine_t *eng, vo
                            int self, int target, uint64_t addr, uint64_t len, uint32_t *rkey,
                            int *not_attached)
 {
-    gdr_rma_learned_t *k;
+    gdr_rma_learned_t *k, own;
     uint64_t end;
 
     *rkey = 0;
     *not_attached = 0;
-    int rc = region_at(r, eng, host_win, self, target, addr, &k, not_attached);
+    int rc = region_at(r, eng, host_win, self, target, addr, &k, &own, not_attached);
     if (rc != GDR_RMA_OK)
         return rc;
     if (len <= k->size - (addr - k->base)) {
@@ -156,7 +169,8 @@ int gdr_rma_regions_lookup(gdr_rma_regions_t *r, const gdr_rma_engine_t *eng, vo
         return GDR_RMA_ERROR;
     }
     for (uint64_t next = k->base + k->size; next < end; next = k->base + k->size)
-        if ((rc = region_at(r, eng, host_win, self, target, next, &k, not_attached)) != GDR_RMA_OK)
+        if ((rc = region_at(r, eng, host_win, self, target, next, &k, &own, not_attached))
+            != GDR_RMA_OK)
             return rc;
     return GDR_RMA_OK;
 }

@@ -51,7 +51,9 @@ typedef struct gdr_rma_regions {
 /* Target side.  attach: registers [base, base+size) with access; expose is the
  * GDR_RMA_EXPOSE_ mask (IS_DEVICE, DEVICE_OK; GPU is ignored).  A registration that fails,
  * or device memory without DEVICE_OK (nothing registered), leaves the region reachable by
- * messages only (*why says why; returns 1).  0 registered, GDR_RMA_NOMEM. */
+ * messages only (*why says why; returns 1).  eng NULL (a window without RDMA): the region
+ * is only recorded, for the range checks of origins that reach it by messages or shared
+ * memory (returns 1).  0 registered, GDR_RMA_NOMEM.  (detach and free take eng NULL too.) */
 int gdr_rma_regions_attach(gdr_rma_regions_t *r, const gdr_rma_engine_t *eng, void *base,
                            uint64_t size, unsigned access, unsigned expose, char *why,
                            size_t why_len);

@@ -80,8 +80,8 @@ int gdr_rma_win_expose(gdr_rma_win_t *w, void *base, uint64_t size, uint64_t dis
  * RDMA windows). */
 void gdr_rma_win_set_card(gdr_rma_win_t *w, int target, const gdr_rma_card_t *card);
 /* Checks a target access [disp*unit + lb, + span) against target's window; for a
- * dynamic window only this rank's own attachments are known here (others are checked
- * at lookup): GDR_RMA_RANGE_OUTSIDE when this rank has not attached the address. */
+ * dynamic window only that the address does not overflow (attachments are checked by
+ * gdr_rma_regions_lookup, which may have to ask the target). */
 gdr_rma_range_status_t gdr_rma_win_check_range(const gdr_rma_win_t *w, int target, int64_t disp,
                                                int64_t lb, uint64_t span);
 /* Deregisters (the key dies here) and frees; call with nothing in flight. */

@@ -3,7 +3,8 @@
  * windows, the region a target describes when asked (gdr_rma_regions.h).  The input is
  * a list of steps:
  *   0  gdr_rma_range_check_span(disp, unit, lb, span, size) against exact 128-bit sums
- *   1  gdr_rma_win_check_range on this rank's own dynamic window (disp + lb an address)
+ *   1  gdr_rma_win_check_range on this rank's own dynamic window (disp + lb an address:
+ *      only an overflow is refused there; attachments are gdr_rma_regions_lookup's)
  *   2  gdr_rma_regions_lookup at the other rank, which answers a query with the reply
  *      the input gives (found, base, size): a key may come back only for a range inside
  *      the region whose reply carried that key

@@ -411,6 +411,64 @@ static void test_dynamic(void)
     gdr_rma_win_free(&w);
 }
 
+/* A dynamic window without RDMA (its ranks reached by messages and shared memory, or no
+ * NIC at all): attachments are recorded unregistered, and an origin checks every access
+ * against them, its own and, by asking, other ranks' (MPICH's message handlers at the
+ * target would write wherever the address points). */
+static void test_dynamic_no_rdma(void)
+{
+    gdr_rma_win_t w;
+    static uint64_t mine[16], theirs[32];
+    char why[160];
+    uint32_t rkey = 1;
+    int na = 0;
+    GDR_CHECK(gdr_rma_win_init(&w, &eng, NULL, 3, 0, 1, 0) == GDR_RMA_OK && !w.rdma,
+              "no RDMA: a dynamic window of 3 ranks without RDMA");
+    int regs = fk.regs;
+    int rc = gdr_rma_regions_attach(&w.regions, NULL, mine, sizeof(mine), gdr_rma_win_access(&w),
+                                    0, why, sizeof(why));
+    gdr_rma_region_reply_t d = gdr_rma_regions_describe(&w.regions, (uint64_t) (uintptr_t)
+                                                        & mine[15]);
+    GDR_CHECK(rc == 1 && fk.regs == regs && d.found && d.rkey == 0
+              && d.size == sizeof(mine) && strstr(why, "no RDMA") != NULL,
+              "no RDMA: an attachment is recorded, not registered (%s)", why);
+    uint64_t at15 = (uint64_t) (uintptr_t) & mine[15];
+    GDR_CHECK(gdr_rma_regions_lookup(&w.regions, &eng, NULL, 0, 0, at15, 8, &rkey, &na)
+              == GDR_RMA_OK && rkey == 0 && na == 0,
+              "no RDMA: this rank's own last element is attached (no key: messages)");
+    GDR_CHECK(gdr_rma_regions_lookup(&w.regions, &eng, NULL, 0, 0, at15, 16, &rkey, &na)
+              == GDR_RMA_ERROR && na == 1,
+              "no RDMA: one element past its own attachment is refused");
+    fk.region = (gdr_rma_region_reply_t) {.found = 1,.base = (uint64_t) (uintptr_t) theirs,
+        .size = sizeof(theirs) };
+    fk.region2 = (gdr_rma_region_reply_t) { 0 };
+    fk.queries = 0;
+    uint64_t t31 = (uint64_t) (uintptr_t) & theirs[31];
+    GDR_CHECK(gdr_rma_regions_lookup(&w.regions, &eng, NULL, 0, 2, t31, 8, &rkey, &na)
+              == GDR_RMA_OK && na == 0 && fk.queries == 1
+              && gdr_rma_regions_lookup(&w.regions, &eng, NULL, 0, 2, t31 - 64, 16, &rkey, &na)
+              == GDR_RMA_OK && fk.queries == 1,
+              "no RDMA: another rank is asked once, then what was learned serves (queries %d)",
+              fk.queries);
+    GDR_CHECK(gdr_rma_regions_lookup(&w.regions, &eng, NULL, 0, 2, t31, 9, &rkey, &na)
+              == GDR_RMA_ERROR && na == 1,
+              "no RDMA: one byte past another rank's attachment is refused");
+    gdr_rma_regions_forget(&w.regions, 2);
+    GDR_CHECK(gdr_rma_regions_lookup(&w.regions, &eng, NULL, 0, 2, t31, 8, &rkey, &na)
+              == GDR_RMA_OK && fk.queries == 3,
+              "no RDMA: after the origin forgot (a flush), the target is asked again");
+    int deregs = fk.deregs;
+    gdr_rma_regions_detach(&w.regions, NULL, (uint64_t) (uintptr_t) mine);
+    GDR_CHECK(gdr_rma_regions_lookup(&w.regions, &eng, NULL, 0, 0, at15, 8, &rkey, &na)
+              == GDR_RMA_ERROR && na == 1 && fk.deregs == deregs,
+              "no RDMA: after detach its own memory is refused (nothing to deregister)");
+    /* left attached at free: freed with the window (the sanitized run finds a leak) */
+    rc = gdr_rma_regions_attach(&w.regions, NULL, mine, sizeof(mine), 0, 0, why, sizeof(why));
+    GDR_CHECK(rc == 1, "no RDMA: attached again before the window is freed");
+    gdr_rma_win_free(&w);
+    GDR_CHECK(w.regions.attached == NULL, "no RDMA: the window's free drops its regions");
+}
+
 /* A non-dynamic window (rank 0 of 4) exposing target_mem[0] with the host's expose mask:
  * returns expose's result and the card, counts the registrations, frees the window. */
 static int expose_once(unsigned expose, gdr_rma_card_t *card, int *regs, char *why,
@@ -604,6 +662,7 @@ int main(void)
     test_device_buffers();
     test_completion();
     test_dynamic();
+    test_dynamic_no_rdma();
     test_device_windows();
     test_switch_paths();
     return gdr_unit_finish();
