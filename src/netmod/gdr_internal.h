@@ -34,10 +34,6 @@ int MPIDI_GDR_dynamic_register_handlers(void);
 int MPIDI_GDR_dynamic_attach(MPIR_Win * win, void *base, MPI_Aint size);
 int MPIDI_GDR_dynamic_detach(MPIR_Win * win, const void *base);
 int MPIDI_GDR_dynamic_query(void *win, int target, uint64_t addr, gdr_rma_region_reply_t * out);
-/* Whether target (a window rank) attached all of [addr, addr+len): MPI_SUCCESS, or
- * MPI_ERR_RMA_RANGE (may ask the target, and keeps what it learned until _forget: a
- * target detaches only after the origin's operations on the region completed). */
-int MPIDI_GDR_dynamic_check(MPIR_Win * win, int target, uint64_t addr, uint64_t len);
 /* Forgets what this rank learned of target's regions (-1: every target's): at each
  * completion of its operations at target (flush, unlock, fence, complete). */
 void MPIDI_GDR_dynamic_forget(MPIR_Win * win, int target);

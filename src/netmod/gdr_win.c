@@ -183,6 +183,33 @@ static int win_table_init(MPIR_Win * win, int rdma)
     goto fn_exit;
 }
 
+/* Whether target (a window rank) attached all of [addr, addr+len) of its dynamic window:
+ * MPI_SUCCESS, or MPI_ERR_RMA_RANGE.  May ask the target (gdr_win_dynamic.c), and keeps
+ * what it learned until MPIDI_GDR_dynamic_forget: a target detaches only after the
+ * origin's operations on the region completed. */
+static int dynamic_check(MPIR_Win * win, int target, uint64_t addr, uint64_t len)
+{
+    int mpi_errno = MPI_SUCCESS, not_attached = 0;
+    uint32_t rkey;
+    gdr_rma_win_t *w = &GDR_WIN(win).rma;
+
+    int took = MPIDI_GDR_engine_enter();
+    int rc = gdr_rma_regions_lookup(&w->regions, &MPIDI_GDR_global.engine, win, w->self, target,
+                                    addr, len, &rkey, &not_attached);
+    MPIDI_GDR_engine_exit(took);
+    if (rc == GDR_RMA_OK)
+        return MPI_SUCCESS;
+    if (not_attached)
+        MPIR_ERR_SET2(mpi_errno, MPI_ERR_RMA_RANGE, "**gdr_range_dynamic",
+                      "**gdr_range_dynamic %d %s", target, target == w->self
+                      ? "this rank's own MPI_Win_attach regions do not cover it"
+                      : "that rank's MPI_Win_attach regions do not cover it (attach before "
+                      "the access; detach only after the origins' flush or unlock)");
+    else
+        mpi_errno = MPIDI_GDR_rma_error(rc);    /* asking the target failed */
+    return mpi_errno;
+}
+
 int MPIDI_GDR_rma_check_target(MPIR_Win * win, int target_rank, MPI_Aint target_disp,
                                MPI_Aint target_count, MPI_Datatype target_datatype)
 {
@@ -198,8 +225,7 @@ int MPIDI_GDR_rma_check_target(MPIR_Win * win, int target_rank, MPI_Aint target_
                                                         target_disp, true_lb, span);
     if (st == GDR_RMA_RANGE_OK && GDR_WIN(win).rma.dynamic && span > 0)
         /* (addresses are absolute: disp + lb did not overflow) */
-        return MPIDI_GDR_dynamic_check(win, target_rank, (uint64_t) (target_disp + true_lb),
-                                       span);
+        return dynamic_check(win, target_rank, (uint64_t) (target_disp + true_lb), span);
     if (st == GDR_RMA_RANGE_OK)
         return MPI_SUCCESS;
     if (win->create_flavor == MPI_WIN_FLAVOR_DYNAMIC)

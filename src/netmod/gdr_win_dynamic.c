@@ -3,9 +3,9 @@
  * MPI_Win_detach destroys its key; an origin asks the target about the region around an
  * address with a small active message, answered by the target's progress engine, over
  * gdr's channel or, to a rank of the same node, over MPICH's shared memory.  Every
- * access to a dynamic window is checked so at the origin (MPIDI_GDR_dynamic_check, from
- * MPICH patch 0004's hook) whichever way it then goes: MPICH's message handlers at the
- * target write a dynamic window unchecked. */
+ * access to a dynamic window is checked so at the origin (gdr_win.c, from MPICH patch
+ * 0004's hook) whichever way it then goes: MPICH's message handlers at the target write a
+ * dynamic window unchecked. */
 #include "gdr_internal.h"
 #include "gdr_noinline.h"
 #include "gdr_engine_lock.h"
@@ -125,28 +125,6 @@ int MPIDI_GDR_dynamic_query(void *host_win, int target, uint64_t addr,
     while (mpi_errno == MPI_SUCCESS && !wait.done)
         mpi_errno = MPIDI_GDR_progress_all();
     *out = wait.reply.region;
-    return mpi_errno;
-}
-
-int MPIDI_GDR_dynamic_check(MPIR_Win * win, int target, uint64_t addr, uint64_t len)
-{
-    int mpi_errno = MPI_SUCCESS, not_attached = 0;
-    uint32_t rkey;
-    gdr_rma_win_t *w = &GDR_WIN(win).rma;
-
-    int took = MPIDI_GDR_engine_enter();
-    int rc = gdr_rma_regions_lookup(&w->regions, &MPIDI_GDR_global.engine, win, w->self, target,
-                                    addr, len, &rkey, &not_attached);
-    MPIDI_GDR_engine_exit(took);
-    if (rc == GDR_RMA_OK)
-        return MPI_SUCCESS;
-    if (not_attached)
-        MPIR_ERR_SET2(mpi_errno, MPI_ERR_RMA_RANGE, "**gdr_range_dynamic",
-                      "**gdr_range_dynamic %d %s", target, target == w->self
-                      ? "this rank has not attached it to the window"
-                      : "the target rank has not attached it to the window (MPI_Win_attach)");
-    else
-        mpi_errno = MPIDI_GDR_rma_error(rc);    /* asking the target failed */
     return mpi_errno;
 }
 
