@@ -220,15 +220,16 @@ int MPIDI_GDR_rma_check_target(MPIR_Win * win, int target_rank, MPI_Aint target_
         || GDR_WIN(win).rma.targets == NULL
         || target_rank < 0 || target_rank >= win->comm_ptr->local_size)
         return MPI_SUCCESS;     /* nothing touched, no table, or rank already refused */
+    const gdr_rma_win_t *w = &GDR_WIN(win).rma;
     uint64_t span = MPIDI_GDR_target_span(target_count, target_datatype, &true_lb);
-    gdr_rma_range_status_t st = gdr_rma_win_check_range(&GDR_WIN(win).rma, target_rank,
-                                                        target_disp, true_lb, span);
-    if (st == GDR_RMA_RANGE_OK && GDR_WIN(win).rma.dynamic && span > 0)
-        /* (addresses are absolute: disp + lb did not overflow) */
-        return dynamic_check(win, target_rank, (uint64_t) (target_disp + true_lb), span);
+    gdr_rma_range_status_t st = gdr_rma_win_check_range(w, target_rank, target_disp, true_lb,
+                                                        span);
     if (st == GDR_RMA_RANGE_OK)
-        return MPI_SUCCESS;
-    if (win->create_flavor == MPI_WIN_FLAVOR_DYNAMIC)
+        /* (a dynamic window's addresses are absolute: disp + lb did not overflow) */
+        return w->dynamic && span > 0
+            ? dynamic_check(win, target_rank, (uint64_t) (target_disp + true_lb), span)
+            : MPI_SUCCESS;
+    if (w->dynamic)
         MPIR_ERR_SET1(mpi_errno, MPI_ERR_RMA_RANGE, "**gdr_range", "**gdr_range %s",
                       "the address overflows");
     else if (st == GDR_RMA_RANGE_NEGATIVE_DISP)

@@ -101,9 +101,9 @@ int MPIDI_GDR_dynamic_attach(MPIR_Win * win, void *base, MPI_Aint size)
 
 int MPIDI_GDR_dynamic_detach(MPIR_Win * win, const void *base)
 {
-    gdr_rma_win_t *w = &GDR_WIN(win).rma;
     if (win->dev.netmod.gdr.s == NULL)
         return MPI_SUCCESS;
+    gdr_rma_win_t *w = &GDR_WIN(win).rma;
     int took = MPIDI_GDR_engine_enter();
     gdr_rma_regions_detach(&w->regions, w->eng, (uint64_t) (uintptr_t) base);
     MPIDI_GDR_engine_exit(took);
@@ -130,9 +130,9 @@ int MPIDI_GDR_dynamic_query(void *host_win, int target, uint64_t addr,
 
 void MPIDI_GDR_dynamic_forget(MPIR_Win * win, int target)
 {
-    gdr_rma_win_t *w = &GDR_WIN(win).rma;
-    if (win->dev.netmod.gdr.s == NULL || !w->dynamic)
+    if (win->dev.netmod.gdr.s == NULL || !GDR_WIN(win).rma.dynamic)
         return;
+    gdr_rma_win_t *w = &GDR_WIN(win).rma;
     int took = MPIDI_GDR_engine_enter();
     gdr_rma_regions_forget(&w->regions, target);
     MPIDI_GDR_engine_exit(took);

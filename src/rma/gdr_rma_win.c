@@ -112,11 +112,11 @@ gdr_rma_range_status_t gdr_rma_win_check_range(const gdr_rma_win_t *w, int targe
         return GDR_RMA_RANGE_OK;        /* the host refuses bad ranks itself */
     if (w->dynamic) {
         /* (addresses are absolute: the window's base is 0 and its unit 1) */
+        /* (only the sum's overflow here: attachments are gdr_rma_regions_lookup's, which
+         * may have to ask the target) */
         int64_t addr;
-        if (__builtin_add_overflow(disp, lb, &addr))
-            return GDR_RMA_RANGE_OVERFLOW;
-        (void) addr;    /* the regions: gdr_rma_regions_lookup, which may ask the target */
-        return GDR_RMA_RANGE_OK;
+        return __builtin_add_overflow(disp, lb, &addr) ? GDR_RMA_RANGE_OVERFLOW
+            : GDR_RMA_RANGE_OK;
     }
     return gdr_rma_range_check_span(disp, w->targets[target].disp_unit, lb, span,
                                     w->targets[target].size, &offset);

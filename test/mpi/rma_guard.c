@@ -41,13 +41,14 @@ static guarded_t guarded_new(void)
     return g;
 }
 
-static int rma_class_ok(int rc)
+/* A bad call must fail with MPI_ERR_RMA_RANGE: else a failure naming what came back. */
+static void expect_range_error(int rc, const char *what)
 {
     int cls = MPI_SUCCESS;
-    if (rc == MPI_SUCCESS)
-        return 0;
-    MPI_Error_class(rc, &cls);
-    return cls == MPI_ERR_RMA_RANGE;
+    if (rc != MPI_SUCCESS)
+        MPI_Error_class(rc, &cls);
+    if (cls != MPI_ERR_RMA_RANGE)
+        gdr_test_fail("%s: %s", what, rc == MPI_SUCCESS ? "MPI_SUCCESS" : "wrong error class");
 }
 
 static const char *const op_names[] = { "Put", "Get", "Accumulate", "Get_accumulate",
@@ -120,16 +121,11 @@ static void run(int dynamic)
         gdr_check_mpi("at the last element", rc);
         MPI_Win_flush(right, win);
         if (!one) {
-            rc = issue(k, 2, right, last, src, res, win);
-            if (!rma_class_ok(rc))
-                gdr_test_fail("one element past the end: %s", rc == MPI_SUCCESS
-                              ? "MPI_SUCCESS" : "wrong error class");
+            expect_range_error(issue(k, 2, right, last, src, res, win),
+                               "one element past the end");
             MPI_Win_flush(right, win);
         }
-        rc = issue(k, 1, right, past, src, res, win);
-        if (!rma_class_ok(rc))
-            gdr_test_fail("wholly past the end: %s", rc == MPI_SUCCESS ? "MPI_SUCCESS"
-                          : "wrong error class");
+        expect_range_error(issue(k, 1, right, past, src, res, win), "wholly past the end");
         MPI_Win_flush(right, win);
     }
     MPI_Win_unlock_all(win);
@@ -150,13 +146,11 @@ static void run(int dynamic)
          * detached it, the same address is refused and nothing lands there */
         MPI_Win_detach(win, g.win);
         MPI_Barrier(MPI_COMM_WORLD);
-        gdr_test_set_context("dynamic window, after the target detached the region");
         MPI_Win_lock_all(0, win);
         for (int k = 0; k < N_OPS; k++) {
-            int rc = issue(k, 1, right, last, src, res, win);
-            if (!rma_class_ok(rc))
-                gdr_test_fail("%s to the detached region: %s", op_names[k], rc == MPI_SUCCESS
-                              ? "MPI_SUCCESS" : "wrong error class");
+            gdr_test_set_context("dynamic window, after the target detached the region, %s",
+                                 op_names[k]);
+            expect_range_error(issue(k, 1, right, last, src, res, win), "to the detached region");
             MPI_Win_flush(right, win);
         }
         MPI_Win_unlock_all(win);
