@@ -301,6 +301,9 @@ void MPIDI_GDR_am_register_pvars(void)
          offsetof(gdr_verbs_am_stats_t, connections), 0},
         {"gdr_connect_handshakes", "connection datagrams this rank sent (requests, answers, "
          "confirmations, repeats)", offsetof(gdr_verbs_am_stats_t, handshakes_sent), 0},
+        {"gdr_connect_address_retries", "times a peer's address (ARP, neighbour discovery) "
+         "had not resolved when a connection needed it, and was tried again later",
+         offsetof(gdr_verbs_am_stats_t, address_retries), 0},
         {"gdr_recv_buffers", "receive buffers in this rank's shared receive queue "
          "(MPIR_CVAR_CH4_GDR_SRQ_DEPTH)", offsetof(gdr_verbs_am_stats_t, recv_buffers), 1},
         {"gdr_pinned_bytes", "bytes of the channel's own registered buffers (send, receive, "
@@ -462,14 +465,16 @@ int MPIDI_GDR_am_stop(void)
         fprintf(stderr, "gdr: rank %d channel: %llu eager + %llu rendezvous sent, %llu + %llu "
                 "received, %llu queued for credits (%llu chained posts), %llu credit messages, "
                 "%llu empty polls, %llu sleeps (%llu woken by a completion); %llu connections "
-                "(%llu handshake datagrams), %llu receive buffers, %llu bytes pinned\n",
+                "(%llu handshake datagrams, %llu address retries), %llu receive buffers, "
+                "%llu bytes pinned\n",
                 MPIR_Process.rank, (unsigned long long) st->eager_sent,
                 (unsigned long long) st->rndv_sent, (unsigned long long) st->eager_recv,
                 (unsigned long long) st->rndv_recv, (unsigned long long) st->queued,
                 (unsigned long long) st->send_chains, (unsigned long long) st->credit_sent,
                 (unsigned long long) st->empty_polls, (unsigned long long) st->sleeps,
                 (unsigned long long) st->wakeups, (unsigned long long) st->connections,
-                (unsigned long long) st->handshakes_sent, (unsigned long long) st->recv_buffers,
+                (unsigned long long) st->handshakes_sent,
+                (unsigned long long) st->address_retries, (unsigned long long) st->recv_buffers,
                 (unsigned long long) st->pinned_bytes);
     }
     gdr_verbs_rma_destroy(MPIDI_GDR_global.rma);

@@ -157,6 +157,7 @@ typedef struct ep {
     probe_t probe;
     int connected;              /* ready to send: messages and probes may go */
     int failed;
+    int unresolved;             /* the last try at ah found the address unresolved */
 } ep_t;
 
 /* A peer this rank never talks with costs its ep_t (and its card inside): DESIGN's
@@ -439,14 +440,36 @@ static int ud_start(gdr_verbs_am_t *am, char *why, size_t why_len)
     return 0;
 }
 
-/* One handshake datagram to peer.  With no send buffer free it is not sent: the
- * handshake's retransmission makes up for it, as for a lost one. */
-static int ud_send(gdr_verbs_am_t *am, int peer, gdr_verbs_conn_msg_kind_t kind)
+/* The address handle for peer's handshake datagrams: 1 made, 0 the peer's address did
+ * not resolve yet (under load a neighbour can miss the kernel's 1-s ARP wait: tried again
+ * at the handshake's next datagram either way, until MPIR_CVAR_CH4_GDR_CONNECT_TIMEOUT),
+ * -1 failed. */
+static int peer_ah(gdr_verbs_am_t *am, int peer)
 {
     ep_t *ep = &am->eps[peer];
     char why[256];
-    if (ep->ah == NULL && (ep->ah = gdr_verbs_qp_ah(am->dev, &ep->card, why, sizeof(why))) == NULL)
+    int unresolved;
+    if (ep->ah != NULL)
+        return 1;
+    ep->ah = gdr_verbs_qp_ah(am->dev, &ep->card, &unresolved, why, sizeof(why));
+    ep->unresolved = ep->ah == NULL && unresolved;
+    if (ep->ah != NULL)
+        return 1;
+    if (!unresolved)
         return gdr_verbs_am_fail_peer(am, peer, "connecting to rank %d: %s", peer, why);
+    am->stats.address_retries++;
+    return 0;
+}
+
+/* One handshake datagram to peer.  With no send buffer free, or the peer's address not
+ * resolved yet, it is not sent: the handshake's retransmission makes up for it, as for a
+ * lost one. */
+static int ud_send(gdr_verbs_am_t *am, int peer, gdr_verbs_conn_msg_kind_t kind)
+{
+    ep_t *ep = &am->eps[peer];
+    int have_ah = peer_ah(am, peer);
+    if (have_ah <= 0)
+        return have_ah;
     ud_buf_t *b = am->ud_free;
     if (b == NULL)
         return 0;
@@ -529,6 +552,13 @@ static int conn_do(gdr_verbs_am_t *am, int peer, unsigned todo)
     }
     if (todo & GDR_CONN_DO_FAIL) {
         am->connecting--;
+        if (ep->unresolved)
+            return gdr_verbs_am_fail_peer(am, peer, "connecting to rank %d failed: its address "
+                                          "did not resolve within %u s (%s: no ARP or "
+                                          "neighbour answer; check that its interface is up "
+                                          "and reachable from here, or raise "
+                                          "MPIR_CVAR_CH4_GDR_CONNECT_TIMEOUT)", peer,
+                                          am->cfg.connect_timeout_ms / 1000, am->dev->name);
         return gdr_verbs_am_fail_peer(am, peer, "connecting to rank %d failed: %s within %u s "
                                       "(is it alive, and calling MPI?  Raise "
                                       "MPIR_CVAR_CH4_GDR_CONNECT_TIMEOUT if ranks compute "
@@ -584,7 +614,14 @@ static int on_ud_recv(gdr_verbs_am_t *am, ud_buf_t *b, const struct ibv_wc *wc)
         && m.nranks == (uint32_t) am->nranks && m.src_rank < (uint32_t) am->nranks
         && (int) m.src_rank != am->rank) {
         ep_t *ep = &am->eps[m.src_rank];
+        /* every answer needs the peer's address, and the queue pair's connection its MAC:
+         * while that does not resolve the datagram is dropped, and the peer repeats it */
+        int have_ah = 0;
         if (ep->reach && ep->has_card && ep->card.ud_qpn == wc->src_qp && !ep->failed)
+            have_ah = peer_ah(am, (int) m.src_rank);
+        if (have_ah < 0)
+            rc = -1;
+        else if (have_ah > 0)
             rc = conn_do(am, (int) m.src_rank, gdr_verbs_conn_on_msg(&ep->conn, m.kind, m.qpn,
                                                                      now_ns()));
     }

@@ -51,6 +51,7 @@ typedef struct gdr_verbs_am_stats {
     uint64_t sleeps, wakeups;   /* gdr_verbs_am_wait() slept / was woken by a completion */
     uint64_t connections;       /* RC queue pairs made ready to peers (not the loopback) */
     uint64_t handshakes_sent;   /* connection datagrams sent (REQ, REP, RTU, repeats) */
+    uint64_t address_retries;   /* a peer's address did not resolve yet: tried again later */
     uint64_t recv_buffers;      /* receive buffers in the shared receive queue */
     uint64_t pinned_bytes;      /* the channel's own registered buffers */
 } gdr_verbs_am_stats_t;

@@ -175,12 +175,19 @@ struct ibv_qp *gdr_verbs_qp_create_ud(gdr_verbs_device_t *dev, struct ibv_cq *cq
 }
 
 struct ibv_ah *gdr_verbs_qp_ah(gdr_verbs_device_t *dev, const gdr_verbs_card_t *card,
-                               char *why, size_t why_len)
+                               int *unresolved, char *why, size_t why_len)
 {
     struct ibv_ah_attr attr;
     fill_ah(dev, card, &attr);
     struct ibv_ah *ah = ibv_create_ah(dev->pd, &attr);
-    if (ah == NULL)
+    /* the kernel's resolution timed out (ETIMEDOUT) or has not finished (ENODATA,
+     * EAGAIN): the neighbour did not answer yet, which a busy or rebooting peer does */
+    *unresolved = ah == NULL && (errno == ETIMEDOUT || errno == ENODATA || errno == EAGAIN);
+    if (ah == NULL && *unresolved)
+        snprintf(why, why_len, "%s: the peer's address did not resolve (%s: no ARP or "
+                 "neighbour answer; check that its interface is up and reachable from here)",
+                 dev->name, strerror(errno));
+    else if (ah == NULL)
         snprintf(why, why_len, "%s: an address handle for a peer failed: %s (for RoCE check "
                  "the GID, MPIR_CVAR_CH4_GDR_GID_INDEX)", dev->name, strerror(errno));
     return ah;

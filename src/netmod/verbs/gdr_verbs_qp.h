@@ -32,9 +32,12 @@ struct ibv_qp *gdr_verbs_qp_create_ud(gdr_verbs_device_t *dev, struct ibv_cq *cq
                                       uint32_t send_wr, uint32_t recv_wr, char *why,
                                       size_t why_len);
 
-/* An address handle for sending datagrams to the port described by card. */
+/* An address handle for sending datagrams to the port described by card.  On RoCE the
+ * kernel resolves the peer's MAC (ARP or neighbour discovery) here and gives up after
+ * 1 s: then NULL with *unresolved = 1, a state worth trying again (the neighbour may
+ * answer later); any other failure NULL with *unresolved = 0.  why says which. */
 struct ibv_ah *gdr_verbs_qp_ah(gdr_verbs_device_t *dev, const gdr_verbs_card_t *card,
-                               char *why, size_t why_len);
+                               int *unresolved, char *why, size_t why_len);
 
 /* Retransmission timer 4.096 us * 2^18 = 1.07 s (UCX's RC default is 1 s): with 6
  * retries a peer is declared lost after ~6.4 s of silence.  Shorter timers (14, 67 ms)
