@@ -157,7 +157,6 @@ typedef struct ep {
     probe_t probe;
     int connected;              /* ready to send: messages and probes may go */
     int failed;
-    int unresolved;             /* the last try at ah found the address unresolved */
 } ep_t;
 
 /* A peer this rank never talks with costs its ep_t (and its card inside): DESIGN's
@@ -452,7 +451,6 @@ static int peer_ah(gdr_verbs_am_t *am, int peer)
     if (ep->ah != NULL)
         return 1;
     ep->ah = gdr_verbs_qp_ah(am->dev, &ep->card, &unresolved, why, sizeof(why));
-    ep->unresolved = ep->ah == NULL && unresolved;
     if (ep->ah != NULL)
         return 1;
     if (!unresolved)
@@ -552,7 +550,9 @@ static int conn_do(gdr_verbs_am_t *am, int peer, unsigned todo)
     }
     if (todo & GDR_CONN_DO_FAIL) {
         am->connecting--;
-        if (ep->unresolved)
+        /* any other address failure failed the peer at once, and a peer's datagrams are
+         * answered only once its address resolved: no address handle means unresolved */
+        if (ep->ah == NULL)
             return gdr_verbs_am_fail_peer(am, peer, "connecting to rank %d failed: its address "
                                           "did not resolve within %u s (%s: no ARP or "
                                           "neighbour answer; check that its interface is up "
