@@ -3,7 +3,7 @@
  * for any MPI (gdr, and the peers measured next to it by bench/rma-vs-raw).
  *
  *   mpiexec -n 2 rma_bench [-t TOOL] [-k lat|bw|rate] [-o OPS] [-w WINS] [-s SYNCS]
- *                          [-m MAX_BYTES] [-i ITERS] [-W WINDOW]
+ *                          [-n MIN_BYTES] [-m MAX_BYTES] [-i ITERS] [-W WINDOW]
  *
  *   OPS   comma list of put,get,acc,get_acc,fop,cas         (default put)
  *   WINS  comma list of allocate,create,dynamic             (default allocate)
@@ -13,6 +13,8 @@
  *       one MPI_Win_lock_all epoch; lock, lock_all: an epoch per operation; fence: a
  *       fence pair per operation; pscw: start/complete (origin) against post/wait.
  * bw:   ITERS times WINDOW operations then one synchronisation; MB/s.
+ * Sizes go from MIN_BYTES (default 1, or 8 for the accumulates) up to MAX_BYTES, four times
+ * larger each step.
  * rate: like bw at the smallest size; latency_us is the time per operation.
  * acc and get_acc use MPI_SUM on MPI_INT64_T; fop and cas move one MPI_INT64_T.
  *
@@ -192,11 +194,13 @@ static double round_trip(int op, int sync, win_t * w, char *src, char *dst, int 
     return MPI_Wtime() - t0;
 }
 
-static void run(const char *tool, const char *kind, int op, int wk, int sync, int max_bytes,
-                int iters, int window)
+static void run(const char *tool, const char *kind, int op, int wk, int sync, int from_bytes,
+                int max_bytes, int iters, int window)
 {
     int fixed = op == OP_FOP || op == OP_CAS;
     int min_bytes = op == OP_PUT || op == OP_GET ? 1 : 8;
+    if (from_bytes > min_bytes && !fixed)
+        min_bytes = from_bytes;
     int rate = !strcmp(kind, "rate"), lat = !strcmp(kind, "lat");
     int top = fixed || rate ? min_bytes : max_bytes;
     win_t w;
@@ -241,7 +245,7 @@ int main(int argc, char **argv)
 {
     const char *tool = "gdr", *kind = "lat";
     unsigned ops = 1u << OP_PUT, wins = 1u << WIN_ALLOCATE, syncs = 1u << S_FLUSH;
-    int max_bytes = 1 << 20, iters = 200, window = 64, size;
+    int min_bytes = 1, max_bytes = 1 << 20, iters = 200, window = 64, size;
 
     MPI_Init(&argc, &argv);
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
@@ -259,6 +263,7 @@ int main(int argc, char **argv)
             case 'o': ops = parse_list(v, op_names, N_OPS); break;
             case 'w': wins = parse_list(v, win_names, N_WINS); break;
             case 's': syncs = parse_list(v, sync_names, N_SYNCS); break;
+            case 'n': min_bytes = atoi(v); break;
             case 'm': max_bytes = atoi(v); break;
             case 'i': iters = atoi(v); break;
             case 'W': window = atoi(v); break;
@@ -268,7 +273,7 @@ int main(int argc, char **argv)
                 MPI_Abort(MPI_COMM_WORLD, 2);
         }
     }
-    if (max_bytes < 8 || iters < 1 || window < 1)
+    if (max_bytes < 8 || min_bytes < 1 || min_bytes > max_bytes || iters < 1 || window < 1)
         MPI_Abort(MPI_COMM_WORLD, 2);
     MPI_Group world;
     MPI_Comm_group(MPI_COMM_WORLD, &world);
@@ -280,7 +285,7 @@ int main(int argc, char **argv)
         for (int wk = 0; wk < N_WINS; wk++)
             for (int s = 0; s < N_SYNCS; s++)
                 if ((ops >> op & 1) && (wins >> wk & 1) && (syncs >> s & 1))
-                    run(tool, kind, op, wk, s, max_bytes, iters, window);
+                    run(tool, kind, op, wk, s, min_bytes, max_bytes, iters, window);
     MPI_Group_free(&peer_group);
     MPI_Finalize();
     return 0;
