@@ -60,8 +60,11 @@ void MPIDI_GDR_rma_register_pvars(void)
 
 int MPIDI_GDR_rma_wait_all(MPIR_Win * win, int local_only)
 {
+    if (win->dev.netmod.gdr.s == NULL)
+        return MPI_SUCCESS;     /* the window's gdr state was never made */
     gdr_rma_win_t *w = &GDR_WIN(win).rma;
-    if (!local_only)
+    /* (the engine's wait forgets learned regions itself on windows with RDMA) */
+    if (!local_only && !w->rdma)
         MPIDI_GDR_dynamic_forget(win, -1);
     int mpi_errno = MPIDI_GDR_local_wait(win);
     if (mpi_errno != MPI_SUCCESS || w->eng == NULL)
@@ -74,8 +77,10 @@ int MPIDI_GDR_rma_wait_all(MPIR_Win * win, int local_only)
 
 int MPIDI_GDR_rma_wait_target(MPIR_Win * win, int rank, int local_only)
 {
+    if (win->dev.netmod.gdr.s == NULL)
+        return MPI_SUCCESS;
     gdr_rma_win_t *w = &GDR_WIN(win).rma;
-    if (!local_only)
+    if (!local_only && !w->rdma)
         MPIDI_GDR_dynamic_forget(win, rank);
     int mpi_errno = MPIDI_GDR_local_wait_target(win, rank);
     if (mpi_errno != MPI_SUCCESS || w->eng == NULL)
