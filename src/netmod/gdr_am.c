@@ -54,17 +54,19 @@ cvars:
     - name        : MPIR_CVAR_CH4_GDR_RMA_CHUNK
       category    : CH4_GDR
       type        : int
-      default     : 0
+      default     : 262144
       class       : none
       verbosity   : MPI_T_VERBOSITY_USER_BASIC
       scope       : MPI_T_SCOPE_LOCAL
       description : >-
         Largest RDMA write or read work request of a contiguous Put or Get, in
-        bytes; a larger operation is posted as several, each signalled.  0 (the
-        default): the device's largest message, so one work request.  An
+        bytes; a larger operation is posted as several, each signalled.  The
+        default, 256 KiB, keeps a long Put from leaving so many packets
+        unacknowledged that a lost ACK costs a retransmission timer (measured
+        by bench/large-put on Soft-RoCE: 1.7x the bandwidth of one work request
+        at 1 MiB).  0: the device's largest message, so one work request.  An
         operation that would need more than MPIR_CVAR_CH4_GDR_RMA_DEPTH work
-        requests takes larger ones.  For measuring how a NIC or Soft-RoCE
-        handles long messages (how many packets it leaves unacknowledged).
+        requests takes larger ones.
 
     - name        : MPIR_CVAR_CH4_GDR_QP_TIMEOUT
       category    : CH4_GDR
