@@ -9,30 +9,15 @@ latency ratio gdr/peer, or the bandwidth ratio peer/gdr, so that above 1 gdr is 
 with the rows where gdr is behind listed first) and DIR/osu_<program>.png: the P50 latency
 (or bandwidth) against bytes, one line per window/sync and MPI.  Needs matplotlib
 (Debian: python3-matplotlib)."""
-import csv
 import os
-import statistics
 import sys
 
 import matplotlib
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 
-
-def medians(path):
-    """{(benchmark, bytes, tool): (latency_us, bandwidth_MBps, p50_us)}, medians over rounds."""
-    rows = {}
-    with open(path) as f:
-        for r in csv.DictReader(f):
-            key = (r["benchmark"], int(r["bytes"]), r["tool"])
-            rows.setdefault(key, []).append(r)
-    out = {}
-    for key, rs in rows.items():
-        def med(col):
-            vals = [float(r[col]) for r in rs if r[col] not in ("", None)]
-            return statistics.median(vals) if vals else None
-        out[key] = (med("latency_us"), med("bandwidth_MBps"), med("p50_us"))
-    return out
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+from medians import medians, write  # noqa: E402  (bench/medians.py)
 
 
 def value(m, bw):
@@ -45,11 +30,7 @@ def value(m, bw):
 def main():
     out, machine = sys.argv[1], sys.argv[2]
     med = medians(os.path.join(out, "raw.csv"))
-    with open(os.path.join(out, "osu.csv"), "w") as f:
-        f.write("benchmark,bytes,latency_us,bandwidth_MBps,tool,p50_us\n")
-        for (bench, size, tool), (lat, band, p50) in sorted(med.items()):
-            cell = lambda v: "" if v is None else f"{v:.2f}"  # noqa: E731
-            f.write(f"{bench},{size},{cell(lat)},{cell(band)},{tool},{cell(p50)}\n")
+    write(med, os.path.join(out, "osu.csv"))
 
     tools = sorted({k[2] for k in med})
     peers = [t for t in tools if t != "gdr"]
