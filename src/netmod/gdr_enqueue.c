@@ -15,6 +15,7 @@
  * takes), and completes it when its request has; a put_signal's signal is an accumulate
  * (REPLACE or SUM of one uint64) started once the put is complete at the target.  A flush
  * completes when the window's operations to the rank are complete at their targets. */
+#include "gdr_acc_map.h"
 #include "gdr_triggered.h"
 
 #include "gdr_engine_lock.h"
@@ -101,7 +102,7 @@ static int ex_start(void *ctx, const gdr_sq_entry_t *e, char *why, size_t why_le
 
     if (e->staged) {            /* the stream's contiguous copy, as elements of the basic type */
         MPI_Aint size;
-        MPIR_Datatype_get_basic_type(op->otype, otype);
+        otype = MPIDI_GDR_acc_elem_type(op->otype);
         MPIR_Datatype_get_size_macro(otype, size);
         origin = e->origin;
         ocount = (MPI_Aint) e->bytes / size;
@@ -541,9 +542,8 @@ static int enqueue(enq_op_t * proto, MPIR_Win * win)
     if (op->kind != GDR_SQ_GET && op->ocount > 0) {
         int contig;
         MPI_Aint size, true_lb, extent;
-        MPI_Datatype basic = MPI_DATATYPE_NULL;
         MPIR_Datatype_is_contig(op->otype, &contig);
-        MPIR_Datatype_get_basic_type(op->otype, basic);
+        MPI_Datatype basic = MPIDI_GDR_acc_elem_type(op->otype);
         MPIR_Datatype_get_size_macro(op->otype, size);
         MPIR_Type_get_true_extent_impl(op->otype, &true_lb, &extent);
         if (contig && basic != MPI_DATATYPE_NULL) {

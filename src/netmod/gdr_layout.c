@@ -115,9 +115,19 @@ int MPIDI_GDR_list_buf(const void *buf, MPI_Aint count, MPI_Datatype type, MPI_A
     return mpi_errno;
 }
 
+MPI_Datatype MPIDI_GDR_acc_elem_type(MPI_Datatype t)
+{
+    if (t == MPI_FLOAT_INT || t == MPI_DOUBLE_INT || t == MPI_LONG_INT || t == MPI_SHORT_INT)
+        return t;
+    MPI_Datatype basic = MPI_DATATYPE_NULL;
+    MPIR_Datatype_get_basic_type(t, basic);
+    return basic;
+}
+
 /* MPICH hands the netmod internal handles for builtin types (MPI_DOUBLE arrives as
- * MPIR_FLOAT64 plus an index): classify by the raw internal kind, as
- * MPIDI_GDR_is_int64 does; pair types and C bool by their handles. */
+ * MPIR_FLOAT64 plus an index, MPI_2INT as the builtin pair MPIR_2INT32): classify by the
+ * raw internal kind, as MPIDI_GDR_is_int64 does; the value-index pairs and C bool by
+ * their handles. */
 int MPIDI_GDR_gpu_type_of(MPI_Datatype t)
 {
     if (t == MPI_C_BOOL)
@@ -145,6 +155,7 @@ int MPIDI_GDR_gpu_type_of(MPI_Datatype t)
         {MPIR_UINT32, GDR_GPU_T_UINT32}, {MPIR_UINT64, GDR_GPU_T_UINT64},
         {MPIR_FLOAT32, GDR_GPU_T_FLOAT}, {MPIR_FLOAT64, GDR_GPU_T_DOUBLE},
         {MPIR_COMPLEX32, GDR_GPU_T_FLOAT_COMPLEX}, {MPIR_COMPLEX64, GDR_GPU_T_DOUBLE_COMPLEX},
+        {MPIR_2INT32, GDR_GPU_T_2INT},  /* MPI_2INT (int is 4 bytes: gdr_gpu_2int_t) */
     };
     MPI_Datatype raw = MPIR_DATATYPE_GET_RAW_INTERNAL(t);
     for (size_t i = 0; i < sizeof(kinds) / sizeof(kinds[0]); i++)

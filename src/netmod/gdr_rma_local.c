@@ -401,7 +401,7 @@ static int acc_shape(const MPIDI_GDR_rma_args_t * a, local_acc_t * s, int *mpi_e
     s->o = &s->o_one;
     s->r = &s->r_one;
     if (a->kind == GDR_RMA_ACC || a->kind == GDR_RMA_GET_ACC)
-        MPIR_Datatype_get_basic_type(a->ttype, basic);
+        basic = MPIDI_GDR_acc_elem_type(a->ttype);
     s->op = MPIDI_GDR_gpu_op_of(a->op, a->kind);
     s->type = MPIDI_GDR_gpu_type_of(basic);
     if (s->op < 0 || s->type < 0 || !gdr_gpu_acc_valid(s->op, s->type))

@@ -248,8 +248,7 @@ static int rma_staged(const MPIDI_GDR_rma_args_t * a, MPIR_Win * win, MPIR_Reque
     acc.disp = a->tdisp;
     acc.tbytes = (uint64_t) (t_size * a->tcount);
     if (a->kind != GDR_RMA_PUT && a->kind != GDR_RMA_GET) {
-        MPI_Datatype basic = MPI_DATATYPE_NULL;
-        MPIR_Datatype_get_basic_type(a->ttype, basic);
+        MPI_Datatype basic = MPIDI_GDR_acc_elem_type(a->ttype);
         if (a->kind == GDR_RMA_FOP || a->kind == GDR_RMA_CAS)
             basic = a->ttype;
         acc.gpu_type = MPIDI_GDR_gpu_type_of(basic);
