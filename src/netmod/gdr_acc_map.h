@@ -14,6 +14,9 @@ int MPIDI_GDR_gpu_type_of(MPI_Datatype t);
  * MPI_LONG_INT, MPI_SHORT_INT) are their own: MPICH 5.0.1 records no basic type for them
  * (MPI_DATATYPE_NULL), nor for a derived type built of them, which stays without one. */
 MPI_Datatype MPIDI_GDR_acc_elem_type(MPI_Datatype t);
+/* 1 (and *extent) if t is a value-index pair whose data does not fill its extent:
+ * MPI_SHORT_INT (2 bytes of padding), MPI_DOUBLE_INT and MPI_LONG_INT (4). */
+int MPIDI_GDR_pair_with_hole(MPI_Datatype t, MPI_Aint * extent);
 /* gdr_gpu_op_t of op for an operation of `kind` (GDR_RMA_CAS: compare-and-swap); -1 for
  * user-defined ops. */
 int MPIDI_GDR_gpu_op_of(MPI_Op op, gdr_rma_kind_t kind);

@@ -124,6 +124,16 @@ MPI_Datatype MPIDI_GDR_acc_elem_type(MPI_Datatype t)
     return basic;
 }
 
+int MPIDI_GDR_pair_with_hole(MPI_Datatype t, MPI_Aint * extent)
+{
+    if (t != MPI_FLOAT_INT && t != MPI_DOUBLE_INT && t != MPI_LONG_INT && t != MPI_SHORT_INT)
+        return 0;
+    MPI_Aint size;
+    MPIR_Datatype_get_size_macro(t, size);
+    MPIR_Datatype_get_extent_macro(t, *extent);
+    return size != *extent;
+}
+
 /* MPICH hands the netmod internal handles for builtin types (MPI_DOUBLE arrives as
  * MPIR_FLOAT64 plus an index, MPI_2INT as the builtin pair MPIR_2INT32): classify by the
  * raw internal kind, as MPIDI_GDR_is_int64 does; the value-index pairs and C bool by

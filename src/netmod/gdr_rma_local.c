@@ -406,29 +406,43 @@ static int acc_shape(const MPIDI_GDR_rma_args_t * a, local_acc_t * s, int *mpi_e
     s->type = MPIDI_GDR_gpu_type_of(basic);
     if (s->op < 0 || s->type < 0 || !gdr_gpu_acc_valid(s->op, s->type))
         return 0;
+    /* MPI_SHORT_INT, MPI_DOUBLE_INT and MPI_LONG_INT hold 6 or 12 bytes of data in 8- or
+     * 16-byte elements, and the kernel applies whole elements: plain arrays of the pair go
+     * as count * extent bytes, padding included (the struct's own); other layouts of them
+     * are MPIDIG's */
+    MPI_Aint extent;
+    MPI_Datatype tt = a->ttype, ot = a->otype, rt = a->rtype;
+    MPI_Aint tc = a->tcount, oc = a->ocount, rc = a->rcount;
+    if (MPIDI_GDR_pair_with_hole(basic, &extent)) {
+        if (a->ttype != basic || (s->op != GDR_GPU_OP_NO_OP
+                                  && (a->otype != basic || a->ocount != a->tcount))
+            || (a->kind != GDR_RMA_ACC && (a->rtype != basic || a->rcount != a->tcount)))
+            return 0;
+        tt = ot = rt = MPI_BYTE;
+        tc = oc = rc = extent * a->tcount;
+    }
     MPI_Aint t_size, o_size, r_size;
-    MPIR_Datatype_get_size_macro(a->ttype, t_size);
-    s->bytes = (size_t) (t_size * a->tcount);
+    MPIR_Datatype_get_size_macro(tt, t_size);
+    s->bytes = (size_t) (t_size * tc);
     s->elem = gdr_gpu_type_size(s->type);
-    *mpi_errno = pieces_of(NULL, a->tcount, a->ttype, (MPI_Aint) s->bytes, &s->t_one, &s->t,
-                           &s->tn);
+    *mpi_errno = pieces_of(NULL, tc, tt, (MPI_Aint) s->bytes, &s->t_one, &s->t, &s->tn);
     if (*mpi_errno != MPI_SUCCESS)
         return 0;
     if (s->op != GDR_GPU_OP_NO_OP) {
-        MPIR_Datatype_get_size_macro(a->otype, o_size);
-        if ((size_t) (o_size * a->ocount) != s->bytes)
+        MPIR_Datatype_get_size_macro(ot, o_size);
+        if ((size_t) (o_size * oc) != s->bytes)
             return 0;
-        *mpi_errno = pieces_of(a->origin, a->ocount, a->otype, (MPI_Aint) s->bytes, &s->o_one,
-                               &s->o, &s->on);
+        *mpi_errno = pieces_of(a->origin, oc, ot, (MPI_Aint) s->bytes, &s->o_one, &s->o,
+                               &s->on);
         if (*mpi_errno != MPI_SUCCESS)
             return 0;
     }
     if (a->kind != GDR_RMA_ACC) {
-        MPIR_Datatype_get_size_macro(a->rtype, r_size);
-        if ((size_t) (r_size * a->rcount) != s->bytes)
+        MPIR_Datatype_get_size_macro(rt, r_size);
+        if ((size_t) (r_size * rc) != s->bytes)
             return 0;
-        *mpi_errno = pieces_of(a->result, a->rcount, a->rtype, (MPI_Aint) s->bytes, &s->r_one,
-                               &s->r, &s->rn);
+        *mpi_errno = pieces_of(a->result, rc, rt, (MPI_Aint) s->bytes, &s->r_one, &s->r,
+                               &s->rn);
         if (*mpi_errno != MPI_SUCCESS)
             return 0;
     }
