@@ -134,6 +134,21 @@ static inline void cuda_open_or_end(void)
 {
     cuda_opened_or_end(cuda_open());
 }
+
+/* The start of a GPU test that reads MPI_T counters: the driver opened before MPI_Init (gdr
+ * takes the device whose context is current then), MPI and an MPI_T session up, this rank
+ * and the job's size; without a driver, the verdict given and the process ended. */
+static inline void gpu_mpi_test_init(int *argc, char ***argv, MPI_T_pvar_session *session,
+                                     int *rank, int *size)
+{
+    int provided, cuda_rc = cuda_open();
+    MPI_Init(argc, argv);
+    MPI_T_init_thread(MPI_THREAD_SINGLE, &provided);
+    MPI_T_pvar_session_create(session);
+    MPI_Comm_rank(MPI_COMM_WORLD, rank);
+    MPI_Comm_size(MPI_COMM_WORLD, size);
+    cuda_opened_or_end(cuda_rc);
+}
 #endif
 
 #endif /* GDR_CUDA_TEST_H_INCLUDED */

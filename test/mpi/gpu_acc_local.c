@@ -621,15 +621,8 @@ static void across_paths(int rank, int size)
 
 int main(int argc, char **argv)
 {
-    int rank, size, provided;
-    /* before MPI_Init: gdr takes the device whose context is current then */
-    int cuda_rc = cuda_open();
-    MPI_Init(&argc, &argv);
-    MPI_T_init_thread(MPI_THREAD_SINGLE, &provided);
-    MPI_T_pvar_session_create(&session);
-    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
-    MPI_Comm_size(MPI_COMM_WORLD, &size);
-    cuda_opened_or_end(cuda_rc);
+    int rank, size;
+    gpu_mpi_test_init(&argc, &argv, &session, &rank, &size);
     MPI_Group left, right;
     gdr_ring_groups(&left, &right);
 

@@ -565,14 +565,8 @@ static void get_accumulate_pass(int rank, int left, int right)
 
 int main(int argc, char **argv)
 {
-    int rank, size, provided;
-    int cuda_rc = cuda_open();
-    MPI_Init(&argc, &argv);
-    MPI_T_init_thread(MPI_THREAD_SINGLE, &provided);
-    MPI_T_pvar_session_create(&session);
-    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
-    MPI_Comm_size(MPI_COMM_WORLD, &size);
-    cuda_opened_or_end(cuda_rc);
+    int rank, size;
+    gpu_mpi_test_init(&argc, &argv, &session, &rank, &size);
     types_init();
     int left = (rank + size - 1) % size, right = (rank + 1) % size;
     unsigned long long am0 = messages();
