@@ -124,14 +124,20 @@ MPI_Datatype MPIDI_GDR_acc_elem_type(MPI_Datatype t)
     return basic;
 }
 
-int MPIDI_GDR_pair_with_hole(MPI_Datatype t, MPI_Aint * extent)
+int MPIDI_GDR_acc_whole_pairs(const MPIDI_GDR_rma_args_t * a, MPI_Datatype elem,
+                              MPI_Aint * extent)
 {
-    if (t != MPI_FLOAT_INT && t != MPI_DOUBLE_INT && t != MPI_LONG_INT && t != MPI_SHORT_INT)
+    if (elem != MPI_FLOAT_INT && elem != MPI_DOUBLE_INT && elem != MPI_LONG_INT
+        && elem != MPI_SHORT_INT)
         return 0;
     MPI_Aint size;
-    MPIR_Datatype_get_size_macro(t, size);
-    MPIR_Datatype_get_extent_macro(t, *extent);
-    return size != *extent;
+    MPIR_Datatype_get_size_macro(elem, size);
+    MPIR_Datatype_get_extent_macro(elem, *extent);
+    if (size == *extent)
+        return 0;
+    int reads_origin = a->op != MPI_NO_OP, has_result = a->kind != GDR_RMA_ACC;
+    return a->ttype == elem && (!reads_origin || (a->otype == elem && a->ocount == a->tcount))
+        && (!has_result || (a->rtype == elem && a->rcount == a->tcount)) ? 1 : -1;
 }
 
 /* MPICH hands the netmod internal handles for builtin types (MPI_DOUBLE arrives as

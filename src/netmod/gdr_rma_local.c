@@ -406,18 +406,14 @@ static int acc_shape(const MPIDI_GDR_rma_args_t * a, local_acc_t * s, int *mpi_e
     s->type = MPIDI_GDR_gpu_type_of(basic);
     if (s->op < 0 || s->type < 0 || !gdr_gpu_acc_valid(s->op, s->type))
         return 0;
-    /* MPI_SHORT_INT, MPI_DOUBLE_INT and MPI_LONG_INT hold 6 or 12 bytes of data in 8- or
-     * 16-byte elements, and the kernel applies whole elements: plain arrays of the pair go
-     * as count * extent bytes, padding included (the struct's own); other layouts of them
-     * are MPIDIG's */
+    /* padded pairs as whole elements, bytes with padding; other layouts of them MPIDIG's */
     MPI_Aint extent;
     MPI_Datatype tt = a->ttype, ot = a->otype, rt = a->rtype;
     MPI_Aint tc = a->tcount, oc = a->ocount, rc = a->rcount;
-    if (MPIDI_GDR_pair_with_hole(basic, &extent)) {
-        if (a->ttype != basic || (s->op != GDR_GPU_OP_NO_OP
-                                  && (a->otype != basic || a->ocount != a->tcount))
-            || (a->kind != GDR_RMA_ACC && (a->rtype != basic || a->rcount != a->tcount)))
-            return 0;
+    int whole = MPIDI_GDR_acc_whole_pairs(a, basic, &extent);
+    if (whole < 0)
+        return 0;
+    if (whole) {
         tt = ot = rt = MPI_BYTE;
         tc = oc = rc = extent * a->tcount;
     }

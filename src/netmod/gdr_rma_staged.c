@@ -247,7 +247,7 @@ static int rma_staged(const MPIDI_GDR_rma_args_t * a, MPIR_Win * win, MPIR_Reque
     acc.target = t;
     acc.disp = a->tdisp;
     acc.tbytes = (uint64_t) (t_size * a->tcount);
-    int whole = 0;              /* a pair type with a hole, moved as whole elements (below) */
+    int whole = 0;              /* a pair type with padding, moved as whole elements (below) */
     if (a->kind != GDR_RMA_PUT && a->kind != GDR_RMA_GET) {
         MPI_Datatype basic = MPIDI_GDR_acc_elem_type(a->ttype);
         if (a->kind == GDR_RMA_FOP || a->kind == GDR_RMA_CAS)
@@ -261,22 +261,14 @@ static int rma_staged(const MPIDI_GDR_rma_args_t * a, MPIR_Win * win, MPIR_Reque
                              mpi_errno, MPI_ERR_TYPE, "**gdr_transport", "**gdr_transport %s",
                              "this element type is not accumulated on device memory by gdr "
                              "(e.g. long double), or the op is not defined on it");
-        /* MPI_SHORT_INT, MPI_DOUBLE_INT and MPI_LONG_INT hold 6 or 12 bytes of data in
-         * 8- or 16-byte elements, and the kernel applies whole elements: plain arrays of
-         * the pair travel as count * extent bytes, padding included (the struct's own) */
         MPI_Aint extent;
-        if (MPIDI_GDR_pair_with_hole(basic, &extent)) {
-            int plain = a->ttype == basic
-                && (a->kind == GDR_RMA_FOP || (a->kind == GDR_RMA_GET_ACC && a->op == MPI_NO_OP)
-                    || (a->otype == basic && a->ocount == a->tcount))
-                && (a->kind != GDR_RMA_GET_ACC || (a->rtype == basic && a->rcount == a->tcount));
-            MPIR_ERR_CHKANDJUMP1(!plain, mpi_errno, MPI_ERR_UNSUPPORTED_OPERATION,
-                                 "**gdr_transport", "**gdr_transport %s", "MPI_SHORT_INT, "
-                                 "MPI_DOUBLE_INT and MPI_LONG_INT on device memory are taken as "
-                                 "plain arrays of the pair (origin, result and target) only");
-            whole = 1;
+        whole = MPIDI_GDR_acc_whole_pairs(a, basic, &extent);
+        MPIR_ERR_CHKANDJUMP1(whole < 0, mpi_errno, MPI_ERR_UNSUPPORTED_OPERATION,
+                             "**gdr_transport", "**gdr_transport %s", "MPI_SHORT_INT, "
+                             "MPI_DOUBLE_INT and MPI_LONG_INT on device memory are taken as "
+                             "plain arrays of the pair (origin, result and target) only");
+        if (whole)              /* whole elements, padding included */
             acc.tbytes = (uint64_t) (extent * a->tcount);
-        }
     }
     /* target pieces as offsets from the displacement: at most one message's worth */
     MPI_Aint niov = 0, iov_bytes = 0, got = 0;

@@ -451,17 +451,23 @@ static void expected_window(unsigned char *want, int rank, int left)
     }
 }
 
-static void check_window(const char *what, const void *win_dev, int rank, int left)
+/* every element of every cell: got (a host copy laid out as the window) against want */
+static void check_cells(const char *what, const unsigned char *want, const unsigned char *got)
 {
-    static unsigned char want[WIN_BYTES], got[WIN_BYTES];
-    expected_window(want, rank, left);
-    dev_copy(got, win_dev, WIN_BYTES);
     for (int c = 0; c < ncells; c++) {
         size_t sz = types[cells[c].type].size;
         for (int i = 0; i < NELEM; i++)
             check_cell(what, &cells[c], i, want + cells[c].at + i * sz,
                        got + cells[c].at + i * sz);
     }
+}
+
+static void check_window(const char *what, const void *win_dev, int rank, int left)
+{
+    static unsigned char want[WIN_BYTES], got[WIN_BYTES];
+    expected_window(want, rank, left);
+    dev_copy(got, win_dev, WIN_BYTES);
+    check_cells(what, want, got);
 }
 
 static MPI_T_pvar_session session;
@@ -472,6 +478,18 @@ static unsigned long long messages(void)
     (void) gdr_pvar_read(session, "gdr_rma_acc_am", &a);
     (void) gdr_pvar_read(session, "gdr_rma_get_acc_am", &g);
     return a + g;
+}
+
+/* where cell c's origin and result buffers are: host and device memory in turn, so that
+ * every combination of the two comes up */
+static int origin_on_device(int c)
+{
+    return c % 2;
+}
+
+static int result_on_device(int c)
+{
+    return c / 2 % 2;
 }
 
 /* 1: Accumulate, lock_all + flush, window from MPI_Win_create over device memory */
@@ -493,7 +511,7 @@ static void accumulate_pass(int rank, int left, int right)
     MPI_Win_lock_all(0, win);
     for (int c = 0; c < ncells; c++) {
         const cell_t *k = &cells[c];
-        const unsigned char *org = (c % 2 ? org_dev : host) + k->at;
+        const unsigned char *org = (origin_on_device(c) ? org_dev : host) + k->at;
         gdr_test_set_context("Accumulate %s on %s, created device window, lock_all + flush",
                              ops[k->op].name, types[k->type].name);
         GDR_CHECK_MPI(MPI_Accumulate(org, NELEM, types[k->type].mpi, right, (MPI_Aint) k->at,
@@ -534,9 +552,8 @@ static void get_accumulate_pass(int rank, int left, int right)
     MPI_Win_fence(0, win);
     for (int c = 0; c < ncells; c++) {
         const cell_t *k = &cells[c];
-        /* origin and result in host memory, device memory, or one of each */
-        const unsigned char *org = (c % 2 ? org_dev : host) + k->at;
-        unsigned char *res = (c / 2 % 2 ? res_dev : res_host) + k->at;
+        const unsigned char *org = (origin_on_device(c) ? org_dev : host) + k->at;
+        unsigned char *res = (result_on_device(c) ? res_dev : res_host) + k->at;
         MPI_Datatype t = types[k->type].mpi;
         gdr_test_set_context("Get_accumulate %s on %s, allocated device window, fence",
                              ops[k->op].name, types[k->type].name);
@@ -545,17 +562,15 @@ static void get_accumulate_pass(int rank, int left, int right)
     }
     gdr_test_set_context("Get_accumulate, allocated device window, fence");
     MPI_Win_fence(0, win);
-    /* fetched: the right neighbour's window as it was */
+    /* fetched: the right neighbour's window as it was (the device results' cells copied
+     * beside the host ones first) */
     static unsigned char fetched[WIN_BYTES];
     dev_copy(fetched, res_dev, WIN_BYTES);
+    for (int c = 0; c < ncells; c++)
+        if (result_on_device(c))
+            memcpy(res_host + cells[c].at, fetched + cells[c].at, CELL_BYTES);
     fill(old, 0, right);
-    for (int c = 0; c < ncells; c++) {
-        const cell_t *k = &cells[c];
-        const unsigned char *got = (c / 2 % 2 ? fetched : res_host) + k->at;
-        size_t sz = types[k->type].size;
-        for (int i = 0; i < NELEM; i++)
-            check_cell("Get_accumulate's fetched", k, i, old + k->at + i * sz, got + i * sz);
-    }
+    check_cells("Get_accumulate's fetched", old, res_host);
     MPI_Barrier(MPI_COMM_WORLD);
     check_window("Get_accumulate", win_mem, rank, left);
     MPI_Win_free(&win);
