@@ -586,16 +586,12 @@ int main(int argc, char **argv)
     int left = (rank + size - 1) % size, right = (rank + 1) % size;
     unsigned long long am0 = messages();
     accumulate_pass(rank, left, right);
-    int acc_cells = ncells;
     get_accumulate_pass(rank, left, right);
     if (getenv("GDR_TEST_EXPECT_STAGED") != NULL && messages() != am0) {
         gdr_test_set_context("MPI_T");
         gdr_test_fail("%llu accumulates went as MPICH's messages (gdr_rma_{acc,get_acc}_am)",
                       messages() - am0);
     }
-    if (rank == 0)
-        printf("%d Accumulate and %d Get_accumulate cells of %d elements, %d types\n",
-               acc_cells, ncells, NELEM, ntypes);
     long errors = gdr_test_finish();
     MPI_T_pvar_session_free(&session);
     MPI_T_finalize();
