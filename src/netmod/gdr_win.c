@@ -185,8 +185,8 @@ static int win_table_init(MPIR_Win * win, int rdma)
 
 /* Whether target (a window rank) attached all of [addr, addr+len) of its dynamic window:
  * MPI_SUCCESS, or MPI_ERR_RMA_RANGE.  May ask the target (gdr_win_dynamic.c), and keeps
- * what it learned until MPIDI_GDR_dynamic_forget: a target detaches only after the
- * origin's operations on the region completed. */
+ * what it learned until the target announces a detach or, without control blocks, until
+ * its operations there complete (gdr_rma_regions.h). */
 static int dynamic_check(MPIR_Win * win, int target, uint64_t addr, uint64_t len)
 {
     int mpi_errno = MPI_SUCCESS, not_attached = 0;

@@ -1,6 +1,7 @@
 /* Dynamic windows: MPICH's side of the engine's regions (src/rma/gdr_rma_regions.h).
  * MPI_Win_attach registers the region (a window without RDMA only records it) and
- * MPI_Win_detach destroys its key; an origin asks the target about the region around an
+ * MPI_Win_detach destroys its key and, with control blocks, tells the ranks that learned
+ * this rank's regions (so that they keep what they learned across epochs); an origin asks the target about the region around an
  * address with a small active message, answered by the target's progress engine, over
  * gdr's channel or, to a rank of the same node, over MPICH's shared memory.  Every
  * access to a dynamic window is checked so at the origin (gdr_win.c, from MPICH patch
@@ -40,7 +41,7 @@ static int region_query_cb(void *am_hdr, void *data, MPI_Aint data_sz, uint32_t 
     if (win == MPIDIU_MAP_NOT_FOUND)
         return MPI_SUCCESS;     /* cannot happen: windows are created collectively */
     int mpi_errno, took = MPIDI_GDR_engine_enter();
-    r.region = gdr_rma_regions_describe(&GDR_WIN(win).rma.regions, q->addr);
+    r.region = gdr_rma_regions_answer(&GDR_WIN(win).rma.regions, q->origin, q->addr);
     MPIDI_GDR_engine_exit(took);
     /* the answer goes back the way the question came */
     CH4_CALL(am_send_hdr_reply(win->comm_ptr, q->origin, MPIDI_GDR_global.region_reply_handler,
@@ -101,13 +102,21 @@ int MPIDI_GDR_dynamic_attach(MPIR_Win * win, void *base, MPI_Aint size)
 
 int MPIDI_GDR_dynamic_detach(MPIR_Win * win, const void *base)
 {
+    int mpi_errno = MPI_SUCCESS;
     if (win->dev.netmod.gdr.s == NULL)
         return MPI_SUCCESS;
     gdr_rma_win_t *w = &GDR_WIN(win).rma;
     int took = MPIDI_GDR_engine_enter();
-    gdr_rma_regions_detach(&w->regions, w->eng, (uint64_t) (uintptr_t) base);
+    int rc = gdr_rma_win_detach(w, (uint64_t) (uintptr_t) base);
     MPIDI_GDR_engine_exit(took);
-    return MPI_SUCCESS;
+    /* the region is gone either way; an origin not told keeps a key that no longer works */
+    MPIR_ERR_CHKANDJUMP1(rc != GDR_RMA_OK, mpi_errno, MPI_ERR_OTHER, "**gdr_transport",
+                         "**gdr_transport %s", "telling the ranks that learned this dynamic "
+                         "window's regions of the detach failed (an RDMA write into their "
+                         "control blocks: see the verbs error above; "
+                         "MPIR_CVAR_CH4_GDR_NATIVE_SYNC=0 avoids control blocks)");
+  fn_fail:
+    return mpi_errno;
 }
 
 int MPIDI_GDR_dynamic_query(void *host_win, int target, uint64_t addr,

@@ -107,7 +107,7 @@ static void op_complete(gdr_rma_op_t *op)
     if (fn != NULL)
         fn(arg, status, op->temp, op->temp_len);
     if (op->remote_news && op->tracker->regions != NULL)
-        gdr_rma_regions_forget(op->tracker->regions, op->target);
+        gdr_rma_regions_epoch_done(op->tracker->regions, op->target);
     op_release(op);
 }
 
@@ -150,7 +150,7 @@ int gdr_rma_wait_all(gdr_rma_tracker_t *t, const gdr_rma_engine_t *eng, int loca
     if (t->remote == NULL)
         return 0;               /* a window without RDMA */
     if (!local_only && t->regions != NULL)
-        gdr_rma_regions_forget(t->regions, -1);
+        gdr_rma_regions_epoch_done(t->regions, -1);
     return wait_counter(t, eng, local_only ? &t->total_local : &t->total_remote, -1);
 }
 
@@ -160,6 +160,6 @@ int gdr_rma_wait_target(gdr_rma_tracker_t *t, const gdr_rma_engine_t *eng, int t
     if (t->remote == NULL || target < 0 || target >= t->n)
         return 0;
     if (!local_only && t->regions != NULL)
-        gdr_rma_regions_forget(t->regions, target);
+        gdr_rma_regions_epoch_done(t->regions, target);
     return wait_counter(t, eng, local_only ? &t->local[target] : &t->remote[target], target);
 }

@@ -17,7 +17,7 @@ typedef struct gdr_rma_tracker {
     unsigned long *reading;     /* per target: in flight and not known to be writes only */
     unsigned long total_remote, total_local;
     int failed;                 /* a transport operation failed: waits report it */
-    gdr_rma_regions_t *regions; /* dynamic windows: forgotten at remote completion */
+    gdr_rma_regions_t *regions; /* dynamic windows: told of remote completions */
 } gdr_rma_tracker_t;
 
 /* The host's callback when an operation completes: status 0 or GDR_RMA_ERROR; landed is

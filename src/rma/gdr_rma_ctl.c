@@ -25,7 +25,9 @@ int gdr_rma_ctl_expose(gdr_rma_win_t *w, gdr_rma_ctl_card_t *card, char *why, si
     memset(card, 0, sizeof(*card));
     if (!c->on || !w->rdma)
         return 0;
-    size_t size = (gdr_rma_ctl_complete_word(w->n, w->n) + 63) & ~(size_t) 63;
+    size_t end = w->dynamic ? gdr_rma_ctl_detach_word(w->n, w->n)
+        : gdr_rma_ctl_complete_word(w->n, w->n);
+    size_t size = (end + 63) & ~(size_t) 63;
     void *block = NULL;
     if (!targets_ready(w) || posix_memalign(&block, 64, size) != 0)
         return GDR_RMA_NOMEM;

@@ -2,7 +2,8 @@
  * of the window reach by RDMA to synchronise without messages (issue 22): the lock word of
  * passive-target epochs (gdr_rma_passive.h), and for active-target epochs
  * (gdr_rma_active.h) the fence barrier's words and one post word and one complete word
- * per rank of the window.  Its address and key travel in the window's card.
+ * per rank of the window, and on dynamic windows one detach word per rank
+ * (gdr_rma_regions.h).  Its address and key travel in the window's card.
  *
  * Every rank must agree whether a window uses it (gdr_rma_ctl_configure, from a collective
  * decision): a card without a control block (its registration failed) turns it off for the
@@ -22,7 +23,9 @@ enum {
     GDR_RMA_CTL_BARRIER = 64,           /* fence: a word per round of the barrier */
     GDR_RMA_CTL_BARRIER_ROUNDS = 32,
     GDR_RMA_CTL_POSTS = GDR_RMA_CTL_BARRIER + 8 * GDR_RMA_CTL_BARRIER_ROUNDS,
-    /* then POSTS: a word per rank (its posts to this rank so far), COMPLETES likewise */
+    /* then POSTS: a word per rank (its posts to this rank so far), COMPLETES likewise,
+     * and on dynamic windows DETACHES (its detaches so far, once this rank asked it about
+     * a region) */
 };
 
 typedef struct gdr_rma_ctl_card {
@@ -56,7 +59,7 @@ void gdr_rma_ctl_set_card(struct gdr_rma_win *w, int target, const gdr_rma_ctl_c
 /* Whether the window synchronises through control blocks (then every target has one). */
 int gdr_rma_ctl_native(const struct gdr_rma_win *w);
 
-/* Offsets of rank's post and complete words in a block of a window of n ranks. */
+/* Offsets of rank's post, complete and detach words in a block of a window of n ranks. */
 static inline size_t gdr_rma_ctl_post_word(int rank)
 {
     return GDR_RMA_CTL_POSTS + 8 * (size_t) rank;
@@ -65,6 +68,11 @@ static inline size_t gdr_rma_ctl_post_word(int rank)
 static inline size_t gdr_rma_ctl_complete_word(int n, int rank)
 {
     return GDR_RMA_CTL_POSTS + 8 * (size_t) n + 8 * (size_t) rank;
+}
+
+static inline size_t gdr_rma_ctl_detach_word(int n, int rank)
+{
+    return GDR_RMA_CTL_POSTS + 16 * (size_t) n + 8 * (size_t) rank;
 }
 
 /* This rank's word at offset, as the NIC last wrote it. */

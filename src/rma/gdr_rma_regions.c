@@ -1,4 +1,5 @@
 #include "gdr_rma_regions.h"
+#include "gdr_rma_win.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -22,6 +23,13 @@ static const gdr_rma_attached_t *attached_at(const gdr_rma_regions_t *r, uint64_
     return NULL;
 }
 
+int gdr_rma_regions_init(gdr_rma_regions_t *r, int n)
+{
+    r->asked = calloc((size_t) n, 1);
+    r->n_ranks = n;
+    return r->asked != NULL ? 0 : GDR_RMA_NOMEM;
+}
+
 gdr_rma_region_reply_t gdr_rma_regions_describe(const gdr_rma_regions_t *r, uint64_t addr)
 {
     gdr_rma_region_reply_t out = { 0 };
@@ -33,6 +41,16 @@ gdr_rma_region_reply_t gdr_rma_regions_describe(const gdr_rma_regions_t *r, uint
         out.rkey = a->mr.handle != NULL ? a->mr.rkey : 0;
         out.device = a->device;
     }
+    return out;
+}
+
+gdr_rma_region_reply_t gdr_rma_regions_answer(gdr_rma_regions_t *r, int origin, uint64_t addr)
+{
+    /* counted before the answer leaves: a detach from now on reaches the origin */
+    if (r->asked != NULL && origin >= 0 && origin < r->n_ranks)
+        r->asked[origin] = 1;
+    gdr_rma_region_reply_t out = gdr_rma_regions_describe(r, addr);
+    out.detaches = r->detaches;
     return out;
 }
 
@@ -64,18 +82,35 @@ int gdr_rma_regions_attach(gdr_rma_regions_t *r, const gdr_rma_engine_t *eng, vo
     return rc;
 }
 
-void gdr_rma_regions_detach(gdr_rma_regions_t *r, const gdr_rma_engine_t *eng, uint64_t base)
+int gdr_rma_regions_detach(gdr_rma_regions_t *r, const gdr_rma_engine_t *eng, uint64_t base)
 {
     gdr_rma_attached_t **p = &r->attached;
     while (*p != NULL && (*p)->base != base)
         p = &(*p)->next;
     if (*p == NULL)
-        return;         /* zero-length, or never attached (MPI does not ask us to check) */
+        return 0;       /* zero-length, or never attached (MPI does not ask us to check) */
     gdr_rma_attached_t *a = *p;
     *p = a->next;
     if (a->mr.handle != NULL)
         eng->net.dereg(eng->net.ctx, &a->mr);
     free(a);
+    return 1;
+}
+
+int gdr_rma_win_detach(gdr_rma_win_t *w, uint64_t base)
+{
+    gdr_rma_regions_t *r = &w->regions;
+    if (!gdr_rma_regions_detach(r, w->eng, base) || r->announced == NULL || r->asked == NULL)
+        return GDR_RMA_OK;
+    r->detaches++;
+    for (int i = 0; i < r->n_ranks && i < w->n; i++) {
+        if (!r->asked[i] || i == w->self)
+            continue;
+        int rc = gdr_rma_ctl_write(w, i, gdr_rma_ctl_detach_word(w->n, w->self), r->detaches);
+        if (rc != GDR_RMA_OK)
+            return rc;
+    }
+    return gdr_rma_ctl_quiesce(w);
 }
 
 void gdr_rma_regions_free(gdr_rma_regions_t *r, const gdr_rma_engine_t *eng)
@@ -83,6 +118,9 @@ void gdr_rma_regions_free(gdr_rma_regions_t *r, const gdr_rma_engine_t *eng)
     while (r->attached != NULL)
         gdr_rma_regions_detach(r, eng, r->attached->base);
     gdr_rma_regions_forget(r, -1);
+    free(r->asked);
+    r->asked = NULL;
+    r->announced = NULL;
 }
 
 void gdr_rma_regions_forget(gdr_rma_regions_t *r, int target)
@@ -93,6 +131,22 @@ void gdr_rma_regions_forget(gdr_rma_regions_t *r, int target)
             r->learned[kept++] = r->learned[i];
     r->n_learned = kept;
     r->next_evict = 0;
+}
+
+void gdr_rma_regions_epoch_done(gdr_rma_regions_t *r, int target)
+{
+    if (r->announced == NULL)
+        gdr_rma_regions_forget(r, target);
+}
+
+/* Whether target has announced a detach since it told this rank of k */
+static int stale(const gdr_rma_regions_t *r, const gdr_rma_learned_t *k)
+{
+    if (r->announced == NULL || k->target < 0 || k->target >= r->n_ranks)
+        return 0;
+    uint64_t now = r->announced[k->target];
+    __atomic_thread_fence(__ATOMIC_ACQUIRE);
+    return now > k->detaches;
 }
 
 /* The region of target holding addr: one learned, or asked for and learned (*k stays valid
@@ -117,6 +171,10 @@ static int region_at(gdr_rma_regions_t *r, const gdr_rma_engine_t *eng, void *ho
     for (int i = 0; i < r->n_learned; i++)
         if (r->learned[i].target == target && addr >= r->learned[i].base
             && addr - r->learned[i].base < r->learned[i].size) {
+            if (stale(r, &r->learned[i])) {
+                gdr_rma_regions_forget(r, target);  /* which one went is not said */
+                break;
+            }
             *k = &r->learned[i];
             return GDR_RMA_OK;
         }
@@ -138,7 +196,7 @@ static int region_at(gdr_rma_regions_t *r, const gdr_rma_engine_t *eng, void *ho
         r->next_evict = (r->next_evict + 1) % GDR_RMA_LEARNED_MAX;
     }
     **k = (gdr_rma_learned_t) {.target = target,.base = rep.base,.size = rep.size,
-        .rkey = rep.rkey };
+        .rkey = rep.rkey,.detaches = rep.detaches };
     return GDR_RMA_OK;
 }
 

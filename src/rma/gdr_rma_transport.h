@@ -81,6 +81,7 @@ typedef struct gdr_rma_region_reply {
     uint64_t base, size;
     uint32_t rkey;              /* 0: not registered (accesses go as messages) */
     int device;                 /* the region is device (GPU) memory */
+    uint64_t detaches;          /* the target's detaches so far (gdr_rma_win_detach) */
 } gdr_rma_region_reply_t;
 
 /* A wait that is taking long: counted polls, for the host's report. */

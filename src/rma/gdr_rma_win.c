@@ -22,7 +22,8 @@ int gdr_rma_win_init(gdr_rma_win_t *w, gdr_rma_engine_t *eng, void *host_win, in
         w->last_acc_path = calloc((size_t) n, 1);
         w->acc_read_posted = calloc((size_t) n, 1);
         if (w->last_acc_path == NULL || w->acc_read_posted == NULL
-            || gdr_rma_tracker_init(&w->tracker, n, dynamic ? &w->regions : NULL) != 0)
+            || gdr_rma_tracker_init(&w->tracker, n, dynamic ? &w->regions : NULL) != 0
+            || (dynamic && gdr_rma_regions_init(&w->regions, n) != 0))
             goto oom;
     }
     return 0;
@@ -101,6 +102,10 @@ void gdr_rma_win_set_card(gdr_rma_win_t *w, int target, const gdr_rma_card_t *ca
         t->base = card->base;
         t->rkey = (uint32_t) card->rkey;
         gdr_rma_ctl_set_card(w, target, &card->ctl);
+        /* (control blocks on or off is final once every card is in: each one recomputes) */
+        int announced = w->dynamic && gdr_rma_ctl_native(w);
+        w->regions.announced = announced ? w->ctl.block + gdr_rma_ctl_detach_word(w->n, 0) / 8
+            : NULL;
     }
 }
 
