@@ -45,6 +45,7 @@ struct MPIDI_GDR_context {
     unsigned empty_polls;       /* consecutive progress calls that found nothing */
     int region_query_handler;   /* dynamic windows' region lookup (gdr_win_dynamic.c) */
     int region_reply_handler;
+    unsigned long long region_queries;  /* questions asked (an MPI_T pvar) */
     /* the staged protocol for device memory (gdr_rma_staged.c); NULL: off */
     struct gdr_rma_dev *staged;
     int staged_handler;

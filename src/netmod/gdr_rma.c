@@ -38,6 +38,13 @@ void MPIDI_GDR_rma_register_pvars(void)
                                       MPI_T_VERBOSITY_USER_BASIC, MPI_T_BIND_NO_OBJECT,
                                       MPIR_T_PVAR_FLAG_READONLY | MPIR_T_PVAR_FLAG_CONTINUOUS,
                                       NULL, NULL, "CH4_GDR", pvar_names[path][k][1]);
+    MPIR_T_PVAR_REGISTER_impl(MPI_T_PVAR_CLASS_COUNTER, MPI_UNSIGNED_LONG_LONG,
+                              "gdr_rma_region_queries", &MPIDI_GDR_global.region_queries, 1,
+                              NULL, MPI_T_VERBOSITY_USER_BASIC, MPI_T_BIND_NO_OBJECT,
+                              MPIR_T_PVAR_FLAG_READONLY | MPIR_T_PVAR_FLAG_CONTINUOUS, NULL,
+                              NULL, "CH4_GDR", "dynamic windows: questions to targets about "
+                              "the region around an address (kept across epochs with "
+                              "MPIR_CVAR_CH4_GDR_NATIVE_SYNC)");
     static const char *const lock_names[3][2] = {
         {"gdr_rma_lock_atomics", "atomics on lock words of passive-target epochs "
          "(MPIR_CVAR_CH4_GDR_NATIVE_SYNC): acquires, retries and releases"},

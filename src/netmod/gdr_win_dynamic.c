@@ -129,6 +129,7 @@ int MPIDI_GDR_dynamic_query(void *host_win, int target, uint64_t addr,
         .reply_to = (uint64_t) (uintptr_t) & wait,.origin = win->comm_ptr->rank
     };
 
+    MPIDI_GDR_global.region_queries++;
     CH4_CALL(am_send_hdr(target, win->comm_ptr, MPIDI_GDR_global.region_query_handler, &q,
                          sizeof(q), 0, 0), MPIDI_rank_is_local(target, win->comm_ptr), mpi_errno);
     while (mpi_errno == MPI_SUCCESS && !wait.done)

@@ -323,6 +323,7 @@ static void dynamic_win(int expect_native)
     MPI_Get_address(counters, &zero_counters);
     MPI_Bcast(&zero_counters, 1, MPI_AINT, 0, MPI_COMM_WORLD);
     unsigned long long put0 = pvar("gdr_rma_put_native"), fop0 = pvar("gdr_rma_fop_native");
+    unsigned long long asked0 = pvar("gdr_rma_region_queries");
 
     int won[2] = { 0, 0 };
     MPI_Win_lock_all(0, win);
@@ -359,6 +360,7 @@ static void dynamic_win(int expect_native)
         }
     }
     MPI_Win_unlock_all(win);
+    unsigned long long asked = pvar("gdr_rma_region_queries") - asked0;
     int winners[2];
     MPI_Allreduce(won, winners, 2, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
     gdr_check_long("dynamic: CAS winners", 0, 1, winners[0]);
@@ -378,6 +380,10 @@ static void dynamic_win(int expect_native)
         gdr_check_long("dynamic: Put over RDMA", 0, 1, pvar("gdr_rma_put_native") - put0 >= 6);
         gdr_check_long("dynamic: Fetch_and_op as an RDMA atomic", 0, 1,
                        pvar("gdr_rma_fop_native") - fop0 >= 2);
+        /* what an origin learned outlives its flushes (control blocks announce detaches):
+         * the data region and rank 0's counters once each, again after the re-attach;
+         * forgotten at every flush it was 7 a round */
+        gdr_check_long("dynamic: questions about regions at most 4", 0, 1, asked <= 4);
         /* the counters' memory detached (still allocated: a blind write would land
          * there), then accessed, by rank 0 too (checked before MPICH's self path):
          * refused at the origin, nothing written */
