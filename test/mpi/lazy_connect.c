@@ -6,6 +6,8 @@
  *   0 and rank 2 one more after the bursts, the others none; each connection grew the
  *   shared receive queue by MPIR_CVAR_CH4_GDR_RECV_DEPTH buffers, never past
  *   MPIR_CVAR_CH4_GDR_SRQ_DEPTH;
+ *   (lazy mode needs exactly 4 ranks: the ranks wait for each other's counts before
+ *   MPI_Finalize, over the connections the test made);
  * - eager (MPIR_CVAR_CH4_GDR_LAZY_CONNECT=0): every pair connected in MPI_Init.
  * Without it (one node, shared memory) only the values are checked. */
 #include "gdr_mpi_test.h"
@@ -56,6 +58,25 @@ static void expect(const char *when, int mode_lazy, long conns)
     expect_range(when, mode_lazy, conns, conns);
 }
 
+/* Lazy mode, 4 ranks: returns once every rank has counted its connections, passing only
+ * over the connections the test made (1 -> 0 and 3 -> 2 "counted", 0 <-> 2, 0 -> 1 and
+ * 2 -> 3 "go on").  Before it, nobody may ask anyone for a new one: MPI_Finalize's
+ * barrier would (rank 1, done first, asked rank 3, which answered before it counted: one
+ * connection's receive buffers more, 2026-11-29). */
+static void all_counted(int rank)
+{
+    int token = rank, other = -1, partner = rank ^ 1;
+    if (rank == 1 || rank == 3) {
+        MPI_Send(&token, 1, MPI_INT, partner, 4, MPI_COMM_WORLD);
+        MPI_Recv(&other, 1, MPI_INT, partner, 5, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+    } else {
+        MPI_Recv(&other, 1, MPI_INT, partner, 4, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+        MPI_Sendrecv(&token, 1, MPI_INT, rank ^ 2, 6, &other, 1, MPI_INT, rank ^ 2, 6,
+                     MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+        MPI_Send(&token, 1, MPI_INT, partner, 5, MPI_COMM_WORLD);
+    }
+}
+
 int main(int argc, char **argv)
 {
     int rank, nranks, provided;
@@ -69,6 +90,9 @@ int main(int argc, char **argv)
     const char *mode = getenv("GDR_TEST_EXPECT_CONNECT");
     int lazy = mode != NULL && strcmp(mode, "lazy") == 0;
     int eager = mode != NULL && strcmp(mode, "eager") == 0;
+    if (lazy && nranks != 4)
+        gdr_test_die("lazy_connect counts connections exactly with 4 ranks only",
+                     MPI_ERR_OTHER);
 
     if (lazy)
         expect("after MPI_Init", 1, 0);
@@ -124,8 +148,10 @@ int main(int argc, char **argv)
             MPI_Send(&answer, 1, MPI_INT, from[k], 3, MPI_COMM_WORLD);
     }
     /* rank 0 and rank 2 made one connection more; 3 already had 2, 1 talked to no one new */
-    if (lazy)
+    if (lazy) {
         expect("after the bursts to rank 2", 1, rank == 0 || rank == 2 ? 2 : 1);
+        all_counted(rank);
+    }
     if (lazy || eager) {
         gdr_test_set_context("handshakes");
         gdr_check_long("connection datagrams sent", 0, 1,
