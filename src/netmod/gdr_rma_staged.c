@@ -330,6 +330,10 @@ static int rma_staged(const MPIDI_GDR_rma_args_t * a, MPIR_Win * win, MPIR_Reque
         d->req = MPIR_Request_create_from_pool(MPIR_REQUEST_KIND__RMA, 0, 2);
         MPIR_ERR_CHKANDJUMP(d->req == NULL, mpi_errno, MPIX_ERR_NOREQ, "**nomemreq");
     }
+    /* an operation of no bytes completes inside gdr_rma_dev_start, and staged_done frees d:
+     * its request is taken first (an enqueued zero-count put_signal read it from freed
+     * memory, and its progress crashed on the garbage, 2026-11-29) */
+    MPIR_Request *made = d != NULL ? d->req : NULL;
     int rc = gdr_rma_dev_start(dw, &acc, d != NULL ? staged_done : NULL, d);
     if (rc == GDR_RMA_ERROR)
         MPIR_ERR_SETANDJUMP1(mpi_errno, MPI_ERR_OTHER, "**gdr_transport", "**gdr_transport %s",
@@ -337,7 +341,7 @@ static int rma_staged(const MPIDI_GDR_rma_args_t * a, MPIR_Win * win, MPIR_Reque
     mpi_errno = MPIDI_GDR_rma_error(rc);
     MPIR_ERR_CHECK(mpi_errno);
     if (req != NULL)
-        *req = d->req;
+        *req = made;
     d = NULL;
     *handled = 1;
     MPIDI_GDR_global.staged_count[a->kind]++;

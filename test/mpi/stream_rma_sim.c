@@ -17,8 +17,8 @@
  * neighbour's window through CUDA IPC); between nodes the host carries it (the queue).
  * Then MPIX_Get_enqueue of the right neighbour's last slot, a put_signal with
  * MPIX_SIGNAL_SET waited for with MPIX_CMP_EQ, three SETs waited for with MPIX_CMP_NE,
- * _LT and _LE, MPIX_Accumulate_enqueue (SUM of int64 on rank 0) with
- * MPIX_Win_flush_all_enqueue, and misuse: an enqueue outside lock_all (MPI_ERR_RMA_SYNC),
+ * _LT and _LE, MPIX_Accumulate_enqueue (SUM of int64, and MINLOC of MPI_SHORT_INT, a pair
+ * with padding, on rank 0) with MPIX_Win_flush_all_enqueue, and misuse: an enqueue outside lock_all (MPI_ERR_RMA_SYNC),
  * on a window over MPI_COMM_WORLD (MPI_ERR_ARG), a stream wait with an unknown comparison
  * (MPI_ERR_ARG), a bad rank (MPI_ERR_RANK), and on one node a put beyond the neighbour's
  * window (MPI_ERR_RMA_RANGE, at once).
@@ -233,6 +233,26 @@ int main(int argc, char **argv)
         int64_t sum = 0;
         CU(cu.copy(DEV(&sum), winmem + 8, 8));
         gdr_check_long("the accumulated word", 0, (long long) size * (size + 1) / 2, sum);
+    }
+
+    /* a value-index pair with padding (MPI_SHORT_INT: 6 bytes of data in an 8-byte
+     * element, which gdr's kernels take whole) by MINLOC from every rank into rank 0's
+     * bytes 32-39: the least value wins, with its rank */
+    gdr_test_set_context("MPIX_Accumulate_enqueue, MPI_MINLOC on MPI_SHORT_INT");
+    struct { short v; int i; } start = { 30000, -1 }, mine = { (short) (100 - rank), rank }, least;
+    if (rank == 0)
+        CU(cu.copy(winmem + 32, DEV(&start), sizeof(start)));
+    MPI_Barrier(MPI_COMM_WORLD);
+    memcpy(got, &mine, sizeof(mine));
+    GDR_CHECK_MPI(MPIX_Accumulate_enqueue(got, 1, MPI_SHORT_INT, 0, 32, 1, MPI_SHORT_INT,
+                                           MPI_MINLOC, win));
+    GDR_CHECK_MPI(MPIX_Win_flush_all_enqueue(win));
+    sync_stream(stream, mstream);
+    MPI_Barrier(MPI_COMM_WORLD);
+    if (rank == 0) {
+        CU(cu.copy(DEV(&least), winmem + 32, sizeof(least)));
+        gdr_check_long("MINLOC's value", 0, 100 - (size - 1), least.v);
+        gdr_check_long("MINLOC's index", 0, size - 1, least.i);
     }
     gdr_test_set_context("MPI_Win_unlock_all, MPI_Win_free");
     MPI_Win_unlock_all(win);
