@@ -398,6 +398,20 @@ static void accumulates(int rank, int size)
     MPI_Allreduce(&won, &winners, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
     gdr_check_long("Compare_and_swap winners", 0, 1, winners);
 
+    /* request-based operations of no bytes to another rank's device window complete at
+     * once (the staged protocol finishes them inside its start: their requests were read
+     * from freed memory, 2026-11-29) */
+    gdr_test_set_context("device window: Rput, Rget, Raccumulate of no bytes");
+    MPI_Request zreq[3];
+    MPI_Win_lock_all(0, g.win);
+    int right_rank = (rank + 1) % size;
+    GDR_CHECK_MPI(MPI_Rput(ones, 0, MPI_DOUBLE, right_rank, 0, 0, MPI_DOUBLE, g.win, &zreq[0]));
+    GDR_CHECK_MPI(MPI_Rget(got, 0, MPI_DOUBLE, right_rank, 0, 0, MPI_DOUBLE, g.win, &zreq[1]));
+    GDR_CHECK_MPI(MPI_Raccumulate(ones, 0, MPI_DOUBLE, right_rank, 0, 0, MPI_DOUBLE, MPI_SUM,
+                                  g.win, &zreq[2]));
+    GDR_CHECK_MPI(MPI_Waitall(3, zreq, MPI_STATUSES_IGNORE));
+    MPI_Win_unlock_all(g.win);
+
     /* Ordering across the ways an accumulate travels: each rank's three Fetch_and_op SUMs
      * on one word of rank 0, the middle one from a device operand (under GPUDirect peermem
      * NIC atomics take the host operands, the staged protocol or MPICH's messages the
