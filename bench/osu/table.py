@@ -3,6 +3,7 @@
 synchronisation and window kind: how many rows gdr is behind on and the median ratio, as a
 Markdown table, then the total.  Above 1, gdr is behind (P50 latency gdr/peer, bandwidth
 peer/gdr)."""
+import sys, collections, statistics
 rows = collections.defaultdict(list)
 for line in open(sys.argv[1]):
     if line.startswith('#'): continue
