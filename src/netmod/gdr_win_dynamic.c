@@ -1,12 +1,12 @@
 /* Dynamic windows: MPICH's side of the engine's regions (src/rma/gdr_rma_regions.h).
  * MPI_Win_attach registers the region (a window without RDMA only records it) and
  * MPI_Win_detach destroys its key and, with control blocks, tells the ranks that learned
- * this rank's regions (so that they keep what they learned across epochs); an origin asks the target about the region around an
- * address with a small active message, answered by the target's progress engine, over
- * gdr's channel or, to a rank of the same node, over MPICH's shared memory.  Every
- * access to a dynamic window is checked so at the origin (gdr_win.c, from MPICH patch
- * 0004's hook) whichever way it then goes: MPICH's message handlers at the target write a
- * dynamic window unchecked. */
+ * this rank's regions (so that they keep what they learned across epochs); an origin
+ * asks the target about the region around an address with a small active message,
+ * answered by the target's progress engine, over gdr's channel or, to a rank of the same
+ * node, over MPICH's shared memory.  Every access to a dynamic window is checked so at the
+ * origin (gdr_win.c, from MPICH patch 0004's hook) whichever way it then goes: MPICH's
+ * message handlers at the target write a dynamic window unchecked. */
 #include "gdr_internal.h"
 #include "gdr_noinline.h"
 #include "gdr_engine_lock.h"

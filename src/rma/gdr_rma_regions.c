@@ -103,7 +103,7 @@ int gdr_rma_win_detach(gdr_rma_win_t *w, uint64_t base)
     if (!gdr_rma_regions_detach(r, w->eng, base) || r->announced == NULL || r->asked == NULL)
         return GDR_RMA_OK;
     r->detaches++;
-    for (int i = 0; i < r->n_ranks && i < w->n; i++) {
+    for (int i = 0; i < r->n_ranks; i++) {       /* (n_ranks is w->n: regions_init) */
         if (!r->asked[i] || i == w->self)
             continue;
         int rc = gdr_rma_ctl_write(w, i, gdr_rma_ctl_detach_word(w->n, w->self), r->detaches);
