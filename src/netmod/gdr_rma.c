@@ -82,6 +82,22 @@ int MPIDI_GDR_rma_wait_all(MPIR_Win * win, int local_only)
     return mpi_errno;
 }
 
+int MPIDI_GDR_rma_wait_all_except(MPIR_Win * win, int spared)
+{
+    if (win->dev.netmod.gdr.s == NULL)
+        return MPI_SUCCESS;
+    gdr_rma_win_t *w = &GDR_WIN(win).rma;
+    if (!w->rdma)
+        return MPIDI_GDR_rma_wait_all(win, 0);
+    int mpi_errno = MPIDI_GDR_local_wait(win);
+    if (mpi_errno != MPI_SUCCESS || w->eng == NULL)
+        return mpi_errno;
+    int took = MPIDI_GDR_engine_enter();
+    mpi_errno = MPIDI_GDR_rma_error(gdr_rma_wait_all_except(&w->tracker, w->eng, spared));
+    MPIDI_GDR_engine_exit(took);
+    return mpi_errno;
+}
+
 int MPIDI_GDR_rma_wait_target(MPIR_Win * win, int rank, int local_only)
 {
     if (win->dev.netmod.gdr.s == NULL)

@@ -39,6 +39,8 @@ int MPIDI_GDR_rma_prepare_am(MPIR_Win * win, gdr_rma_kind_t kind, int target);
  * completion. */
 int MPIDI_GDR_rma_wait_all(MPIR_Win * win, int local_only);
 int MPIDI_GDR_rma_wait_target(MPIR_Win * win, int rank, int local_only);
+/* MPIDI_GDR_rma_wait_all(win, 0) but for spared's operations, which complete only locally. */
+int MPIDI_GDR_rma_wait_all_except(MPIR_Win * win, int spared);
 
 #define MPIDI_GDR_RMA_TRY(args_, win_, req_)                                     \
     do {                                                                         \

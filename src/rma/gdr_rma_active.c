@@ -129,11 +129,21 @@ static int rounds_of(int n)
     return r;
 }
 
+static int partner_in_round(const gdr_rma_win_t *w, int k)
+{
+    return (int) (((long) w->self + (1L << k)) % w->n);
+}
+
 /* This rank's write of round k of the current fence. */
 static int barrier_send(gdr_rma_win_t *w, int k)
 {
-    int to = (int) (((long) w->self + (1L << k)) % w->n);
-    return gdr_rma_ctl_write(w, to, GDR_RMA_CTL_BARRIER + 8 * (size_t) k, w->active.fences);
+    return gdr_rma_ctl_write(w, partner_in_round(w, k), GDR_RMA_CTL_BARRIER + 8 * (size_t) k,
+                             w->active.fences);
+}
+
+int gdr_rma_active_barrier_first(const gdr_rma_win_t *w)
+{
+    return rounds_of(w->n) > 0 ? partner_in_round(w, 0) : -1;
 }
 
 int gdr_rma_active_barrier_begin(gdr_rma_win_t *w)
@@ -144,8 +154,23 @@ int gdr_rma_active_barrier_begin(gdr_rma_win_t *w)
     gdr_rma_active_t *a = &w->active;
     a->fences++;
     a->round = 0;
+    a->sent = 0;
     a->barrier_running = 1;
-    return rounds_of(w->n) > 0 ? barrier_send(w, 0) : GDR_RMA_OK;
+    if (rounds_of(w->n) == 0)
+        return GDR_RMA_OK;
+    a->sent = 1;
+    return barrier_send(w, 0);
+}
+
+/* Whether RDMA writes to the first partner that a fence left in flight have completed.
+ * Until they have, this rank's later rounds wait: the partner has them before it passes
+ * on that this rank entered, but a later round would tell others directly, and one of
+ * them could then read the partner's window before they landed. */
+static int spared_done(const gdr_rma_win_t *w)
+{
+    const volatile unsigned long *remote = w->tracker.remote;
+    int first = gdr_rma_active_barrier_first(w);
+    return remote == NULL || first < 0 || remote[first] == 0;
 }
 
 int gdr_rma_active_barrier_test(gdr_rma_win_t *w, int *done)
@@ -155,11 +180,17 @@ int gdr_rma_active_barrier_test(gdr_rma_win_t *w, int *done)
     *done = 0;
     if (!a->barrier_running)
         return GDR_RMA_ERROR;   /* no barrier begun */
-    while (rc == GDR_RMA_OK && a->round < rounds
-           && gdr_rma_ctl_read(w, GDR_RMA_CTL_BARRIER + 8 * (size_t) a->round) >= a->fences) {
-        a->round++;
-        if (a->round < rounds)
+    while (rc == GDR_RMA_OK && a->round < rounds) {
+        if (a->sent == a->round) {
+            if (!spared_done(w))
+                return GDR_RMA_OK;
             rc = barrier_send(w, a->round);
+            a->sent++;
+            continue;
+        }
+        if (gdr_rma_ctl_read(w, GDR_RMA_CTL_BARRIER + 8 * (size_t) a->round) < a->fences)
+            break;
+        a->round++;
     }
     if (rc == GDR_RMA_OK && a->round >= rounds) {
         a->barrier_running = 0;

@@ -12,7 +12,9 @@
  *   used;
  * - the fence's barrier: dissemination over the window's n ranks in ceil(log2 n) rounds;
  *   in round k a rank writes the fence's number into the round-k word of rank + 2^k and
- *   waits until its own round-k word reaches it.
+ *   waits until its own round-k word reaches it.  The first round's partner may still have
+ *   RDMA writes of this rank in flight (gdr_rma_active_barrier_first); the later rounds
+ *   wait for them.
  * Every word only grows, so a notice that comes early (a post for an origin's next epoch)
  * waits in its word until it is used.  The steps never block; the blocking calls progress
  * the host until the step is done. */
@@ -29,6 +31,7 @@ typedef struct gdr_rma_active {
     uint64_t fences;            /* barriers begun */
     int barrier_running;        /* begun, not yet done */
     int round;                  /* its next round to wait for */
+    int sent;                   /* its rounds written so far */
 } gdr_rma_active_t;
 
 /* ranks: n ranks of the window (a group translated), no rank twice. */
@@ -44,6 +47,10 @@ int gdr_rma_active_wait(struct gdr_rma_win *w, const int *ranks, int n);
 int gdr_rma_active_barrier_begin(struct gdr_rma_win *w);
 int gdr_rma_active_barrier_test(struct gdr_rma_win *w, int *done);
 int gdr_rma_active_barrier(struct gdr_rma_win *w);
+/* The rank this one writes to in the barrier's first round (-1 alone): it cannot leave the
+ * barrier before that write lands, so RDMA writes to it posted earlier need not complete
+ * there before the barrier begins. */
+int gdr_rma_active_barrier_first(const struct gdr_rma_win *w);
 
 void gdr_rma_active_free(struct gdr_rma_win *w);
 

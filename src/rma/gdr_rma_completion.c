@@ -133,16 +133,20 @@ void gdr_rma_op_posted(gdr_rma_op_t *op)
     gdr_rma_op_part_done(op, 0);
 }
 
+/* A failed transport operation, reported once: later epochs start clean. */
+static int failure_once(gdr_rma_tracker_t *t)
+{
+    if (!t->failed)
+        return 0;
+    t->failed = 0;
+    return GDR_RMA_ERROR;
+}
+
 static int wait_counter(gdr_rma_tracker_t *t, const gdr_rma_engine_t *eng,
                         const unsigned long *count, int peer)
 {
     int rc = gdr_rma_wait_zero(eng, count, "for one-sided completions", peer);
-    if (rc != 0)
-        return rc;
-    if (!t->failed)
-        return 0;
-    t->failed = 0;              /* reported once: later epochs start clean */
-    return GDR_RMA_ERROR;
+    return rc != 0 ? rc : failure_once(t);
 }
 
 int gdr_rma_wait_all(gdr_rma_tracker_t *t, const gdr_rma_engine_t *eng, int local_only)
@@ -162,4 +166,29 @@ int gdr_rma_wait_target(gdr_rma_tracker_t *t, const gdr_rma_engine_t *eng, int t
     if (!local_only && t->regions != NULL)
         gdr_rma_regions_epoch_done(t->regions, target);
     return wait_counter(t, eng, local_only ? &t->local[target] : &t->remote[target], target);
+}
+
+typedef struct {
+    const gdr_rma_tracker_t *t;
+    int spared;
+} all_but_t;
+
+static int pending_but_spared(const void *arg)
+{
+    const all_but_t *a = arg;
+    const volatile gdr_rma_tracker_t *t = a->t;
+    return t->total_remote != t->remote[a->spared] || t->local[a->spared] != 0;
+}
+
+int gdr_rma_wait_all_except(gdr_rma_tracker_t *t, const gdr_rma_engine_t *eng, int spared)
+{
+    if (t->remote == NULL)
+        return 0;
+    if (spared < 0 || spared >= t->n)
+        return gdr_rma_wait_all(t, eng, 0);
+    if (t->regions != NULL)
+        gdr_rma_regions_epoch_done(t->regions, -1);
+    all_but_t a = {.t = t,.spared = spared };
+    int rc = gdr_rma_wait_until(eng, pending_but_spared, &a, "for one-sided completions", -1);
+    return rc != 0 ? rc : failure_once(t);
 }

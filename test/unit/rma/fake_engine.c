@@ -28,7 +28,8 @@ static int f_put(void *c, int peer, const void *src, size_t len, uint64_t raddr,
     if (rc == GDR_RMA_OK && len <= fk.inline_max && len <= sizeof(w.inl)) {
         wr_t *q = &fk.q[fk.n - 1];
         memcpy(q->inl, src, len);
-        q->local = q->inl;
+        q->local = NULL;        /* the data is in the slot, which moves: see inlined */
+        q->inlined = 1;
         *copied = 1;
     }
     return rc;
@@ -145,8 +146,8 @@ void complete_one(void)
 {
     int i = fk.lifo ? fk.n - 1 : 0;
     wr_t w = fk.q[i];
-    if (w.local == fk.q[i].inl)
-        w.local = w.inl;        /* the queue slot moves below */
+    if (w.inlined)
+        w.local = w.inl;        /* (this copy's: the queue slot moves below) */
     memmove(&fk.q[i], &fk.q[i + 1], (size_t) (fk.n - i - 1) * sizeof(wr_t));
     fk.n--;
     int status = fk.fail_next ? -1 : 0;

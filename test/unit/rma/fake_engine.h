@@ -24,6 +24,7 @@ typedef struct {
     gdr_rma_done_fn done;
     void *arg;
     uint8_t inl[8];             /* an inlined put's data (fk.inline_max) */
+    int inlined;                /* local is NULL: the data is inl, wherever the slot is */
 } wr_t;
 
 

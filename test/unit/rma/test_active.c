@@ -6,6 +6,9 @@
  * - wait and test wait for every origin's complete, one epoch at a time;
  * - the barrier: nobody leaves before every rank has entered; 2 rounds (one write each)
  *   for 4 ranks and for 3; again for a second fence; at once for one rank;
+ * - a fence's puts to the barrier's first partner need not complete before the barrier:
+ *   the partner leaves only after they landed (gdr_rma_wait_all_except), and the later
+ *   rounds wait for them; puts to other ranks and gets from the partner are waited for;
  * - ranks outside the window, and windows without control blocks, are refused. */
 #include <stdlib.h>
 #include <string.h>
@@ -156,6 +159,88 @@ static void test_barrier_one(void)
     free_ranks(1);
 }
 
+/* Every rank of n in the barrier as the fake queue completes one request at a time (the
+ * queue pair's order): whether, when rank `partner` could leave, the 8 bytes of data had
+ * landed at off in its window (*left: it did leave). */
+static int leaves_after_landing(int n, int partner, const void *data, size_t off, int *left)
+{
+    int done[MAXR] = { 0 }, ok = 1;
+    for (int steps = 0; steps < 100 && !done[partner]; steps++) {
+        for (int r = 0; r < n; r++) {
+            if (done[r] || gdr_rma_active_barrier_test(&W[r], &done[r]) != GDR_RMA_OK)
+                continue;
+            if (r == partner && done[r])
+                ok &= memcmp(target_mem[partner] + off, data, 8) == 0;
+        }
+        if (fk.n > 0)
+            complete_one();
+    }
+    *left = done[partner];
+    for (int steps = 0; steps < 100; steps++) {        /* the others leave too */
+        drain();
+        for (int r = 0; r < n; r++)
+            if (!done[r])
+                gdr_rma_active_barrier_test(&W[r], &done[r]);
+    }
+    return ok;
+}
+
+static void test_fence_spares_first_partner(void)
+{
+    make_ranks(4);
+    GDR_CHECK(gdr_rma_active_barrier_first(&W[0]) == 1 && gdr_rma_active_barrier_first(&W[3]) == 0,
+              "4 ranks: the first round's partner is the next rank");
+    uint64_t v = 0x1122334455667788u, w2 = 0x99aabbccddeeff00u;
+    struct iovec at0 = one_piece(0, 8), at8 = one_piece(8, 8);
+    gdr_rma_access_t to1 = {.kind = GDR_RMA_PUT,.target = 1,.tpieces = &at0,.ntpieces = 1,
+        .tbytes = 8,.origin = {.addr = &v }
+    }, to2 = {.kind = GDR_RMA_PUT,.target = 2,.tpieces = &at8,.ntpieces = 1,.tbytes = 8,
+        .origin = {.addr = &w2 }
+    };
+    memset(target_mem[1], 0, 16);
+    memset(target_mem[2], 0, 16);
+    GDR_CHECK(run(&W[0], &to2, NULL) == GDR_RMA_OK && run(&W[0], &to1, NULL) == GDR_RMA_OK
+              && gdr_rma_wait_all_except(&W[0].tracker, &eng, 1) == GDR_RMA_OK,
+              "puts to ranks 2 and 1, then the wait sparing rank 1");
+    GDR_CHECK(memcmp(target_mem[2] + 8, &w2, 8) == 0 && W[0].tracker.remote[2] == 0
+              && W[0].tracker.remote[1] == 1 && fk.n == 1,
+              "the put to rank 2 landed; the (inlined) put to rank 1 is still in flight");
+    for (int r = 0; r < 4; r++)
+        gdr_rma_active_barrier_begin(&W[r]);
+    /* rank 3's first-round write lands before rank 0's put (another queue pair) */
+    fk.lifo = 1;
+    complete_one();
+    fk.lifo = 0;
+    int left = 0, posts = fk.posts;
+    GDR_CHECK(gdr_rma_active_barrier_test(&W[0], &left) == GDR_RMA_OK && !left
+              && W[0].active.round == 1 && fk.posts == posts,
+              "rank 0 passed the first round, but writes its second only after the put to "
+              "its first partner has completed");
+    GDR_CHECK(leaves_after_landing(4, 1, &v, 0, &left) && left,
+              "rank 1 leaves the fence only once the put posted before rank 0's barrier "
+              "write has landed");
+    GDR_CHECK(gdr_rma_wait_all(&W[0].tracker, &eng, 0) == GDR_RMA_OK
+              && W[0].tracker.total_remote == 0, "then rank 0's wait finds it complete");
+
+    /* a get from the partner holds its result buffer: the spared wait waits for it */
+    uint64_t got = 0;
+    memcpy(target_mem[1] + 16, &v, 8);
+    struct iovec at16 = one_piece(16, 8);
+    gdr_rma_access_t get = {.kind = GDR_RMA_GET,.target = 1,.tpieces = &at16,.ntpieces = 1,
+        .tbytes = 8,.result = {.addr = &got }
+    };
+    GDR_CHECK(run(&W[0], &get, NULL) == GDR_RMA_OK
+              && gdr_rma_wait_all_except(&W[0].tracker, &eng, 1) == GDR_RMA_OK && got == v
+              && W[0].tracker.total_remote == 0,
+              "a get from the spared rank is waited for: its result has landed");
+    GDR_CHECK(gdr_rma_wait_all_except(&W[0].tracker, &eng, -1) == GDR_RMA_OK,
+              "no rank spared: a plain wait");
+    free_ranks(4);
+    make_ranks(1);
+    GDR_CHECK(gdr_rma_active_barrier_first(&W[0]) == -1, "one rank: no partner");
+    free_ranks(1);
+}
+
 int main(void)
 {
     fk.inline_max = 8;
@@ -163,5 +248,6 @@ int main(void)
     test_barrier(4);
     test_barrier(3);
     test_barrier_one();
+    test_fence_spares_first_partner();
     return gdr_unit_finish();
 }
