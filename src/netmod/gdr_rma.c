@@ -65,7 +65,9 @@ void MPIDI_GDR_rma_register_pvars(void)
                                   NULL, NULL, "CH4_GDR", lock_names[k][1]);
 }
 
-int MPIDI_GDR_rma_wait_all(MPIR_Win * win, int local_only)
+/* Every operation's completion, local or remote; spared >= 0: remote except for spared's,
+ * whose operations need only complete locally. */
+static int wait_all_sparing(MPIR_Win * win, int local_only, int spared)
 {
     if (win->dev.netmod.gdr.s == NULL)
         return MPI_SUCCESS;     /* the window's gdr state was never made */
@@ -77,25 +79,21 @@ int MPIDI_GDR_rma_wait_all(MPIR_Win * win, int local_only)
     if (mpi_errno != MPI_SUCCESS || w->eng == NULL)
         return mpi_errno;
     int took = MPIDI_GDR_engine_enter();
-    mpi_errno = MPIDI_GDR_rma_error(gdr_rma_wait_all(&w->tracker, w->eng, local_only));
+    int rc = spared >= 0 ? gdr_rma_wait_all_except(&w->tracker, w->eng, spared)
+        : gdr_rma_wait_all(&w->tracker, w->eng, local_only);
+    mpi_errno = MPIDI_GDR_rma_error(rc);
     MPIDI_GDR_engine_exit(took);
     return mpi_errno;
 }
 
+int MPIDI_GDR_rma_wait_all(MPIR_Win * win, int local_only)
+{
+    return wait_all_sparing(win, local_only, -1);
+}
+
 int MPIDI_GDR_rma_wait_all_except(MPIR_Win * win, int spared)
 {
-    if (win->dev.netmod.gdr.s == NULL)
-        return MPI_SUCCESS;
-    gdr_rma_win_t *w = &GDR_WIN(win).rma;
-    if (!w->rdma)
-        return MPIDI_GDR_rma_wait_all(win, 0);
-    int mpi_errno = MPIDI_GDR_local_wait(win);
-    if (mpi_errno != MPI_SUCCESS || w->eng == NULL)
-        return mpi_errno;
-    int took = MPIDI_GDR_engine_enter();
-    mpi_errno = MPIDI_GDR_rma_error(gdr_rma_wait_all_except(&w->tracker, w->eng, spared));
-    MPIDI_GDR_engine_exit(took);
-    return mpi_errno;
+    return wait_all_sparing(win, 0, spared);
 }
 
 int MPIDI_GDR_rma_wait_target(MPIR_Win * win, int rank, int local_only)

@@ -334,10 +334,9 @@ int MPIDI_GDR_win_fence(int assert, MPIR_Win * win)
      * same queue pair, and the partner leaves only after it has landed.  (Two ranks:
      * the epoch's puts and the barrier in one round trip, not two.) */
     int first = gdr_rma_active_barrier_first(&GDR_WIN(win).rma);
-    if (first >= 0 && !release_must_wait(win, first))
-        mpi_errno = MPIDI_GDR_rma_wait_all_except(win, first);
-    else
-        mpi_errno = MPIDI_GDR_rma_wait_all(win, 0);
+    int spared = first >= 0 && !release_must_wait(win, first);
+    mpi_errno = spared ? MPIDI_GDR_rma_wait_all_except(win, first)
+        : MPIDI_GDR_rma_wait_all(win, 0);
     MPIR_ERR_CHECK(mpi_errno);
 #ifndef MPIDI_CH4_DIRECT_NETMOD
     mpi_errno = MPIDI_SHM_rma_win_cmpl_hook(win);
@@ -356,7 +355,7 @@ int MPIDI_GDR_win_fence(int assert, MPIR_Win * win)
     mpi_errno = sync_error(rc, "the fence's barrier by RDMA writes failed (a connection "
                            "broke?)");
     /* the spared writes too: a fence leaves nothing of its epoch in flight */
-    if (mpi_errno == MPI_SUCCESS)
+    if (spared && mpi_errno == MPI_SUCCESS)
         mpi_errno = MPIDI_GDR_rma_wait_all(win, 0);
   fn_exit:
     if (need_unlock)
