@@ -46,8 +46,6 @@ struct gdr_verbs_rma {
     gdr_verbs_rma_config_t cfg;
     uint32_t *in_flight;        /* per peer */
     int nranks;
-    uint32_t max_inline;
-    uint32_t max_sge;
     int soft_roce;              /* the device is rxe: check atomic results */
     char *bounce_mem;
     struct ibv_mr *bounce_mr;
@@ -109,8 +107,6 @@ gdr_verbs_rma_t *gdr_verbs_rma_create(gdr_verbs_am_t *am, const gdr_verbs_rma_co
     rma->dev = gdr_verbs_am_device(am);
     rma->cfg = *cfg;
     rma->nranks = gdr_verbs_am_nranks(am);
-    rma->max_inline = gdr_verbs_am_max_inline(am);
-    rma->max_sge = gdr_verbs_am_max_sge(am);
     rma->soft_roce = strncmp(rma->dev->name, "rxe", 3) == 0;
     rma->in_flight = calloc((size_t) rma->nranks, sizeof(uint32_t));
     rma->bounces = calloc(cfg->bounce_count ? cfg->bounce_count : 1, sizeof(bounce_t));
@@ -176,6 +172,13 @@ void gdr_verbs_rma_deregister(gdr_verbs_rma_t *rma, gdr_verbs_rma_region_t *regi
     memset(region, 0, sizeof(*region));
 }
 
+/* Read from the channel at each use: its queue pairs, which grant the limits, are made
+ * after this layer (lazily, per peer), so a copy taken at creation would be 0. */
+static uint32_t inline_limit(const gdr_verbs_rma_t *rma)
+{
+    return gdr_verbs_am_max_inline(rma->am);
+}
+
 static uint64_t chunk_size(const gdr_verbs_rma_t *rma)
 {
     return rma->dev->max_msg_sz && rma->dev->max_msg_sz < CHUNK_MAX ? rma->dev->max_msg_sz
@@ -193,8 +196,8 @@ static uint64_t chunk_for(const gdr_verbs_rma_t *rma, size_t len)
     uint64_t least = (len + rma->cfg.depth - 1) / rma->cfg.depth;
     if (least < rma->cfg.bounce_size)
         least = rma->cfg.bounce_size;
-    if (least < rma->max_inline)
-        least = rma->max_inline;
+    if (least < inline_limit(rma))
+        least = inline_limit(rma);
     if (c < least)
         c = least < most ? least : most;
     return c;
@@ -335,7 +338,7 @@ int gdr_verbs_rma_put(gdr_verbs_rma_t *rma, int peer, const void *src, size_t le
                       int *copied)
 {
     int rc;
-    int by_inline = len <= rma->max_inline;
+    int by_inline = len <= inline_limit(rma);
     int by_bounce = !by_inline && len <= rma->cfg.bounce_size;
     rma_op_t *op = op_start(rma, peer, by_inline || by_bounce ? 1 : chunks_of(rma, len),
                             by_bounce, done, arg, &rc);
@@ -414,7 +417,7 @@ void gdr_verbs_rma_unpin(gdr_verbs_rma_t *rma, gdr_verbs_rma_pin_t *pin)
 
 int gdr_verbs_rma_sge_fits(const gdr_verbs_rma_t *rma, size_t n, size_t total)
 {
-    return n >= 1 && n <= rma->max_sge && n <= SGE_MAX && total > 0
+    return n >= 1 && n <= gdr_verbs_am_max_sge(rma->am) && n <= SGE_MAX && total > 0
         && total <= chunk_size(rma);
 }
 

@@ -384,7 +384,9 @@ static int run(int me, const char *devname, int sock)
     }
     sync_peer(sock);
 
-    /* more operations than the queue depth, posted without waiting */
+    /* more operations than the queue depth, posted without waiting; 8 bytes go inline
+     * (this layer was made before the queue pairs that grant the inline size) */
+    uint64_t inlined0 = gdr_verbs_rma_stats(rma)->inline_puts;
     uint64_t *vals = malloc(N_MANY * sizeof(uint64_t));
     for (int i = 0; i < N_MANY; i++) {
         vals[i] = ((uint64_t) me << 32) | (uint64_t) i;
@@ -397,6 +399,8 @@ static int run(int me, const char *devname, int sock)
     const gdr_verbs_rma_stats_t *rs = gdr_verbs_rma_stats(rma);
     GDR_CHECK(!failed_g && rs->busy > 0, "rank %d: %d puts through a %d-deep queue (%llu "
               "times it was full)", me, N_MANY, DEPTH, (unsigned long long) rs->busy);
+    GDR_CHECK(rs->inline_puts - inlined0 == N_MANY, "rank %d: %d 8-byte puts, %llu of them "
+              "inline", me, N_MANY, (unsigned long long) (rs->inline_puts - inlined0));
     sync_peer(sock);
     ok = 1;
     for (int i = 0; i < N_MANY; i++) {
