@@ -190,8 +190,6 @@ int MPIDI_GDR_win_complete(MPIR_Win * win)
                                                || MPIR_cc_get(t->remote_acc_cmpl_cnts) != 0),
                                  vci);
     }
-    /* (the targets may detach what the epoch touched once they see its end) */
-    MPIDI_GDR_dynamic_forget(win, -1);
     int took = MPIDI_GDR_engine_enter();
     int rc = gdr_rma_active_complete(&GDR_WIN(win).rma, ranks, group->size);
     MPIDI_GDR_engine_exit(took);

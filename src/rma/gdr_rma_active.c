@@ -77,6 +77,9 @@ int gdr_rma_active_start_test(gdr_rma_win_t *w, const int *ranks, int n, int *re
 
 int gdr_rma_active_complete(gdr_rma_win_t *w, const int *ranks, int n)
 {
+    /* what the epoch learned of dynamic targets stays (their detaches are announced):
+     * forgetting it here cost a question to the target every epoch */
+    gdr_rma_regions_epoch_done(&w->regions, -1);
     int rc = usable(w, ranks, n);
     return rc == GDR_RMA_OK ? notify(w, ranks, n, w->active.completes_sent, 1) : rc;
 }

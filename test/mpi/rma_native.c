@@ -361,6 +361,32 @@ static void dynamic_win(int expect_native)
     }
     MPI_Win_unlock_all(win);
     unsigned long long asked = pvar("gdr_rma_region_queries") - asked0;
+
+    /* PSCW epochs into the same region: what an origin learned outlives them too (the
+     * complete once forgot it: a question to the target every epoch) */
+    unsigned long long asked_pscw0 = pvar("gdr_rma_region_queries");
+    MPI_Group world_g, to_g, from_g;
+    MPI_Comm_group(MPI_COMM_WORLD, &world_g);
+    MPI_Group_incl(world_g, 1, &right, &to_g);
+    MPI_Group_incl(world_g, 1, &left, &from_g);
+    for (int e = 0; e < 5; e++) {
+        int64_t v = 1000 * (rank + 1) + e, landed;
+        MPI_Win_post(from_g, 0, win);
+        MPI_Win_start(to_g, 0, win);
+        gdr_check_mpi("MPI_Put (PSCW)", MPI_Put(&v, 1, MPI_INT64_T, right, rdata + 8, 1,
+                                                MPI_INT64_T, win));
+        MPI_Win_complete(win);
+        MPI_Win_wait(win);
+        memcpy(&landed, data + 8, sizeof(landed));
+        gdr_check_long("dynamic: PSCW put from the left neighbour", e,
+                       1000 * (left + 1) + e, landed);
+    }
+    MPI_Group_free(&to_g);
+    MPI_Group_free(&from_g);
+    MPI_Group_free(&world_g);
+    if (expect_native)
+        gdr_check_long("dynamic: questions about regions over 5 PSCW epochs at most 1", 0, 1,
+                       pvar("gdr_rma_region_queries") - asked_pscw0 <= 1);
     int winners[2];
     MPI_Allreduce(won, winners, 2, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
     gdr_check_long("dynamic: CAS winners", 0, 1, winners[0]);
@@ -537,6 +563,8 @@ int main(int argc, char **argv)
     int expect_native = e != NULL && atoi(e) == 1;
     unsigned long long put0 = pvar("gdr_rma_put_native"), get0 = pvar("gdr_rma_get_native");
     unsigned long long fop0 = pvar("gdr_rma_fop_native"), cas0 = pvar("gdr_rma_cas_native");
+    unsigned long long inl0 = pvar("gdr_rma_inline_puts"), bnc0 = pvar("gdr_rma_bounced");
+    unsigned long long reg0 = pvar("gdr_rma_registered");
 
     put_get(1, "lock");
     put_get(0, "fence");
@@ -551,6 +579,12 @@ int main(int argc, char **argv)
         gdr_check_long("Get over RDMA", 0, 1, get1 > get0);
         gdr_check_long("Fetch_and_op as an RDMA atomic", 0, 1, fop1 > fop0);
         gdr_check_long("Compare_and_swap as an RDMA atomic", 0, 1, cas1 > cas0);
+        /* put_get's 8-byte puts (one a synchronisation) inline, its 3000-byte ones through
+         * a bounce buffer, its BIG ones from the registered buffer */
+        gdr_check_long("8-byte puts inline", 0, 1, pvar("gdr_rma_inline_puts") - inl0 >= 4);
+        gdr_check_long("3000-byte puts bounced", 0, 1, pvar("gdr_rma_bounced") - bnc0 >= 4);
+        gdr_check_long("large puts from registered memory", 0, 1,
+                       pvar("gdr_rma_registered") - reg0 >= 4);
     }
 
     /* the other choice: no NIC op declared, unordered */
