@@ -1,7 +1,8 @@
 /* Dynamic windows' regions across epochs (gdr_rma_regions.h): three ranks' windows in this
  * process over the fake transport, the target's answers made by its own regions
  * (gdr_rma_regions_answer) and handed to the fake host's query.
- * - with control blocks, an origin keeps a learned region across a flush: one question;
+ * - with control blocks, an origin keeps a learned region across a flush, a fence-like
+ *   wait and a PSCW complete: one question;
  * - a detach writes the target's count of detaches into the detach word of the ranks that
  *   asked it, and of no other, and is complete when detach returns;
  * - after it, the origin asks again: a smaller region attached at the same address
@@ -72,6 +73,12 @@ static void test_announced(void)
               && gdr_rma_wait_all(&W[0].tracker, &eng, 0) == GDR_RMA_OK
               && lookup(base + 100, 8, &na) == GDR_RMA_OK && fk.queries == 1,
               "after a flush and a fence-like wait the region is still known: no question");
+    int one[1] = { 1 };
+    GDR_CHECK(gdr_rma_active_complete(&W[0], one, 1) == GDR_RMA_OK
+              && lookup(base + 100, 8, &na) == GDR_RMA_OK && fk.queries == 1,
+              "... and after a PSCW complete to the target: no question");
+    while (fk.n > 0)
+        complete_one();
 
     int posts = fk.posts;
     GDR_CHECK(gdr_rma_win_detach(&W[1], base) == GDR_RMA_OK && fk.posts == posts + 1 && fk.n == 0,
