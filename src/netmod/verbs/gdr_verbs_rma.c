@@ -196,8 +196,9 @@ static uint64_t chunk_for(const gdr_verbs_rma_t *rma, size_t len)
     uint64_t least = (len + rma->cfg.depth - 1) / rma->cfg.depth;
     if (least < rma->cfg.bounce_size)
         least = rma->cfg.bounce_size;
-    if (least < inline_limit(rma))
-        least = inline_limit(rma);
+    uint32_t inline_max = inline_limit(rma);
+    if (least < inline_max)
+        least = inline_max;
     if (c < least)
         c = least < most ? least : most;
     return c;
