@@ -277,8 +277,8 @@ static int check(const gdr_trig_executor_t *x, const gdr_trig_desc_t *d, char *w
                                 why_len);
         case GDR_TRIG_FETCH_ADD:
             if (d->signal_disp < 0)
-                return say(why, why_len, "its word is %lld bytes before its displacement",
-                           (long long) -d->signal_disp);
+                return say(why, why_len, "its word is %llu bytes before its displacement",
+                           (unsigned long long) (0 - (uint64_t) d->signal_disp));   /* INT64_MIN too */
             return check_target(x, d->rank, d->disp, (uint64_t) d->signal_disp, 8, 1,
                                 "the fetch_add word", why, why_len);
         default:
