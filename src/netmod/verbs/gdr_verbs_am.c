@@ -49,8 +49,15 @@ typedef struct probe {
  * with nothing to send would otherwise wait for it forever (the launcher may never
  * hear either, if the peer's node went down). */
 #define IDLE_PROBE_NS 5000000000LL
-/* empty polls between two looks at the clock while busy polling */
-#define IDLE_CLOCK_EVERY 1024
+/* While busy polling, the clock is read every so many empty polls, a count adapted so
+ * that the reads come about every IDLE_LOOK_NS whatever a poll costs: under User-Mode
+ * Linux (maint/rxe) a clock read is a system call, and one every 1024 polls kept the
+ * guest kernel busy while ranks waited; with sched_yield in each poll
+ * (MPIR_CVAR_CH4_GDR_YIELD_AFTER=1) a poll may take tens of microseconds. */
+#define IDLE_LOOK_NS 4000000LL
+#define IDLE_CLOCK_EVERY_FIRST 1024u
+#define IDLE_CLOCK_EVERY_LEAST 16u
+#define IDLE_CLOCK_EVERY_MOST (1u << 24)
 
 /* A buffer of the shared receive queue: any peer's message may land in it. */
 typedef struct recv_buf {
@@ -213,10 +220,13 @@ struct gdr_verbs_am {
     gdr_verbs_am_rma_cb_t rma_cb;       /* completions of one-sided work requests */
     void *rma_ctx;
     /* idle probing: when the channel last heard something (or last probed), whether it
-     * heard anything since the clock was last read, empty polls since then */
+     * heard anything since the clock was last read, empty polls since then, how many
+     * make the next read, when the clock was last read */
     struct timespec quiet_since;
     int heard;
     uint32_t quiet_polls;
+    uint32_t clock_every;
+    struct timespec last_look;
     int failed;
     char error[320];
 };
@@ -793,6 +803,8 @@ gdr_verbs_am_t *gdr_verbs_am_create(gdr_verbs_device_t *dev, int rank, int nrank
     am->rank = rank;
     am->nranks = nranks;
     clock_gettime(CLOCK_MONOTONIC, &am->quiet_since);
+    am->last_look = am->quiet_since;
+    am->clock_every = IDLE_CLOCK_EVERY_FIRST;
     am->cfg = *cfg;
     am->ops = *ops;
     am->ctx = ctx;
@@ -1354,13 +1366,11 @@ static int maybe_probe(gdr_verbs_am_t *am, int peer)
     return 0;
 }
 
-/* A look at the clock now and then while nothing completes: after IDLE_PROBE_NS of
- * quiet, probe every connected peer once (a failed probe fails the channel, naming
- * the peer), then stay quiet as long again. */
-static int idle_look(gdr_verbs_am_t *am)
+/* A look at the clock (read at `now`) now and then while nothing completes: after
+ * IDLE_PROBE_NS of quiet, probe every connected peer once (a failed probe fails the
+ * channel, naming the peer), then stay quiet as long again. */
+static int idle_look(gdr_verbs_am_t *am, struct timespec now)
 {
-    struct timespec now;
-    clock_gettime(CLOCK_MONOTONIC, &now);
     am->quiet_polls = 0;
     if (am->heard) {
         am->heard = 0;
@@ -1379,6 +1389,23 @@ static int idle_look(gdr_verbs_am_t *am)
             return -1;
     }
     return 0;
+}
+
+/* The busy poller's look: the next one comes after twice or half as many empty polls
+ * when this one came much sooner or later than IDLE_LOOK_NS after the last. */
+static int busy_look(gdr_verbs_am_t *am)
+{
+    struct timespec now;
+    clock_gettime(CLOCK_MONOTONIC, &now);
+    am->stats.clock_reads++;
+    long long since = (now.tv_sec - am->last_look.tv_sec) * 1000000000LL +
+        (now.tv_nsec - am->last_look.tv_nsec);
+    am->last_look = now;
+    if (since < IDLE_LOOK_NS / 2 && am->clock_every < IDLE_CLOCK_EVERY_MOST)
+        am->clock_every *= 2;
+    else if (since > IDLE_LOOK_NS * 2 && am->clock_every > IDLE_CLOCK_EVERY_LEAST)
+        am->clock_every /= 2;
+    return idle_look(am, now);
 }
 
 /* Queued messages go out as credits and bounce buffers allow; then owed credits. */
@@ -1452,7 +1479,7 @@ int gdr_verbs_am_progress(gdr_verbs_am_t *am, int *progressed)
         am->heard = 1;
     } else {
         am->stats.empty_polls++;
-        if (++am->quiet_polls == IDLE_CLOCK_EVERY && idle_look(am) != 0)
+        if (++am->quiet_polls >= am->clock_every && busy_look(am) != 0)
             return -1;
     }
     if (conn_timers(am) != 0)
@@ -1498,8 +1525,13 @@ int gdr_verbs_am_wait(gdr_verbs_am_t *am, int timeout_us, int *progressed)
         ibv_ack_cq_events(cq, 1);
         am->armed = 0;
         am->stats.wakeups++;
-    } else if (rc == 0 && idle_look(am) != 0) {
-        return -1;              /* slept its whole timeout: as quiet as it gets */
+    } else if (rc == 0) {
+        /* slept its whole timeout: as quiet as it gets */
+        struct timespec now;
+        clock_gettime(CLOCK_MONOTONIC, &now);
+        am->stats.clock_reads++;
+        if (idle_look(am, now) != 0)
+            return -1;
     }
     am->stats.sleeps++;
     return gdr_verbs_am_progress(am, progressed);

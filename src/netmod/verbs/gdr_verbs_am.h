@@ -47,6 +47,7 @@ typedef struct gdr_verbs_am_stats {
     uint64_t queued;            /* messages that waited for a credit or a bounce buffer */
     uint64_t send_chains;       /* doorbells that posted waiting messages (several each) */
     uint64_t empty_polls;
+    uint64_t clock_reads;       /* looks at the clock while idle (a system call under UML) */
     uint64_t probes;            /* liveness probes of peers we wait on */
     uint64_t sleeps, wakeups;   /* gdr_verbs_am_wait() slept / was woken by a completion */
     uint64_t connections;       /* RC queue pairs made ready to peers (not the loopback) */

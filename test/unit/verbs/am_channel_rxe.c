@@ -165,6 +165,19 @@ static int run(int me, const char *devname, int sock)
     GDR_CHECK(gdr_verbs_am_connected_peers(am) == 0 && gdr_verbs_am_stats(am)->handshakes_sent == 0
               && gdr_verbs_am_stats(am)->recv_buffers == 0, "rank %d: a channel nobody used has "
               "no connection, sent no handshake and holds no receive buffer", me);
+    /* a busy poller that hears nothing reads the clock less often as polls prove cheap
+     * (each read is a system call in this guest); 1024 empty polls per read before */
+    {
+        const uint32_t polls = 1u << 21;
+        uint64_t reads0 = gdr_verbs_am_stats(quiet)->clock_reads;
+        int p, err = 0;
+        for (uint32_t i = 0; i < polls && !err; i++)
+            err = gdr_verbs_am_progress(quiet, &p) != 0;
+        uint64_t reads = gdr_verbs_am_stats(quiet)->clock_reads - reads0;
+        GDR_CHECK(!err && reads >= 1 && reads <= polls / 1024 / 4, "rank %d: %u empty polls "
+                  "read the clock %llu times (at least once, at most a quarter as often as "
+                  "every 1024 polls)", me, polls, (unsigned long long) reads);
+    }
     char c = 'x';
     /* both send their first message at the same moment: the two handshakes cross */
     gdr_verbs_am_t *cross = channel(&dev, me, need, &cfg, &ops, &st, sock, "the crossing channel",
