@@ -279,25 +279,18 @@ int MPIDI_GDR_total_vcis(int num_reserved)
 }
 
 /* MPI_T: the channel's connection and memory counters, live or as the channel left
- * them (addr: the field's offset in gdr_verbs_am_stats_t). */
+ * them. */
 static void am_stat_value(void *addr, void *obj_handle, int count, void *buf)
 {
     (void) obj_handle;
     (void) count;
-    const gdr_verbs_am_stats_t *st = MPIDI_GDR_global.am != NULL ?
-        gdr_verbs_am_stats(MPIDI_GDR_global.am) : &MPIDI_GDR_global.am_stats_kept;
-    uint64_t v;
-    memcpy(&v, (const char *) st + (uintptr_t) addr, sizeof(v));
-    *(unsigned long long *) buf = (unsigned long long) v;
+    MPIDI_GDR_stat_value(MPIDI_GDR_global.am != NULL ? gdr_verbs_am_stats(MPIDI_GDR_global.am)
+                         : &MPIDI_GDR_global.am_stats_kept, addr, buf);
 }
 
 void MPIDI_GDR_am_register_pvars(void)
 {
-    static const struct {
-        const char *name, *desc;
-        size_t offset;
-        int level;
-    } pv[] = {
+    static const MPIDI_GDR_stat_pvar_t pv[] = {
         {"gdr_connections", "queue pairs this rank made ready to other ranks (one per rank "
          "it talked with: MPIR_CVAR_CH4_GDR_LAZY_CONNECT)",
          offsetof(gdr_verbs_am_stats_t, connections), 0},
@@ -311,13 +304,7 @@ void MPIDI_GDR_am_register_pvars(void)
         {"gdr_pinned_bytes", "bytes of the channel's own registered buffers (send, receive, "
          "handshake)", offsetof(gdr_verbs_am_stats_t, pinned_bytes), 1},
     };
-    for (size_t k = 0; k < sizeof(pv) / sizeof(pv[0]); k++)
-        MPIR_T_PVAR_REGISTER_impl(pv[k].level ? MPI_T_PVAR_CLASS_LEVEL : MPI_T_PVAR_CLASS_COUNTER,
-                                  MPI_UNSIGNED_LONG_LONG, pv[k].name,
-                                  (void *) (uintptr_t) pv[k].offset, 1, NULL,
-                                  MPI_T_VERBOSITY_USER_BASIC, MPI_T_BIND_NO_OBJECT,
-                                  MPIR_T_PVAR_FLAG_READONLY | MPIR_T_PVAR_FLAG_CONTINUOUS,
-                                  am_stat_value, NULL, "CH4_GDR", pv[k].desc);
+    MPIDI_GDR_register_stat_pvars(pv, sizeof(pv) / sizeof(pv[0]), am_stat_value);
 }
 
 /* Eager connections (MPIR_CVAR_CH4_GDR_LAZY_CONNECT=false): every rank connects to

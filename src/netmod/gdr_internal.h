@@ -17,6 +17,34 @@
 int MPIDI_GDR_am_start(void);
 int MPIDI_GDR_am_stop(void);
 void MPIDI_GDR_am_register_pvars(void);
+/* MPI_T counters and levels that are u64 fields of a layer's stats struct (the channel's,
+ * the verbs RMA layer's), registered from a table and read by the layer's reader, which
+ * passes its stats (NULL: none, reads 0) and the field's offset (addr) to stat_value. */
+typedef struct MPIDI_GDR_stat_pvar {
+    const char *name, *desc;
+    size_t offset;
+    int level;                  /* a level (how much now), else a counter */
+} MPIDI_GDR_stat_pvar_t;
+
+static inline void MPIDI_GDR_register_stat_pvars(const MPIDI_GDR_stat_pvar_t * pv, size_t n,
+                                                 MPIR_T_pvar_get_value_cb * read)
+{
+    for (size_t k = 0; k < n; k++)
+        MPIR_T_PVAR_REGISTER_impl(pv[k].level ? MPI_T_PVAR_CLASS_LEVEL : MPI_T_PVAR_CLASS_COUNTER,
+                                  MPI_UNSIGNED_LONG_LONG, pv[k].name,
+                                  (void *) (uintptr_t) pv[k].offset, 1, NULL,
+                                  MPI_T_VERBOSITY_USER_BASIC, MPI_T_BIND_NO_OBJECT,
+                                  MPIR_T_PVAR_FLAG_READONLY | MPIR_T_PVAR_FLAG_CONTINUOUS,
+                                  read, NULL, "CH4_GDR", pv[k].desc);
+}
+
+static inline void MPIDI_GDR_stat_value(const void *stats, void *addr, void *buf)
+{
+    uint64_t v = 0;
+    if (stats != NULL)
+        memcpy(&v, (const char *) stats + (uintptr_t) addr, sizeof(v));
+    *(unsigned long long *) buf = (unsigned long long) v;
+}
 /* The VCIs (1 + reserved) a rank has when MPICH asks for num_reserved. */
 int MPIDI_GDR_total_vcis(int num_reserved);
 /* The AM channel's last error as an MPI error (MPI_ERR_OTHER naming the peer). */

@@ -28,39 +28,30 @@ static const char *const pvar_names[2][GDR_RMA_KINDS][2] = {
      },
 };
 
-/* MPI_T: how RDMA writes and reads moved their origin data (addr: the field's offset in
- * gdr_verbs_rma_stats_t); 0 where this rank has no RDMA device. */
+/* MPI_T: how RDMA writes and reads moved their origin data; 0 where this rank has no
+ * RDMA device. */
 static void verbs_rma_stat_value(void *addr, void *obj_handle, int count, void *buf)
 {
     (void) obj_handle;
     (void) count;
-    uint64_t v = 0;
-    if (MPIDI_GDR_global.rma != NULL)
-        memcpy(&v, (const char *) gdr_verbs_rma_stats(MPIDI_GDR_global.rma) + (uintptr_t) addr,
-               sizeof(v));
-    *(unsigned long long *) buf = (unsigned long long) v;
+    MPIDI_GDR_stat_value(MPIDI_GDR_global.rma != NULL ?
+                         gdr_verbs_rma_stats(MPIDI_GDR_global.rma) : NULL, addr, buf);
 }
 
 void MPIDI_GDR_rma_register_pvars(void)
 {
-    static const struct {
-        const char *name, *desc;
-        size_t offset;
-    } origin_pv[] = {
+    static const MPIDI_GDR_stat_pvar_t origin_pv[] = {
         {"gdr_rma_inline_puts", "RDMA writes whose data went inside the work request "
          "(small puts: no copy, nothing for the NIC to read)",
-         offsetof(gdr_verbs_rma_stats_t, inline_puts)},
+         offsetof(gdr_verbs_rma_stats_t, inline_puts), 0},
         {"gdr_rma_bounced", "RDMA writes and reads whose data passed through a registered "
-         "bounce buffer (a copy at the origin)", offsetof(gdr_verbs_rma_stats_t, bounced)},
+         "bounce buffer (a copy at the origin)", offsetof(gdr_verbs_rma_stats_t, bounced), 0},
         {"gdr_rma_registered", "RDMA writes and reads straight from or into the user's "
-         "buffer, registered through the cache", offsetof(gdr_verbs_rma_stats_t, registered)},
+         "buffer, registered through the cache", offsetof(gdr_verbs_rma_stats_t, registered),
+         0},
     };
-    for (size_t k = 0; k < sizeof(origin_pv) / sizeof(origin_pv[0]); k++)
-        MPIR_T_PVAR_REGISTER_impl(MPI_T_PVAR_CLASS_COUNTER, MPI_UNSIGNED_LONG_LONG,
-                                  origin_pv[k].name, (void *) (uintptr_t) origin_pv[k].offset, 1,
-                                  NULL, MPI_T_VERBOSITY_USER_BASIC, MPI_T_BIND_NO_OBJECT,
-                                  MPIR_T_PVAR_FLAG_READONLY | MPIR_T_PVAR_FLAG_CONTINUOUS,
-                                  verbs_rma_stat_value, NULL, "CH4_GDR", origin_pv[k].desc);
+    MPIDI_GDR_register_stat_pvars(origin_pv, sizeof(origin_pv) / sizeof(origin_pv[0]),
+                                  verbs_rma_stat_value);
     for (int path = 0; path < 2; path++)
         for (int k = 0; k < GDR_RMA_KINDS; k++)
             MPIR_T_PVAR_REGISTER_impl(MPI_T_PVAR_CLASS_COUNTER, MPI_UNSIGNED_LONG_LONG,
