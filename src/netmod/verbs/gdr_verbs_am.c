@@ -1337,6 +1337,11 @@ static int on_completion(gdr_verbs_am_t *am, const struct ibv_wc *wc)
     return 0;
 }
 
+static long long ns_between(const struct timespec *from, const struct timespec *to)
+{
+    return (to->tv_sec - from->tv_sec) * 1000000000LL + (to->tv_nsec - from->tv_nsec);
+}
+
 /* Messages wait for credits that only the peer can return: check, at most once a
  * second, that it is still there, so a dead peer becomes an error, not a hang. */
 static int maybe_probe(gdr_verbs_am_t *am, int peer)
@@ -1347,8 +1352,7 @@ static int maybe_probe(gdr_verbs_am_t *am, int peer)
     if (ep->probe.in_flight)
         return 0;
     clock_gettime(CLOCK_MONOTONIC, &now);
-    long long since = (now.tv_sec - ep->probe.last.tv_sec) * 1000000000LL +
-        (now.tv_nsec - ep->probe.last.tv_nsec);
+    long long since = ns_between(&ep->probe.last, &now);
     if (since < PROBE_INTERVAL_NS)
         return 0;
     ep->probe.last = now;
@@ -1366,19 +1370,22 @@ static int maybe_probe(gdr_verbs_am_t *am, int peer)
     return 0;
 }
 
-/* A look at the clock (read at `now`) now and then while nothing completes: after
- * IDLE_PROBE_NS of quiet, probe every connected peer once (a failed probe fails the
- * channel, naming the peer), then stay quiet as long again. */
-static int idle_look(gdr_verbs_am_t *am, struct timespec now)
+/* A look at the clock now and then while nothing completes: after IDLE_PROBE_NS of
+ * quiet, probe every connected peer once (a failed probe fails the channel, naming
+ * the peer), then stay quiet as long again.  Returns the time read in *now. */
+static int idle_look(gdr_verbs_am_t *am, struct timespec *now_out)
 {
+    struct timespec now;
+    clock_gettime(CLOCK_MONOTONIC, &now);
+    am->stats.clock_reads++;
+    *now_out = now;
     am->quiet_polls = 0;
     if (am->heard) {
         am->heard = 0;
         am->quiet_since = now;
         return 0;
     }
-    long long quiet = (now.tv_sec - am->quiet_since.tv_sec) * 1000000000LL +
-        (now.tv_nsec - am->quiet_since.tv_nsec);
+    long long quiet = ns_between(&am->quiet_since, &now);
     if (quiet < IDLE_PROBE_NS)
         return 0;
     am->quiet_since = now;
@@ -1396,16 +1403,14 @@ static int idle_look(gdr_verbs_am_t *am, struct timespec now)
 static int busy_look(gdr_verbs_am_t *am)
 {
     struct timespec now;
-    clock_gettime(CLOCK_MONOTONIC, &now);
-    am->stats.clock_reads++;
-    long long since = (now.tv_sec - am->last_look.tv_sec) * 1000000000LL +
-        (now.tv_nsec - am->last_look.tv_nsec);
+    int rc = idle_look(am, &now);
+    long long since = ns_between(&am->last_look, &now);
     am->last_look = now;
     if (since < IDLE_LOOK_NS / 2 && am->clock_every < IDLE_CLOCK_EVERY_MOST)
         am->clock_every *= 2;
     else if (since > IDLE_LOOK_NS * 2 && am->clock_every > IDLE_CLOCK_EVERY_LEAST)
         am->clock_every /= 2;
-    return idle_look(am, now);
+    return rc;
 }
 
 /* Queued messages go out as credits and bounce buffers allow; then owed credits. */
@@ -1526,12 +1531,9 @@ int gdr_verbs_am_wait(gdr_verbs_am_t *am, int timeout_us, int *progressed)
         am->armed = 0;
         am->stats.wakeups++;
     } else if (rc == 0) {
-        /* slept its whole timeout: as quiet as it gets */
         struct timespec now;
-        clock_gettime(CLOCK_MONOTONIC, &now);
-        am->stats.clock_reads++;
-        if (idle_look(am, now) != 0)
-            return -1;
+        if (idle_look(am, &now) != 0)
+            return -1;          /* slept its whole timeout: as quiet as it gets */
     }
     am->stats.sleeps++;
     return gdr_verbs_am_progress(am, progressed);
