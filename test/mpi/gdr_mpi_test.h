@@ -22,6 +22,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 /* Mismatch lines printed per rank before the rest are only counted. */
 #define GDR_TEST_MAX_PRINTED 20
@@ -30,6 +31,7 @@ typedef struct {
     long errors;       /* mismatches found by this rank */
     long printed;      /* mismatch lines printed by this rank */
     char context[256]; /* what is being checked, e.g. "op=Put sync=fence win=create" */
+    struct timespec first_trace;        /* GDR_TEST_TRACE's times count from here */
 } gdr_test_state;
 
 static inline gdr_test_state *gdr_test_state_get(void)
@@ -53,7 +55,8 @@ static inline int gdr_test_rank(void)
 __attribute__((format(printf, 1, 2)))
 #endif
 /* Sets the context of the checks that follow; with GDR_TEST_TRACE set in the environment,
- * also prints it (where a rank hangs or crashes). */
+ * also prints it with the seconds since the rank's first trace (where a rank hangs,
+ * crashes or spends its time). */
 static inline void gdr_test_set_context(const char *fmt, ...)
 {
     va_list ap;
@@ -62,11 +65,17 @@ static inline void gdr_test_set_context(const char *fmt, ...)
     va_end(ap);
     if (getenv("GDR_TEST_TRACE") != NULL) {
         int rank = -1, up = 0, down = 0;
+        struct timespec now, *first = &gdr_test_state_get()->first_trace;
+        clock_gettime(CLOCK_MONOTONIC, &now);
+        if (first->tv_sec == 0 && first->tv_nsec == 0)
+            *first = now;
         MPI_Initialized(&up);
         MPI_Finalized(&down);
         if (up && !down)
             MPI_Comm_rank(MPI_COMM_WORLD, &rank);
-        fprintf(stderr, "trace: rank %d: %s\n", rank, gdr_test_state_get()->context);
+        fprintf(stderr, "trace: rank %d: %8.3f s: %s\n", rank,
+                (double) (now.tv_sec - first->tv_sec) + (now.tv_nsec - first->tv_nsec) * 1e-9,
+                gdr_test_state_get()->context);
         fflush(stderr);
     }
 }
