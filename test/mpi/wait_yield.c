@@ -5,8 +5,8 @@
  * on, must yield; a single-threaded rank alone on its cores must not yield at all (each
  * yield is a system call, a trap into the guest kernel under maint/rxe).  With two ranks,
  * rank 0 asks for MPI_THREAD_MULTIPLE, rank 1 for MPI_THREAD_SINGLE; with more, every rank
- * is single-threaded (4 ranks of mixed thread levels on one node hung in MPI_Barrier,
- * 2026-11-30: an open question, not this test's).  gdr's own idle yields and sleeps
+ * is single-threaded (mixed thread levels on one node hung in MPICH's shared-memory
+ * collectives before MPICH patch 0018: test/mpi/thread_levels_mixed's subject, not this one).  gdr's own idle yields and sleeps
  * (MPIR_CVAR_CH4_GDR_YIELD_AFTER, _IDLE_SLEEP_US) are turned off before MPI_Init. */
 #define _GNU_SOURCE
 #include "gdr_mpi_test.h"
