@@ -50,7 +50,19 @@ static inline int gdr_test_rank(void)
     return rank;
 }
 
-/* Sets the context printed with every following mismatch (printf format). */
+/* The rank and size as the launcher numbers them (hydra's PMI_*, else PMIx's), for what
+ * a program must choose before MPI_Init (its thread level); 0 and 1 when neither is set. */
+static inline void gdr_test_launcher_rank(int *rank, int *size)
+{
+    const char *r = getenv("PMI_RANK"), *n = getenv("PMI_SIZE");
+    if (r == NULL) {
+        r = getenv("PMIX_RANK");
+        n = getenv("PMIX_SIZE");
+    }
+    *rank = r != NULL ? atoi(r) : 0;
+    *size = n != NULL ? atoi(n) : 1;
+}
+
 #if defined(__GNUC__)
 __attribute__((format(printf, 1, 2)))
 #endif

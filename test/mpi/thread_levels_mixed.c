@@ -10,14 +10,6 @@
 #include "gdr_mpi_test.h"
 #include <unistd.h>
 
-static int launcher_rank(void)
-{
-    const char *r = getenv("PMI_RANK");
-    if (r == NULL)
-        r = getenv("PMIX_RANK");
-    return r != NULL ? atoi(r) : 0;
-}
-
 static void rounds(MPI_Comm comm, const char *what)
 {
     int rank, size;
@@ -43,7 +35,9 @@ static void rounds(MPI_Comm comm, const char *what)
 
 int main(int argc, char **argv)
 {
-    int want = launcher_rank() % 2 ? MPI_THREAD_SINGLE : MPI_THREAD_MULTIPLE, provided;
+    int launched_as, launched_of, provided;
+    gdr_test_launcher_rank(&launched_as, &launched_of);
+    int want = launched_as % 2 ? MPI_THREAD_SINGLE : MPI_THREAD_MULTIPLE;
     MPI_Init_thread(&argc, &argv, want, &provided);
     MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
     gdr_test_set_context("MPI_Init_thread");

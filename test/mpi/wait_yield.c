@@ -29,17 +29,8 @@ int main(int argc, char **argv)
     setenv("MPIR_CVAR_CH4_GDR_YIELD_AFTER", "0", 1);
     setenv("MPIR_CVAR_CH4_GDR_IDLE_SLEEP_US", "0", 1);
     setenv("MPIR_CVAR_CH4_PROGRESS_THROTTLE", "0", 1);
-    int world_rank = 0, world_size = 1, provided = MPI_THREAD_SINGLE;
-    /* the rank as the launcher numbers it, to choose the thread level before MPI_Init */
-    const char *pmi_rank = getenv("PMI_RANK"), *pmi_size = getenv("PMI_SIZE");
-    if (pmi_rank == NULL) {
-        pmi_rank = getenv("PMIX_RANK");
-        pmi_size = getenv("PMIX_SIZE");
-    }
-    if (pmi_rank != NULL)
-        world_rank = atoi(pmi_rank);
-    if (pmi_size != NULL)
-        world_size = atoi(pmi_size);
+    int world_rank, world_size, provided = MPI_THREAD_SINGLE;
+    gdr_test_launcher_rank(&world_rank, &world_size);
     int want = world_rank == 0 && world_size == 2 ? MPI_THREAD_MULTIPLE : MPI_THREAD_SINGLE;
     GDR_CHECK_MPI(MPI_Init_thread(&argc, &argv, want, &provided));
     int rank, size, node_size;
