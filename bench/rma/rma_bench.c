@@ -3,7 +3,7 @@
  * for any MPI (gdr, and the peers measured next to it by bench/rma-vs-raw).
  *
  *   mpiexec -n 2 rma_bench [-t TOOL] [-k lat|bw|rate] [-o OPS] [-w WINS] [-s SYNCS]
- *                          [-n MIN_BYTES] [-m MAX_BYTES] [-i ITERS] [-W WINDOW]
+ *                          [-n MIN_BYTES] [-m MAX_BYTES] [-i ITERS] [-W WINDOW] [-d TYPE]
  *
  *   OPS   comma list of put,get,acc,get_acc,fop,cas         (default put)
  *   WINS  comma list of allocate,create,dynamic             (default allocate)
@@ -16,7 +16,9 @@
  * Sizes go from MIN_BYTES (default 1, or 8 for the accumulates) up to MAX_BYTES, four times
  * larger each step.
  * rate: like bw at the smallest size; latency_us is the time per operation.
- * acc and get_acc use MPI_SUM on MPI_INT64_T; fop and cas move one MPI_INT64_T.
+ * acc and get_acc use MPI_SUM on TYPE; fop and cas move one TYPE.  TYPE: int64 (the
+ * default, MPI_INT64_T: what a NIC's atomics take), int (MPI_INT) or char (MPI_CHAR, OSU's
+ * default type, which no NIC atomic takes); any but int64 names its rows OP-TYPE.
  *
  * CSV rows (no header), the columns of bench/README.md:
  *   benchmark,bytes,latency_us,bandwidth_MBps,tool,p50_us
@@ -44,6 +46,9 @@ static const char *const sync_names[] = { "flush", "flush_local", "lock", "lock_
 
 static int rank;
 static MPI_Group peer_group;
+static MPI_Datatype elem = MPI_INT64_T;   /* -d: the accumulates' element type */
+static int elem_size = 8;
+static const char *elem_suffix = "";
 
 static int lookup(const char *name, const char *const *names, int n)
 {
@@ -118,7 +123,7 @@ static void win_close(win_t * w)
 
 static void issue(int op, win_t * w, char *src, char *dst, int bytes)
 {
-    int n8 = bytes / 8 > 0 ? bytes / 8 : 1;
+    int n8 = bytes / elem_size > 0 ? bytes / elem_size : 1;
     int64_t cmp = 0;
     switch (op) {
         case OP_PUT:
@@ -128,18 +133,17 @@ static void issue(int op, win_t * w, char *src, char *dst, int bytes)
             MPI_Get(dst, bytes, MPI_BYTE, 1, w->target_disp, bytes, MPI_BYTE, w->win);
             break;
         case OP_ACC:
-            MPI_Accumulate(src, n8, MPI_INT64_T, 1, w->target_disp, n8, MPI_INT64_T, MPI_SUM,
-                           w->win);
+            MPI_Accumulate(src, n8, elem, 1, w->target_disp, n8, elem, MPI_SUM, w->win);
             break;
         case OP_GET_ACC:
-            MPI_Get_accumulate(src, n8, MPI_INT64_T, dst, n8, MPI_INT64_T, 1, w->target_disp, n8,
-                               MPI_INT64_T, MPI_SUM, w->win);
+            MPI_Get_accumulate(src, n8, elem, dst, n8, elem, 1, w->target_disp, n8, elem, MPI_SUM,
+                               w->win);
             break;
         case OP_FOP:
-            MPI_Fetch_and_op(src, dst, MPI_INT64_T, 1, w->target_disp, MPI_SUM, w->win);
+            MPI_Fetch_and_op(src, dst, elem, 1, w->target_disp, MPI_SUM, w->win);
             break;
         case OP_CAS:
-            MPI_Compare_and_swap(src, &cmp, dst, MPI_INT64_T, 1, w->target_disp, w->win);
+            MPI_Compare_and_swap(src, &cmp, dst, elem, 1, w->target_disp, w->win);
             break;
     }
 }
@@ -217,7 +221,7 @@ static void run(const char *tool, const char *kind, int op, int wk, int sync, in
                 int max_bytes, int iters, int window)
 {
     int fixed = op == OP_FOP || op == OP_CAS;
-    int min_bytes = op == OP_PUT || op == OP_GET ? 1 : 8;
+    int min_bytes = op == OP_PUT || op == OP_GET ? 1 : elem_size;
     if (from_bytes > min_bytes && !fixed)
         min_bytes = from_bytes;
     int rate = !strcmp(kind, "rate"), lat = !strcmp(kind, "lat");
@@ -230,7 +234,7 @@ static void run(const char *tool, const char *kind, int op, int wk, int sync, in
     win_open(&w, wk, max_bytes);
     if (rank == 0 && (sync == S_FLUSH || sync == S_FLUSH_LOCAL))
         MPI_Win_lock_all(0, w.win);
-    for (int bytes = fixed ? 8 : min_bytes; bytes <= top; bytes *= (bytes < 8 ? 8 : 4)) {
+    for (int bytes = fixed ? elem_size : min_bytes; bytes <= top; bytes *= (bytes < 8 ? 8 : 4)) {
         int count = lat ? 1 : window;
         int warm = iters / 10 + 1;
         for (int i = 0; i < warm; i++)
@@ -244,8 +248,10 @@ static void run(const char *tool, const char *kind, int op, int wk, int sync, in
                 sum += t[i];
             qsort(t, (size_t) iters, sizeof(double), cmp_double);
             double mean_us = sum / iters * 1e6 / count, p50_us = t[iters / 2] * 1e6 / count;
-            printf("%s_%s_%s_%s,%d,%.2f,%.2f,%s,%.2f\n", kind, op_names[op], win_names[wk],
-                   sync_names[sync], bytes, mean_us, bytes / mean_us, tool, p50_us);
+            int typed = op != OP_PUT && op != OP_GET;
+            printf("%s_%s%s_%s_%s,%d,%.2f,%.2f,%s,%.2f\n", kind, op_names[op],
+                   typed ? elem_suffix : "", win_names[wk], sync_names[sync], bytes, mean_us,
+                   bytes / mean_us, tool, p50_us);
             fflush(stdout);
         }
         if (bytes < 8 && !fixed && bytes * 8 > top)
@@ -288,6 +294,17 @@ int main(int argc, char **argv)
             case 'm': max_bytes = atoi(v); break;
             case 'i': iters = atoi(v); break;
             case 'W': window = atoi(v); break;
+            case 'd':
+                if (!strcmp(v, "char"))
+                    elem = MPI_CHAR, elem_size = 1, elem_suffix = "-char";
+                else if (!strcmp(v, "int"))
+                    elem = MPI_INT, elem_size = (int) sizeof(int), elem_suffix = "-int";
+                else if (strcmp(v, "int64") != 0) {
+                    if (rank == 0)
+                        fprintf(stderr, "rma_bench: -d takes int64, int or char\n");
+                    MPI_Abort(MPI_COMM_WORLD, 2);
+                }
+                break;
             default:
                 if (rank == 0)
                     fprintf(stderr, "rma_bench: unknown option %s\n", argv[i]);

@@ -352,9 +352,12 @@ int MPIDI_GDR_win_fence(int assert, MPIR_Win * win)
     MPIDI_GDR_engine_exit(took);
     mpi_errno = sync_error(rc, "the fence's barrier by RDMA writes failed (a connection "
                            "broke?)");
-    /* the spared writes too: a fence leaves nothing of its epoch in flight */
+    /* The spared writes need only be done here, as PSCW's complete leaves them: the
+     * partner left the barrier after they landed (they went before this rank's write),
+     * and with more ranks the later rounds waited for them.  Waiting for their
+     * acknowledgement cost the origin a round trip a fence. */
     if (spared && mpi_errno == MPI_SUCCESS)
-        mpi_errno = MPIDI_GDR_rma_wait_all(win, 0);
+        mpi_errno = MPIDI_GDR_rma_wait_all(win, 1);
   fn_exit:
     if (need_unlock)
         MPID_THREAD_CS_EXIT(VCI, MPIDI_VCI_LOCK(vci));
