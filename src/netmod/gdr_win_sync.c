@@ -42,7 +42,8 @@ cvars:
  * - lock epochs (gdr_rma_passive.h) open in MPIDIG as under MPI_MODE_NOCHECK (no
  *   message); gdr takes the lock word with the epoch's first operation
  *   (MPIDI_GDR_rma_native calls MPIDI_GDR_win_need) and gives it back at unlock, once
- *   everything the release could overtake has completed;
+ *   everything the release could overtake has completed; unlock then waits for the
+ *   epoch's writes but not for the release behind them (MPIDI_GDR_mpi_win_free does);
  * - post and start open as under NOCHECK, with gdr's post notices (gdr_rma_active.h);
  *   complete is MPIDIG's with gdr's complete notices for its messages, and wait and test
  *   let MPIDIG close the epoch once the notices are in;
@@ -271,7 +272,7 @@ int MPIDI_GDR_win_unlock(int rank, MPIR_Win * win)
     if (mpi_errno == MPI_SUCCESS)
         mpi_errno = sync_error(rc, "releasing a passive-target lock by remote atomics "
                                "failed (the connection to the target broke?)");
-    /* the release came back after the writes it followed: this finds them complete */
+    /* waits for the epoch's writes; the release behind them is left in flight */
     int unlock_errno = MPIDIG_mpi_win_unlock(rank, win);
     return mpi_errno != MPI_SUCCESS ? mpi_errno : unlock_errno;
 }

@@ -66,8 +66,8 @@ void gdr_rma_lock_acquire(gdr_rma_lock_t *lk, gdr_rma_lock_kind_t kind, uint64_t
 gdr_rma_lock_next_t gdr_rma_lock_on_result(gdr_rma_lock_t *lk, uint64_t old,
                                            gdr_rma_lock_step_t *step, uint64_t *delay_ns);
 
-/* The atomic that releases a held lock; its result goes to gdr_rma_lock_on_result too
- * (GDR_RMA_LOCK_RELEASED). */
+/* The atomic that releases a held lock.  Its result may go to gdr_rma_lock_on_result
+ * (GDR_RMA_LOCK_RELEASED) or be dropped: the next acquire starts afresh either way. */
 void gdr_rma_lock_release(gdr_rma_lock_t *lk, gdr_rma_lock_step_t *step);
 
 #endif /* GDR_RMA_LOCK_H */

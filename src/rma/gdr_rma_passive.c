@@ -50,20 +50,38 @@ static int step_pending(const void *arg)
     return !((const volatile gdr_rma_passive_target_t *) arg)->done;
 }
 
-/* Issues t's step on target's lock word. */
-static int post_step(gdr_rma_win_t *w, int target)
+static void release_done(void *arg, int status)
+{
+    gdr_rma_passive_target_t *t = arg;
+    if (status != 0)
+        t->release_status = status;
+    t->release_pending = 0;
+}
+
+static int release_in_flight(const void *arg)
+{
+    return ((const volatile gdr_rma_passive_target_t *) arg)->release_pending;
+}
+
+/* A failed release of target's lock, once: the lock word stays taken for everyone. */
+static int release_failed(gdr_rma_passive_target_t *t)
+{
+    int failed = t->release_status != 0;
+    t->release_status = 0;
+    return failed;
+}
+
+/* One fetch-add of *operand on target's lock word; done(t, status) when it completes. */
+static int post_fetch_add(gdr_rma_win_t *w, int target, const uint64_t *operand,
+                          uint64_t *result, gdr_rma_done_fn done)
 {
     gdr_rma_engine_t *eng = w->eng;
-    gdr_rma_passive_target_t *t = &w->passive.t[target];
-    t->operand = t->step.add;
-    t->done = 0;
-    t->status = 0;
     int rc;
     const gdr_rma_ctl_target_t *c = gdr_rma_ctl_target(w, target);
     uint64_t word = c->addr + GDR_RMA_CTL_LOCK;
     while ((rc = eng->net.atomicv(eng->net.ctx, w->targets[target].peer,
-                                  GDR_RMA_ATOMIC_FETCH_ADD, &t->operand, 0, &t->result, &word,
-                                  1, c->rkey, step_done, t))
+                                  GDR_RMA_ATOMIC_FETCH_ADD, operand, 0, result, &word, 1,
+                                  c->rkey, done, &w->passive.t[target]))
            == GDR_RMA_BUSY) {
         if (eng->host.progress(eng->host.ctx) != 0)
             return GDR_RMA_HOST_ERROR;
@@ -72,6 +90,16 @@ static int post_step(gdr_rma_win_t *w, int target)
         return GDR_RMA_ERROR;
     eng->lock_atomics++;
     return GDR_RMA_OK;
+}
+
+/* Issues t's step on target's lock word. */
+static int post_step(gdr_rma_win_t *w, int target)
+{
+    gdr_rma_passive_target_t *t = &w->passive.t[target];
+    t->operand = t->step.add;
+    t->done = 0;
+    t->status = 0;
+    return post_fetch_add(w, target, &t->operand, &t->result, step_done);
 }
 
 /* Waits for the result of t's step. */
@@ -106,6 +134,8 @@ static int acquire(gdr_rma_win_t *w, int target)
     gdr_rma_passive_t *p = &w->passive;
     gdr_rma_passive_target_t *t = &p->t[target];
     uint64_t delay = 0;
+    if (release_failed(t))
+        return GDR_RMA_ERROR;
     gdr_rma_lock_acquire(&t->lk, t->lk.kind, p->min_ns, p->max_ns, &t->step);
     for (;;) {
         int rc = delay > 0 ? back_off(w->eng, delay) : GDR_RMA_OK;
@@ -157,10 +187,10 @@ int gdr_rma_passive_held(const gdr_rma_win_t *w, int target)
         && w->passive.t[target].state == EPOCH_HELD;
 }
 
-/* Posts target's release if its lock is held (*posted); the epoch ends either way. */
-static int release_post(gdr_rma_win_t *w, int target, int *posted)
+/* Posts target's release if its lock is held; the epoch ends either way.  Nobody waits
+ * for its answer: the lock's state machine has nothing left to learn from it. */
+static int release_post(gdr_rma_win_t *w, int target)
 {
-    *posted = 0;
     if (!gdr_rma_passive_native(w, target) || w->passive.t == NULL)
         return GDR_RMA_OK;
     gdr_rma_passive_target_t *t = &w->passive.t[target];
@@ -169,25 +199,19 @@ static int release_post(gdr_rma_win_t *w, int target, int *posted)
     if (!held)
         return GDR_RMA_OK;
     gdr_rma_lock_release(&t->lk, &t->step);
-    int rc = post_step(w, target);
-    *posted = rc == GDR_RMA_OK;
-    return rc;
-}
-
-static int release_wait(gdr_rma_win_t *w, int target)
-{
-    gdr_rma_passive_target_t *t = &w->passive.t[target];
-    uint64_t delay;
-    int rc = wait_step(w, target);
-    if (rc == GDR_RMA_OK)
-        (void) gdr_rma_lock_on_result(&t->lk, t->result, &t->step, &delay);
+    /* (one release at most in flight: the next one needs an acquire, which completes
+     * after it) */
+    t->release_operand = t->step.add;
+    t->release_pending = 1;
+    int rc = post_fetch_add(w, target, &t->release_operand, &t->release_result, release_done);
+    if (rc != GDR_RMA_OK)
+        t->release_pending = 0;
     return rc;
 }
 
 int gdr_rma_passive_unlock(gdr_rma_win_t *w, int target)
 {
-    int posted, rc = release_post(w, target, &posted);
-    return rc == GDR_RMA_OK && posted ? release_wait(w, target) : rc;
+    return release_post(w, target);
 }
 
 int gdr_rma_passive_unlock_all(gdr_rma_win_t *w)
@@ -195,28 +219,36 @@ int gdr_rma_passive_unlock_all(gdr_rma_win_t *w)
     int rc = GDR_RMA_OK;
     if (!gdr_rma_ctl_native(w) || w->passive.t == NULL)
         return GDR_RMA_OK;
-    /* every release in flight, then every wait: one round trip, not one per target */
-    uint8_t *posted = calloc((size_t) w->n, 1);
     for (int i = 0; i < w->n; i++) {
-        int p = 0, r = release_post(w, i, &p);
-        if (posted != NULL)
-            posted[i] = (uint8_t) p;
-        else if (p && r == GDR_RMA_OK)
-            r = release_wait(w, i);     /* no memory to remember: one at a time */
+        int r = release_post(w, i);
         if (rc == GDR_RMA_OK)
             rc = r;
     }
-    for (int i = 0; posted != NULL && i < w->n; i++) {
-        int r = posted[i] ? release_wait(w, i) : GDR_RMA_OK;
+    return rc;
+}
+
+int gdr_rma_passive_drain(gdr_rma_win_t *w)
+{
+    int rc = GDR_RMA_OK;
+    for (int i = 0; w->passive.t != NULL && i < w->n; i++) {
+        gdr_rma_passive_target_t *t = &w->passive.t[i];
+        int r = t->release_pending ? gdr_rma_wait_until(w->eng, release_in_flight, t,
+                                                        "for a lock's release", i)
+            : GDR_RMA_OK;
+        if (r == GDR_RMA_OK && release_failed(t))
+            r = GDR_RMA_ERROR;
         if (rc == GDR_RMA_OK)
             rc = r;
     }
-    free(posted);
     return rc;
 }
 
 void gdr_rma_passive_free(gdr_rma_win_t *w)
 {
+    (void) gdr_rma_passive_drain(w);
+    for (int i = 0; w->passive.t != NULL && i < w->n; i++)
+        if (w->passive.t[i].release_pending)
+            return;             /* its completion still writes there: leak, never corrupt */
     free(w->passive.t);
     memset(&w->passive, 0, sizeof(w->passive));
 }

@@ -4,9 +4,10 @@
  *
  * A lock is taken lazily: lock records the wish and the first operation to the target
  * takes it (gdr_rma_passive_need), so an epoch that moves nothing costs nothing and
- * lock+put+unlock costs the acquire, the put and the release.  A lock on this rank's own
- * window is taken at once: MPI protects local loads and stores with it.  Windows whose
- * control blocks are off lock by MPICH's messages (every call here then does nothing). */
+ * lock+put+unlock costs the acquire and the put: the release goes behind the put, and
+ * unlock waits for the put only.  A lock on this rank's own window is taken at once: MPI
+ * protects local loads and stores with it.  Windows whose control blocks are off lock by
+ * MPICH's messages (every call here then does nothing). */
 #ifndef GDR_RMA_PASSIVE_H
 #define GDR_RMA_PASSIVE_H
 
@@ -21,6 +22,10 @@ typedef struct gdr_rma_passive_target {
     gdr_rma_lock_step_t step;   /* the atomic in flight: stays put until it completes */
     uint64_t operand, result;
     int done, status;
+    /* the release unlock left in flight: unlock waits for the epoch's own operations, not
+     * for it (the next atomic on the word, on the same queue pair, runs after it) */
+    uint64_t release_operand, release_result;
+    int release_pending, release_status;
 } gdr_rma_passive_target_t;
 
 typedef struct gdr_rma_passive {
@@ -44,14 +49,21 @@ int gdr_rma_passive_need(struct gdr_rma_win *w, int target);
 int gdr_rma_passive_need_all(struct gdr_rma_win *w);
 /* Whether the epoch to target holds the lock (else nothing has to be released). */
 int gdr_rma_passive_held(const struct gdr_rma_win *w, int target);
-/* The epoch to target ends: releases the lock if held and waits until the release is
- * done at the target.  Call once every operation of the epoch to target has completed
- * there, or at least once every one still in flight is an RDMA write (a responder runs a
- * write before a later atomic, but may read a read's data after it). */
+/* The epoch to target ends: posts the release of the lock if held, and returns without
+ * waiting for it.  Call once every operation of the epoch to target has completed there,
+ * or at least once every one still in flight is an RDMA write (a responder runs a write
+ * before a later atomic, but may read a read's data after it); the caller then waits for
+ * those writes, which complete before the release does.  A release that fails is
+ * reported by the next lock need of that target or by gdr_rma_passive_drain. */
 int gdr_rma_passive_unlock(struct gdr_rma_win *w, int target);
-/* unlock for every target whose lock is held, the releases in flight together. */
+/* unlock for every target whose lock is held. */
 int gdr_rma_passive_unlock_all(struct gdr_rma_win *w);
+/* Waits until no release is in flight: before the window's memory may go (its free's
+ * barrier), since a release that reached a deregistered lock word would break the
+ * connection.  GDR_RMA_ERROR if one failed since the last report. */
+int gdr_rma_passive_drain(struct gdr_rma_win *w);
 
+/* Frees the epoch states (after gdr_rma_passive_drain; waits itself if it was not). */
 void gdr_rma_passive_free(struct gdr_rma_win *w);
 
 #endif /* GDR_RMA_PASSIVE_H */

@@ -2,7 +2,10 @@
  * whose atomics act on lock words in this process as the NIC would:
  * - lazy: lock posts nothing, the first operation's need takes the lock (one atomic),
  *   unlock releases it (one more); an epoch that moved nothing posts nothing;
- * - the word while held: one reader, or the exclusive bit; 0 after each unlock;
+ * - unlock leaves the release in flight: the next acquire on the word goes behind it,
+ *   drain (and free) wait for it, a failed one is reported once by drain or the next
+ *   acquire;
+ * - the word while held: one reader, or the exclusive bit; 0 once each release landed;
  * - this rank's own window: taken at lock (local loads and stores are protected);
  * - an exclusive lock waits for a shared holder and a shared lock for an announced
  *   exclusive waiter, with back-off and progress, then gets it (other ranks act in the
@@ -64,8 +67,12 @@ static void test_lazy_shared(void)
     GDR_CHECK(gdr_rma_passive_need(&w, 1) == GDR_RMA_OK && fk.atomic_posts == posts + 1,
               "later operations: the lock is held, nothing posted");
     GDR_CHECK(gdr_rma_passive_unlock(&w, 1) == GDR_RMA_OK && fk.atomic_posts == posts + 2
-              && words(1) == 0 && !gdr_rma_passive_held(&w, 1) && eng.lock_atomics == atomics + 2,
-              "unlock: one fetch-add releases, word 0; 2 lock-word atomics counted");
+              && fk.n == 1 && words(1) == 1 && !gdr_rma_passive_held(&w, 1)
+              && eng.lock_atomics == atomics + 2,
+              "unlock: one fetch-add releases, left in flight (not waited for); 2 lock-word "
+              "atomics counted");
+    GDR_CHECK(gdr_rma_passive_drain(&w) == GDR_RMA_OK && fk.n == 0 && words(1) == 0,
+              "drain: the release landed, word 0");
     GDR_CHECK(gdr_rma_passive_lock(&w, 2, GDR_RMA_LOCK_EXCLUSIVE) == GDR_RMA_OK
               && gdr_rma_passive_unlock(&w, 2) == GDR_RMA_OK && fk.atomic_posts == posts + 2
               && words(2) == 0, "an epoch that moved nothing posts nothing");
@@ -80,15 +87,15 @@ static void test_exclusive_and_self(void)
     gdr_rma_passive_lock(&w, 2, GDR_RMA_LOCK_EXCLUSIVE);
     GDR_CHECK(gdr_rma_passive_need(&w, 2) == GDR_RMA_OK && words(2) == GDR_RMA_LOCK_TICKET
               && fk.atomic_posts == posts + 1, "exclusive, uncontended: one fetch-add (a ticket)");
-    GDR_CHECK(gdr_rma_passive_unlock(&w, 2) == GDR_RMA_OK
+    GDR_CHECK(gdr_rma_passive_unlock(&w, 2) == GDR_RMA_OK && gdr_rma_passive_drain(&w) == 0
               && words(2) == GDR_RMA_LOCK_TICKET + GDR_RMA_LOCK_SERVED_ONE,
               "exclusive unlock: the ticket served, the lock free again");
     posts = fk.atomic_posts;
     GDR_CHECK(gdr_rma_passive_lock(&w, 0, GDR_RMA_LOCK_EXCLUSIVE) == GDR_RMA_OK
               && fk.atomic_posts == posts + 1 && words(0) == GDR_RMA_LOCK_TICKET
               && gdr_rma_passive_held(&w, 0), "this rank's own window: taken at lock");
-    GDR_CHECK(gdr_rma_passive_unlock(&w, 0) == GDR_RMA_OK && GDR_RMA_LOCK_WRITERS(words(0)) == 0,
-              "own window released");
+    GDR_CHECK(gdr_rma_passive_unlock(&w, 0) == GDR_RMA_OK && gdr_rma_passive_drain(&w) == 0
+              && GDR_RMA_LOCK_WRITERS(words(0)) == 0, "own window released");
     gdr_rma_win_free(&w);
 }
 
@@ -132,6 +139,7 @@ static void test_contention(void)
               "shared waits while an exclusive ticket is unserved, then reads");
     gdr_rma_passive_unlock(&w, 2);
     fk.on_progress = NULL;
+    gdr_rma_passive_drain(&w);
     GDR_CHECK(GDR_RMA_LOCK_WRITERS(words(1)) == 0 && GDR_RMA_LOCK_READERS(words(1)) == 0
               && GDR_RMA_LOCK_WRITERS(words(2)) == 0 && GDR_RMA_LOCK_READERS(words(2)) == 0,
               "both released");
@@ -200,12 +208,37 @@ static void test_ctl_block(void)
     gdr_rma_win_free(&w);
 }
 
-static int most_queued;
-
-static void note_queued(void)
+static void test_release_in_flight(void)
 {
-    if (fk.n > most_queued)
-        most_queued = fk.n;
+    gdr_rma_win_t w;
+    make_locked_win(&w, 1);
+    gdr_rma_passive_lock(&w, 1, GDR_RMA_LOCK_EXCLUSIVE);
+    gdr_rma_passive_need(&w, 1);
+    gdr_rma_passive_unlock(&w, 1);
+    gdr_rma_passive_lock(&w, 1, GDR_RMA_LOCK_EXCLUSIVE);
+    unsigned long long retries = eng.lock_retries;
+    GDR_CHECK(gdr_rma_passive_need(&w, 1) == GDR_RMA_OK && eng.lock_retries == retries
+              && words(1) == 2 * GDR_RMA_LOCK_TICKET + GDR_RMA_LOCK_SERVED_ONE,
+              "the next epoch's ticket goes behind the release in flight: served at once");
+    gdr_rma_passive_unlock(&w, 1);
+    fk.fail_next = 1;
+    GDR_CHECK(gdr_rma_passive_drain(&w) == GDR_RMA_ERROR && gdr_rma_passive_drain(&w) == 0,
+              "a release that completes in error: drain says so, once");
+    gdr_rma_passive_lock(&w, 2, GDR_RMA_LOCK_SHARED);
+    gdr_rma_passive_need(&w, 2);
+    gdr_rma_passive_unlock(&w, 2);
+    fk.fail_next = 1;
+    complete_one();
+    int posts = fk.atomic_posts;
+    gdr_rma_passive_lock(&w, 2, GDR_RMA_LOCK_SHARED);
+    GDR_CHECK(gdr_rma_passive_need(&w, 2) == GDR_RMA_ERROR && fk.atomic_posts == posts,
+              "or the target's next acquire, before it posts anything");
+    GDR_CHECK(gdr_rma_passive_need(&w, 2) == GDR_RMA_OK && words(2) == 2,
+              "then the lock works again (the failed release left its reader in the word)");
+    gdr_rma_passive_unlock(&w, 2);
+    GDR_CHECK(fk.n == 1, "a release in flight at free");
+    gdr_rma_win_free(&w);
+    GDR_CHECK(fk.n == 0 && words(2) == 1, "free waited for it");
 }
 
 static void test_unlock_all(void)
@@ -219,14 +252,11 @@ static void test_unlock_all(void)
               "lock_all: only this rank's own lock taken at once");
     gdr_rma_passive_need(&w, 2);
     gdr_rma_passive_need(&w, 3);
-    most_queued = 0;
-    fk.on_progress = note_queued;
     GDR_CHECK(gdr_rma_passive_unlock_all(&w) == GDR_RMA_OK && fk.atomic_posts == posts + 6
-              && words(0) == 0 && words(1) == 0 && words(2) == 0 && words(3) == 0,
-              "unlock_all: the 3 held locks released, target 1 (never used) untouched");
-    fk.on_progress = NULL;
-    GDR_CHECK(most_queued == 3, "the 3 releases in flight together (%d seen at once)",
-              most_queued);
+              && fk.n == 3, "unlock_all: the 3 releases in flight together, none waited for");
+    GDR_CHECK(gdr_rma_passive_drain(&w) == GDR_RMA_OK && words(0) == 0 && words(1) == 0
+              && words(2) == 0 && words(3) == 0,
+              "drained: the 3 held locks released, target 1 (never used) untouched");
     gdr_rma_win_free(&w);
 }
 
@@ -272,6 +302,7 @@ int main(void)
     test_not_native();
     test_ctl_block();
     test_unlock_all();
+    test_release_in_flight();
     test_need_all();
     test_reading();
     return gdr_unit_finish();
