@@ -68,6 +68,24 @@ cvars:
         operation that would need more than MPIR_CVAR_CH4_GDR_RMA_DEPTH work
         requests takes larger ones.
 
+    - name        : MPIR_CVAR_CH4_GDR_DOORBELL_BATCH
+      category    : CH4_GDR
+      type        : int
+      default     : 16
+      class       : none
+      verbosity   : MPI_T_VERBOSITY_USER_BASIC
+      scope       : MPI_T_SCOPE_LOCAL
+      description : >-
+        Small one-sided work requests (writes of up to 4 KiB, atomics) held
+        back so that those that follow to the same rank share one doorbell
+        (one ibv_post_send: on Soft-RoCE a system call, on a NIC an MMIO
+        write), up to this many; they leave at the next larger operation, a
+        synchronisation, a wait, or any progress of this rank.  Lock+Put+unlock
+        then rings twice (the acquire; the Put and the release), a fence's Put
+        goes with its barrier write.  0: every operation rings at once, which
+        also moves a Put before the next MPI call when a rank computes after
+        it without calling MPI.
+
     - name        : MPIR_CVAR_CH4_GDR_QP_TIMEOUT
       category    : CH4_GDR
       type        : int
@@ -405,7 +423,9 @@ int MPIDI_GDR_am_start(void)
     }
     gdr_verbs_rma_config_t rcfg = {
         .depth = cfg.rma_depth,.bounce_size = 4096,.bounce_count = 256,
-        .chunk = MPIR_CVAR_CH4_GDR_RMA_CHUNK > 0 ? (uint64_t) MPIR_CVAR_CH4_GDR_RMA_CHUNK : 0
+        .chunk = MPIR_CVAR_CH4_GDR_RMA_CHUNK > 0 ? (uint64_t) MPIR_CVAR_CH4_GDR_RMA_CHUNK : 0,
+        .hold = MPIR_CVAR_CH4_GDR_DOORBELL_BATCH > 0
+            ? (uint32_t) MPIR_CVAR_CH4_GDR_DOORBELL_BATCH : 0
     };
     MPIDI_GDR_global.rma = gdr_verbs_rma_create(MPIDI_GDR_global.am, &rcfg, why, sizeof(why));
     MPIR_ERR_CHKANDJUMP1(MPIDI_GDR_global.rma == NULL, mpi_errno, MPI_ERR_OTHER,

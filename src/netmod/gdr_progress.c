@@ -20,5 +20,9 @@ int MPIDI_GDR_progress(int vci, int *made_progress)
         mpi_errno = MPIDI_GDR_staged_progress();
     if (mpi_errno == MPI_SUCCESS && MPIDI_GDR_global.triggered != NULL)
         mpi_errno = MPIDI_GDR_triggered_progress(vci, made_progress);
+    /* what the staged protocol and the stream queues posted just now leaves at once */
+    if (mpi_errno == MPI_SUCCESS && MPIDI_GDR_global.rma != NULL
+        && gdr_verbs_rma_post_held(MPIDI_GDR_global.rma, -1) != 0)
+        mpi_errno = MPIDI_GDR_transport_error();
     return mpi_errno;
 }

@@ -49,6 +49,11 @@ void MPIDI_GDR_rma_register_pvars(void)
         {"gdr_rma_registered", "RDMA writes and reads straight from or into the user's "
          "buffer, registered through the cache", offsetof(gdr_verbs_rma_stats_t, registered),
          0},
+        {"gdr_rma_doorbells", "ibv_post_send calls of one-sided work requests (several "
+         "share one: MPIR_CVAR_CH4_GDR_DOORBELL_BATCH)",
+         offsetof(gdr_verbs_rma_stats_t, doorbells), 0},
+        {"gdr_rma_held", "one-sided work requests held back to share a later doorbell",
+         offsetof(gdr_verbs_rma_stats_t, held), 0},
     };
     MPIDI_GDR_register_stat_pvars(origin_pv, sizeof(origin_pv) / sizeof(origin_pv[0]),
                                   verbs_rma_stat_value);

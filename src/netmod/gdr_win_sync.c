@@ -86,6 +86,19 @@ static int release_must_wait(MPIR_Win * win, int rank)
                          || MPIR_cc_get(t->remote_acc_cmpl_cnts) != 0);
 }
 
+/* The work requests this call left held (MPIR_CVAR_CH4_GDR_DOORBELL_BATCH: a release,
+ * a notice, the writes before them) leave now, one doorbell: peers wait for them, and
+ * this rank may not call MPI again for a while.  Keeps an earlier error. */
+static int post_held(int mpi_errno)
+{
+    if (MPIDI_GDR_global.rma == NULL)
+        return mpi_errno;
+    int took = MPIDI_GDR_engine_enter();
+    int rc = gdr_verbs_rma_post_held(MPIDI_GDR_global.rma, -1);
+    MPIDI_GDR_engine_exit(took);
+    return mpi_errno == MPI_SUCCESS && rc != 0 ? MPIDI_GDR_transport_error() : mpi_errno;
+}
+
 /* Whether win's fence and PSCW go through control blocks (agreed by its ranks). */
 static int native_active(MPIR_Win * win)
 {
@@ -145,8 +158,8 @@ int MPIDI_GDR_win_post(MPIR_Group * group, int assert, MPIR_Win * win)
     int mpi_errno = MPIDIG_mpi_win_post(group, assert | MPI_MODE_NOCHECK, win);
     if (mpi_errno != MPI_SUCCESS || (assert & MPI_MODE_NOCHECK))
         return mpi_errno;
-    return group_step(win, group, STEP_POST, NULL, "writing a post notice into an origin's "
-                      "control block failed (the connection broke?)");
+    return post_held(group_step(win, group, STEP_POST, NULL, "writing a post notice into "
+                                "an origin's control block failed (the connection broke?)"));
 }
 
 int MPIDI_GDR_win_start(MPIR_Group * group, int assert, MPIR_Win * win)
@@ -194,8 +207,8 @@ int MPIDI_GDR_win_complete(MPIR_Win * win)
     int took = MPIDI_GDR_engine_enter();
     int rc = gdr_rma_active_complete(&GDR_WIN(win).rma, ranks, group->size);
     MPIDI_GDR_engine_exit(took);
-    mpi_errno = sync_error(rc, "writing a complete notice into a target's control block "
-                           "failed (the connection broke?)");
+    mpi_errno = post_held(sync_error(rc, "writing a complete notice into a target's control "
+                                     "block failed (the connection broke?)"));
     MPIR_ERR_CHECK(mpi_errno);
     if (MPIR_CVAR_CH4_RMA_MEM_EFFICIENT)
         MPIDIG_win_target_cleanall(win);
@@ -272,9 +285,10 @@ int MPIDI_GDR_win_unlock(int rank, MPIR_Win * win)
     if (mpi_errno == MPI_SUCCESS)
         mpi_errno = sync_error(rc, "releasing a passive-target lock by remote atomics "
                                "failed (the connection to the target broke?)");
-    /* waits for the epoch's writes; the release behind them is left in flight */
+    /* waits for the epoch's writes, which leave with the release behind them (one
+     * doorbell); the release is left in flight */
     int unlock_errno = MPIDIG_mpi_win_unlock(rank, win);
-    return mpi_errno != MPI_SUCCESS ? mpi_errno : unlock_errno;
+    return post_held(mpi_errno != MPI_SUCCESS ? mpi_errno : unlock_errno);
 }
 
 int MPIDI_GDR_win_lock_all(int assert, MPIR_Win * win)
@@ -313,7 +327,7 @@ int MPIDI_GDR_win_unlock_all(MPIR_Win * win)
         mpi_errno = sync_error(rc, "releasing passive-target locks by remote atomics "
                                "failed (a connection broke?)");
     int unlock_errno = MPIDIG_mpi_win_unlock_all(win);
-    return mpi_errno != MPI_SUCCESS ? mpi_errno : unlock_errno;
+    return post_held(mpi_errno != MPI_SUCCESS ? mpi_errno : unlock_errno);
 }
 
 /* MPIDIG_mpi_win_fence with a barrier of RDMA writes into the ranks' control blocks
@@ -341,9 +355,11 @@ int MPIDI_GDR_win_fence(int assert, MPIR_Win * win)
     mpi_errno = MPIDI_SHM_rma_win_cmpl_hook(win);
     MPIR_ERR_CHECK(mpi_errno);
 #endif
-    MPIDIU_PROGRESS_DO_WHILE(MPIR_cc_get(MPIDIG_WIN(win, local_cmpl_cnts)) != 0 ||
-                             MPIR_cc_get(MPIDIG_WIN(win, remote_acc_cmpl_cnts)) != 0 ||
-                             !MPIDIG_win_check_all_targets_remote_completed(win), vci);
+    /* (no progress when nothing is pending: held writes to the partner then leave with
+     * the barrier's first write, one doorbell) */
+    MPIDIU_PROGRESS_WHILE(MPIR_cc_get(MPIDIG_WIN(win, local_cmpl_cnts)) != 0 ||
+                          MPIR_cc_get(MPIDIG_WIN(win, remote_acc_cmpl_cnts)) != 0 ||
+                          !MPIDIG_win_check_all_targets_remote_completed(win), vci);
     MPIDIG_EPOCH_FENCE_EVENT(win, assert);
     MPID_THREAD_CS_EXIT(VCI, MPIDI_VCI_LOCK(vci));
     need_unlock = 0;
@@ -359,6 +375,8 @@ int MPIDI_GDR_win_fence(int assert, MPIR_Win * win)
      * acknowledgement cost the origin a round trip a fence. */
     if (spared && mpi_errno == MPI_SUCCESS)
         mpi_errno = MPIDI_GDR_rma_wait_all(win, 1);
+    /* (the barrier's last write may still be held when the partner's came first) */
+    mpi_errno = post_held(mpi_errno);
   fn_exit:
     if (need_unlock)
         MPID_THREAD_CS_EXIT(VCI, MPIDI_VCI_LOCK(vci));

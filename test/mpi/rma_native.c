@@ -207,6 +207,9 @@ static void atomics(MPI_Info info, const char *what, int ordered)
         if (!ordered)           /* accumulate_ordering=none: the order is the user's job */
             MPI_Win_flush(0, win);
         MPI_Accumulate(&one, 1, MPI_INT64_T, 0, 30 + rank, 1, MPI_INT64_T, MPI_SUM, win);
+        if (!ordered)           /* (and before the next REPLACE: the SUM may be held back
+                                 * to share a doorbell, MPIR_CVAR_CH4_GDR_DOORBELL_BATCH) */
+            MPI_Win_flush(0, win);
     }
     MPI_Fetch_and_op(NULL, &r, MPI_INT64_T, 0, 30 + rank, MPI_NO_OP, win);
     MPI_Win_unlock(0, win);
@@ -550,6 +553,58 @@ static void stress(void)
     free(expect);
 }
 
+/* Doorbells (MPIR_CVAR_CH4_GDR_DOORBELL_BATCH, on by default): lock+Put+unlock rings
+ * twice, the acquire, then the Put with the release behind it; at 2 ranks a fence epoch
+ * of one Put rings twice too, the opening barrier write, then the Put with the closing
+ * one.  Without batching, three each.  The Puts land either way. */
+static void doorbells(void)
+{
+    enum { EPOCHS = 50 };
+    int64_t *base, v = 0;
+    MPI_Win win;
+    MPI_Win_allocate(8 * sizeof(int64_t), sizeof(int64_t), MPI_INFO_NULL, MPI_COMM_WORLD, &base,
+                     &win);
+    base[0] = -1;
+    MPI_Barrier(MPI_COMM_WORLD);
+    unsigned long long lock_bells = 0, fence_bells = 0;
+    if (rank == 0) {
+        for (int i = 0; i <= EPOCHS; i++) {     /* (the first connects: not counted) */
+            unsigned long long d0 = pvar("gdr_rma_doorbells");
+            v = i;
+            MPI_Win_lock(MPI_LOCK_SHARED, 1, 0, win);
+            MPI_Put(&v, 1, MPI_INT64_T, 1, 0, 1, MPI_INT64_T, win);
+            MPI_Win_unlock(1, win);
+            lock_bells += i > 0 ? pvar("gdr_rma_doorbells") - d0 : 0;
+        }
+    }
+    MPI_Barrier(MPI_COMM_WORLD);
+    int64_t after_locks = base[0];
+    MPI_Win_fence(0, win);
+    for (int i = 0; i < EPOCHS; i++) {
+        unsigned long long d0 = pvar("gdr_rma_doorbells");
+        v = 1000 + i;
+        if (rank == 0)
+            MPI_Put(&v, 1, MPI_INT64_T, 1, 1, 1, MPI_INT64_T, win);
+        MPI_Win_fence(0, win);
+        fence_bells += pvar("gdr_rma_doorbells") - d0;
+    }
+    gdr_test_set_context("doorbell batching");
+    if (rank == 1) {
+        gdr_check_long("the last locked Put landed", 0, EPOCHS, after_locks);
+        gdr_check_long("the last fenced Put landed", 0, 1000 + EPOCHS - 1, base[1]);
+    }
+    const char *e = getenv("MPIR_CVAR_CH4_GDR_DOORBELL_BATCH");
+    int batching = e == NULL || atoi(e) > 0;
+    if (rank == 0) {
+        gdr_check_long("doorbells of lock+Put+unlock epochs", 0, (batching ? 2 : 3) * EPOCHS,
+                       (long long) lock_bells);
+        if (nranks == 2)
+            gdr_check_long("doorbells of fence epochs of one Put", 0, (batching ? 1 : 2) * EPOCHS,
+                           (long long) fence_bells);
+    }
+    MPI_Win_free(&win);
+}
+
 int main(int argc, char **argv)
 {
     int provided;
@@ -586,6 +641,8 @@ int main(int argc, char **argv)
         gdr_check_long("large puts from registered memory", 0, 1,
                        pvar("gdr_rma_registered") - reg0 >= 4);
     }
+    if (expect_native && nranks >= 2)
+        doorbells();
 
     /* the other choice: no NIC op declared, unordered */
     MPI_Info info;

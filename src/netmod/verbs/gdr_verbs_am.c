@@ -218,6 +218,7 @@ struct gdr_verbs_am {
     uint64_t rsend_active;
     gdr_verbs_am_stats_t stats;
     gdr_verbs_am_rma_cb_t rma_cb;       /* completions of one-sided work requests */
+    gdr_verbs_am_rma_held_cb_t rma_held;        /* posts the ones it held back */
     void *rma_ctx;
     /* idle probing: when the channel last heard something (or last probed), whether it
      * heard anything since the clock was last read, empty polls since then, how many
@@ -268,6 +269,13 @@ static int fail(gdr_verbs_am_t *am, const char *fmt, ...)
     vfail(am, fmt, ap);
     va_end(ap);
     return -1;
+}
+
+/* The one-sided engine's held work requests to peer (-1: any) go first: they were
+ * posted before what the channel posts now, or are what a poll may be waited for. */
+static int rma_held_out(gdr_verbs_am_t *am, int peer)
+{
+    return am->rma_held != NULL ? am->rma_held(am->rma_ctx, peer) : 0;
 }
 
 static int post_recv(gdr_verbs_am_t *am, recv_buf_t *rb)
@@ -689,7 +697,7 @@ static int post_send_chain(gdr_verbs_am_t *am, int peer, struct ibv_send_wr *wr,
     struct ibv_send_wr *bad = NULL;
     for (int k = 0; k + 1 < n; k++)
         wr[k].next = &wr[k + 1];
-    if (ibv_post_send(am->eps[peer].qp, wr, &bad) != 0) {
+    if (rma_held_out(am, peer) != 0 || ibv_post_send(am->eps[peer].qp, wr, &bad) != 0) {
         /* the slots from bad on were not posted: give them back */
         int first = bad != NULL && bad >= wr && bad < wr + n ? (int) (bad - wr) : 0;
         for (int k = first; k < n; k++) {
@@ -1070,7 +1078,7 @@ static int post_read(gdr_verbs_am_t *am, rndv_read_t *rr)
             IBV_SEND_SIGNALED : 0;
         wr.wr.rdma.remote_addr = rr->rts.addr + rr->posted;
         wr.wr.rdma.rkey = rr->rts.rkey;
-        if (ibv_post_send(ep->qp, &wr, &bad) != 0) {
+        if (rma_held_out(am, rr->peer) != 0 || ibv_post_send(ep->qp, &wr, &bad) != 0) {
             ep->failed = 1;
             return fail(am, "RDMA READ of %llu bytes from rank %d failed to post: %s",
                         (unsigned long long) rr->size, rr->peer, strerror(errno));
@@ -1361,7 +1369,7 @@ static int maybe_probe(gdr_verbs_am_t *am, int peer)
     wr.wr_id = (uintptr_t) &ep->probe;
     wr.opcode = IBV_WR_RDMA_WRITE;
     wr.send_flags = IBV_SEND_SIGNALED;
-    if (ibv_post_send(ep->qp, &wr, &bad) != 0) {
+    if (rma_held_out(am, peer) != 0 || ibv_post_send(ep->qp, &wr, &bad) != 0) {
         ep->failed = 1;
         return fail(am, "probing rank %d failed: %s (queue pair in error?)", peer, strerror(errno));
     }
@@ -1472,6 +1480,8 @@ int gdr_verbs_am_progress(gdr_verbs_am_t *am, int *progressed)
     *progressed = 0;
     if (am->failed)
         return -1;
+    if (rma_held_out(am, -1) != 0)
+        return -1;
     int n = ibv_poll_cq(am->cq, POLL_BATCH, wc);
     if (n < 0)
         return fail(am, "polling the completion queue of %s failed", am->dev->name);
@@ -1539,9 +1549,11 @@ int gdr_verbs_am_wait(gdr_verbs_am_t *am, int timeout_us, int *progressed)
     return gdr_verbs_am_progress(am, progressed);
 }
 
-void gdr_verbs_am_attach_rma(gdr_verbs_am_t *am, gdr_verbs_am_rma_cb_t cb, void *ctx)
+void gdr_verbs_am_attach_rma(gdr_verbs_am_t *am, gdr_verbs_am_rma_cb_t cb,
+                             gdr_verbs_am_rma_held_cb_t held, void *ctx)
 {
     am->rma_cb = cb;
+    am->rma_held = held;
     am->rma_ctx = ctx;
 }
 

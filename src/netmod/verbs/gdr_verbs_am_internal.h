@@ -21,7 +21,12 @@ typedef struct gdr_verbs_wr_head {
 /* Called for each successful WR_RMA completion; returns 0 or -1. */
 typedef int (*gdr_verbs_am_rma_cb_t)(void *ctx, const struct ibv_wc *wc);
 
-void gdr_verbs_am_attach_rma(gdr_verbs_am_t *am, gdr_verbs_am_rma_cb_t cb, void *ctx);
+/* Posts the one-sided work requests held back for peer (-1: any), before the channel
+ * polls or posts to peer itself (the queue pair's order); returns 0 or -1. */
+typedef int (*gdr_verbs_am_rma_held_cb_t)(void *ctx, int peer);
+
+void gdr_verbs_am_attach_rma(gdr_verbs_am_t *am, gdr_verbs_am_rma_cb_t cb,
+                             gdr_verbs_am_rma_held_cb_t held, void *ctx);
 
 /* The connected queue pair to peer (rank itself: the loopback QP); NULL if none yet or
  * failed. */

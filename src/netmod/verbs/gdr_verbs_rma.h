@@ -3,7 +3,9 @@
  * expose a window.
  *
  * Small origin data is sent inline or copied through registered bounce buffers (the
- * origin buffer is free at return); large origin buffers are registered through the
+ * origin buffer is free at return), and such small work requests (and atomics) may be
+ * held back until the next post, progress or wait, so that several share a doorbell
+ * (cfg.hold); large origin buffers are registered through the
  * AM channel's registration cache.  Transfers larger than the port's message limit
  * are split.  Every operation completes once, through its done callback, inside
  * gdr_verbs_am_progress(): for writes and atomics that is completion at the target
@@ -28,6 +30,8 @@ typedef struct gdr_verbs_rma_config {
     uint64_t chunk;             /* largest work request of a put or get (0: the device's
                                  * largest message); an operation of more than depth
                                  * such chunks takes larger ones */
+    uint32_t hold;              /* small work requests held back to share a doorbell with
+                                 * the next ones (0: every post rings at once) */
 } gdr_verbs_rma_config_t;
 
 /* Remote access a registration grants (the window decides). */
@@ -60,6 +64,8 @@ typedef struct gdr_verbs_rma_stats {
     uint64_t gathered;          /* writes/reads with a gather/scatter list */
     uint64_t chunks;            /* work requests of contiguous puts and gets */
     uint64_t busy;              /* posts refused for want of room (caller retried) */
+    uint64_t doorbells;         /* ibv_post_send calls */
+    uint64_t held;              /* work requests held back for a later doorbell */
 } gdr_verbs_rma_stats_t;
 
 /* Returned by the post functions when the peer's send queue or the bounce buffers are
@@ -134,6 +140,12 @@ int gdr_verbs_rma_atomicv(gdr_verbs_rma_t *rma, int peer, gdr_verbs_rma_atomic_o
                           const void *operands, uint64_t compare, void *results,
                           const uint64_t *raddrs, size_t n, uint32_t rkey,
                           gdr_verbs_rma_done_fn done, void *arg);
+
+/* Posts the work requests held back for peer (-1: whichever peer has some), one
+ * doorbell.  The channel calls it before it polls and before it posts to that peer
+ * itself; a caller that waits without progressing the channel calls it first.  0 or -1
+ * (the channel failed: the held operations never complete). */
+int gdr_verbs_rma_post_held(gdr_verbs_rma_t *rma, int peer);
 
 /* Why the last post returned GDR_VERBS_RMA_NOREG. */
 const char *gdr_verbs_rma_error(const gdr_verbs_rma_t *rma);

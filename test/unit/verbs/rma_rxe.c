@@ -2,15 +2,21 @@
  * two RDMA devices): puts and gets of every size class read back, atomics from a peer
  * and through the loopback queue pair on one word, more operations than the queue
  * depth, a key that dies with its registration, and a key that reaches not one byte past
- * its registration.
+ * its registration.  Small work requests are held back to share doorbells
+ * (GDR_TEST_RMA_HOLD, default 16; 0: none): fewer doorbells than puts, and a message sent
+ * after held puts finds them landed.
  *
  *   rma_rxe DEV_A DEV_B        e.g. rma_rxe rxe0 rxe1 */
+#ifndef _POSIX_C_SOURCE
+#define _POSIX_C_SOURCE 200809L     /* nanosleep */
+#endif
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 #include "gdr_unit.h"
 #include "rxe_pair.h"
@@ -29,10 +35,22 @@ typedef struct {
     uint64_t stale_addr;
 } wininfo_t;
 
+#define ORDER_HANDLER 9
+#define N_ORDER 40
+static const uint64_t *order_win;       /* where the ORDER_HANDLER message checks */
+static int order_seen = -1;             /* how many of the puts it found landed */
+
 static void deliver(void *ctx, int src, uint32_t h, const void *a, size_t as, const void *d,
                     size_t ds)
 {
-    (void) ctx; (void) src; (void) h; (void) a; (void) as; (void) d; (void) ds;
+    (void) ctx; (void) src; (void) as; (void) d; (void) ds;
+    if (h != ORDER_HANDLER || order_win == NULL)
+        return;
+    uint64_t base;
+    memcpy(&base, a, sizeof(base));
+    order_seen = 0;
+    for (int i = 0; i < N_ORDER; i++)
+        order_seen += order_win[i] == base + (uint64_t) i;
 }
 
 static void rndv_done(void *ctx, uint64_t cookie)
@@ -52,6 +70,7 @@ static void count_done(void *arg, int status)
 
 static gdr_verbs_am_t *am_g;
 static uint64_t rma_chunk_g;    /* GDR_TEST_RMA_CHUNK, 0: none */
+static uint32_t rma_hold_g = 16;        /* GDR_TEST_RMA_HOLD */
 static int failed_g;
 
 static void pump(void)
@@ -136,8 +155,11 @@ static gdr_verbs_rma_t *connect_pair(int me, const char *devname, int sock,
      * that many bytes (larger where an operation would need more than DEPTH) */
     const char *chunk = getenv("GDR_TEST_RMA_CHUNK");
     rma_chunk_g = chunk != NULL ? strtoull(chunk, NULL, 0) : 0;
+    const char *hold = getenv("GDR_TEST_RMA_HOLD");
+    if (hold != NULL)
+        rma_hold_g = (uint32_t) strtoul(hold, NULL, 0);
     gdr_verbs_rma_config_t rcfg = {.depth = DEPTH,.bounce_size = 4096,.bounce_count = 8,
-        .chunk = rma_chunk_g };
+        .chunk = rma_chunk_g,.hold = rma_hold_g };
     gdr_verbs_rma_t *rma = gdr_verbs_rma_create(am_g, &rcfg, why, sizeof(why));
     if (rma == NULL) {
         printf("FAIL rank %d: %s\n", me, why);
@@ -387,6 +409,7 @@ static int run(int me, const char *devname, int sock)
     /* more operations than the queue depth, posted without waiting; 8 bytes go inline
      * (this layer was made before the queue pairs that grant the inline size) */
     uint64_t inlined0 = gdr_verbs_rma_stats(rma)->inline_puts;
+    uint64_t bells0 = gdr_verbs_rma_stats(rma)->doorbells, held0 = gdr_verbs_rma_stats(rma)->held;
     uint64_t *vals = malloc(N_MANY * sizeof(uint64_t));
     for (int i = 0; i < N_MANY; i++) {
         vals[i] = ((uint64_t) me << 32) | (uint64_t) i;
@@ -401,6 +424,14 @@ static int run(int me, const char *devname, int sock)
               "times it was full)", me, N_MANY, DEPTH, (unsigned long long) rs->busy);
     GDR_CHECK(rs->inline_puts - inlined0 == N_MANY, "rank %d: %d 8-byte puts, %llu of them "
               "inline", me, N_MANY, (unsigned long long) (rs->inline_puts - inlined0));
+    uint64_t bells = rs->doorbells - bells0, held = rs->held - held0;
+    if (rma_hold_g >= 8)
+        GDR_CHECK(bells <= N_MANY / 4 && held >= N_MANY / 2, "rank %d: %d puts rang %llu "
+                  "doorbells (%llu held back first; up to %u share one)", me, N_MANY,
+                  (unsigned long long) bells, (unsigned long long) held, rma_hold_g);
+    else if (rma_hold_g == 0)
+        GDR_CHECK(bells == N_MANY && held == 0, "rank %d: nothing held: %d puts, %llu "
+                  "doorbells", me, N_MANY, (unsigned long long) bells);
     sync_peer(sock);
     ok = 1;
     for (int i = 0; i < N_MANY; i++) {
@@ -409,6 +440,34 @@ static int run(int me, const char *devname, int sock)
         ok &= v == (((uint64_t) peer << 32) | (uint64_t) i);
     }
     GDR_CHECK(ok, "rank %d: all %d small puts landed", me, N_MANY);
+    sync_peer(sock);
+
+    /* a message after held puts to the same peer: the puts leave first (one queue pair,
+     * in order), so the message finds them in the window */
+    order_win = (const uint64_t *) (win + 2u * WIN_BYTES / 4);
+    uint64_t obase = 1000u + (uint64_t) me * 100u, held1 = gdr_verbs_rma_stats(rma)->held;
+    uint64_t ovals[N_ORDER];
+    for (int i = 0; i < N_ORDER; i++) {
+        ovals[i] = obase + (uint64_t) i;
+        int copied;
+        POST(gdr_verbs_rma_put(rma, peer, &ovals[i], 8, their.addr + 2u * WIN_BYTES / 4
+                               + 8u * (uint64_t) i, their.rkey, count_done, &done, &copied));
+        expect++;
+    }
+    uint64_t held_now = gdr_verbs_rma_stats(rma)->held - held1;
+    if (gdr_verbs_am_send_eager(am_g, peer, ORDER_HANDLER, &obase, sizeof(obase), NULL, 0) != 0
+        && !failed_g) {
+        failed_g = 1;
+        printf("     send failed: %s\n", gdr_verbs_am_error(am_g));
+    }
+    /* (a message that overtook held puts would arrive long before them) */
+    nanosleep(&(struct timespec) {.tv_nsec = 200000000 }, NULL);
+    wait_for(&done, expect);
+    while (order_seen < 0 && !failed_g)
+        pump();
+    GDR_CHECK(!failed_g && order_seen == N_ORDER && (rma_hold_g == 0 || held_now > 0),
+              "rank %d: a message sent after %d puts (%llu of them held) found %d of them "
+              "landed", me, N_ORDER, (unsigned long long) held_now, order_seen);
     sync_peer(sock);
 
     /* a dead key: rank 1 deregisters, rank 0 writes with the old key */
