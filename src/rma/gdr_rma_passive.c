@@ -219,7 +219,10 @@ int gdr_rma_passive_unlock_all(gdr_rma_win_t *w)
     int rc = GDR_RMA_OK;
     if (!gdr_rma_ctl_native(w) || w->passive.t == NULL)
         return GDR_RMA_OK;
-    for (int i = 0; i < w->n; i++) {
+    /* this rank's own lock last: the releases to the others go behind the writes still
+     * held for them, and the own one, on the loopback queue pair, is one doorbell alone */
+    for (int k = 0; k < w->n; k++) {
+        int i = k < w->self ? k : k + 1 < w->n ? k + 1 : w->self;
         int r = release_post(w, i);
         if (rc == GDR_RMA_OK)
             rc = r;
