@@ -56,6 +56,9 @@ void MPIDI_GDR_rma_engine_start(void);
 void MPIDI_GDR_rma_engine_stop(void);
 /* An engine result (GDR_RMA_*) as an MPI error code. */
 int MPIDI_GDR_rma_error(int rc);
+/* gdr_win_sync.c: waits for win's lock releases still in flight (before its free's
+ * barrier); the error of one that failed. */
+int MPIDI_GDR_win_drain_releases(MPIR_Win * win);
 /* gdr_win_dynamic.c: the region lookup messages of dynamic windows, at init; asking a
  * target (an MPIR_Win rank) about its region around addr. */
 int MPIDI_GDR_dynamic_register_handlers(void);

@@ -334,19 +334,11 @@ int MPIDI_GDR_mpi_win_free(MPIR_Win ** win_ptr)
     }
     /* no lock release may reach a target after its free's barrier deregistered the word
      * (the free goes on after a failure: the other ranks are in the barrier) */
-    int took = MPIDI_GDR_engine_enter();
-    int rc = win->dev.netmod.gdr.s != NULL ? gdr_rma_passive_drain(&GDR_WIN(win).rma)
-        : GDR_RMA_OK;
-    MPIDI_GDR_engine_exit(took);
-    int drain_errno = rc == GDR_RMA_OK ? MPI_SUCCESS : MPIDI_GDR_rma_error(rc);
-    if (rc == GDR_RMA_ERROR)
-        MPIR_ERR_SET1(drain_errno, MPI_ERR_RMA_SYNC, "**gdr_transport", "**gdr_transport %s",
-                      "releasing a passive-target lock by remote atomics failed (the "
-                      "connection to the target broke?)");
+    int drain_errno = MPIDI_GDR_win_drain_releases(win);
     int mpi_errno = MPIDIG_mpi_win_free(win_ptr);
     if (drain_errno != MPI_SUCCESS)
         mpi_errno = drain_errno;
-    took = MPIDI_GDR_engine_enter();
+    int took = MPIDI_GDR_engine_enter();
     int failed = device_base != NULL && gdr_gpu_mem_free(&MPIDI_GDR_global.gpu, device_base) != 0;
     MPIDI_GDR_engine_exit(took);
     if (failed && mpi_errno == MPI_SUCCESS)

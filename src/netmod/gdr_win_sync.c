@@ -271,6 +271,17 @@ int MPIDI_GDR_win_lock(int lock_type, int rank, int assert, MPIR_Win * win)
                       "failed (through the loopback queue pair)");
 }
 
+int MPIDI_GDR_win_drain_releases(MPIR_Win * win)
+{
+    if (win->dev.netmod.gdr.s == NULL)
+        return MPI_SUCCESS;
+    int took = MPIDI_GDR_engine_enter();
+    int rc = gdr_rma_passive_drain(&GDR_WIN(win).rma);
+    MPIDI_GDR_engine_exit(took);
+    return sync_error(rc, "releasing a passive-target lock by remote atomics failed (the "
+                      "connection to the target broke?)");
+}
+
 int MPIDI_GDR_win_unlock(int rank, MPIR_Win * win)
 {
     if (!native_locks(win))

@@ -189,7 +189,7 @@ int gdr_rma_passive_held(const gdr_rma_win_t *w, int target)
 
 /* Posts target's release if its lock is held; the epoch ends either way.  Nobody waits
  * for its answer: the lock's state machine has nothing left to learn from it. */
-static int release_post(gdr_rma_win_t *w, int target)
+int gdr_rma_passive_unlock(gdr_rma_win_t *w, int target)
 {
     if (!gdr_rma_passive_native(w, target) || w->passive.t == NULL)
         return GDR_RMA_OK;
@@ -209,11 +209,6 @@ static int release_post(gdr_rma_win_t *w, int target)
     return rc;
 }
 
-int gdr_rma_passive_unlock(gdr_rma_win_t *w, int target)
-{
-    return release_post(w, target);
-}
-
 int gdr_rma_passive_unlock_all(gdr_rma_win_t *w)
 {
     int rc = GDR_RMA_OK;
@@ -221,13 +216,13 @@ int gdr_rma_passive_unlock_all(gdr_rma_win_t *w)
         return GDR_RMA_OK;
     /* this rank's own lock last: the releases to the others go behind the writes still
      * held for them, and the own one, on the loopback queue pair, is one doorbell alone */
-    for (int k = 0; k < w->n; k++) {
-        int i = k < w->self ? k : k + 1 < w->n ? k + 1 : w->self;
-        int r = release_post(w, i);
+    for (int i = 0; i < w->n; i++) {
+        int r = i != w->self ? gdr_rma_passive_unlock(w, i) : GDR_RMA_OK;
         if (rc == GDR_RMA_OK)
             rc = r;
     }
-    return rc;
+    int r = gdr_rma_passive_unlock(w, w->self);
+    return rc != GDR_RMA_OK ? rc : r;
 }
 
 int gdr_rma_passive_drain(gdr_rma_win_t *w)

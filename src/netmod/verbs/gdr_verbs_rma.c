@@ -344,9 +344,17 @@ static int post_held_cb(void *ctx, int peer)
     return gdr_verbs_rma_post_held(ctx, peer);
 }
 
-/* Holds the chain wr (n work requests; the pieces of an inline one are copied) if
- * holdable and room is left, else posts it behind the held ones.  Either way its work requests count in flight from now on, and a failure leaves
- * none of them to the caller. */
+/* Whether wr may wait in a held slot: one piece at most, and inline data that fits. */
+static int fits_slot(const struct ibv_send_wr *wr)
+{
+    return wr->num_sge <= HOLD_SGE && (!(wr->send_flags & IBV_SEND_INLINE)
+                                       || wr->num_sge == 0 || wr->sg_list[0].length <= HOLD_DATA);
+}
+
+/* Holds the chain wr (n work requests; an inline one's data is copied) if holdable (its
+ * data stays valid until done: inline, a bounce buffer, an atomic's), every one fits a
+ * slot and cfg.hold leaves room, else posts it behind the held ones.  Either way its work
+ * requests count in flight from now on, and a failure leaves none of them to the caller. */
 static int submit(gdr_verbs_rma_t *rma, int peer, struct ibv_send_wr *wr, uint32_t n,
                   int holdable)
 {
@@ -356,33 +364,25 @@ static int submit(gdr_verbs_rma_t *rma, int peer, struct ibv_send_wr *wr, uint32
         return -1;
     }
     for (const struct ibv_send_wr *w = wr; holdable && w != NULL; w = w->next)
-        holdable = w->num_sge <= HOLD_SGE;
+        holdable = fits_slot(w);
     if (!holdable || rma->nheld + n > rma->cfg.hold)
         return post_chain(rma, peer, wr);
     for (; wr != NULL; wr = wr->next) {
         held_wr_t *h = &rma->held[rma->nheld++];
         h->wr = *wr;
         h->wr.sg_list = h->sge;
-        size_t off = 0;
-        for (int k = 0; k < wr->num_sge; k++) {
-            h->sge[k] = wr->sg_list[k];
+        if (wr->num_sge == 1) {
+            h->sge[0] = wr->sg_list[0];
             if (wr->send_flags & IBV_SEND_INLINE) {
-                memcpy(h->data + off, (const void *) (uintptr_t) wr->sg_list[k].addr,
-                       wr->sg_list[k].length);
-                h->sge[k].addr = (uintptr_t) (h->data + off);
-                off += wr->sg_list[k].length;
+                memcpy(h->data, (const void *) (uintptr_t) wr->sg_list[0].addr,
+                       wr->sg_list[0].length);
+                h->sge[0].addr = (uintptr_t) h->data;
             }
         }
     }
     rma->held_peer = peer;
     rma->stats.held += n;
     return 0;
-}
-
-/* Whether a write of len bytes from a bounce buffer or inline may be held. */
-static int write_holdable(const gdr_verbs_rma_t *rma, size_t len, int by_inline)
-{
-    return rma->cfg.hold > 0 && (!by_inline || len <= HOLD_DATA);
 }
 
 /* Posts a contiguous transfer in chunks; the op's WR count was reserved. */
@@ -466,7 +466,7 @@ int gdr_verbs_rma_put(gdr_verbs_rma_t *rma, int peer, const void *src, size_t le
     rma->stats.bytes_written += len;
     *copied = by_inline || by_bounce;
     return post_chunks(rma, op, IBV_WR_RDMA_WRITE, laddr, lkey, len, raddr, rkey, by_inline,
-                       (by_inline || by_bounce) && write_holdable(rma, len, by_inline));
+                       by_inline || by_bounce);
 }
 
 int gdr_verbs_rma_get(gdr_verbs_rma_t *rma, int peer, void *dst, size_t len, uint64_t raddr,
@@ -647,7 +647,7 @@ static int post_atomics(gdr_verbs_rma_t *rma, int peer, gdr_verbs_rma_atomic_op_
     rma->stats.atomics += n;
     rma->stats.atomic_posts++;
     /* (the results land in the bounce buffer, which stays: atomics may be held) */
-    return submit(rma, peer, wr, (uint32_t) n, rma->cfg.hold > 0);
+    return submit(rma, peer, wr, (uint32_t) n, 1);
 }
 
 int gdr_verbs_rma_atomic(gdr_verbs_rma_t *rma, int peer, gdr_verbs_rma_atomic_op_t aop,
