@@ -76,13 +76,14 @@ cvars:
       verbosity   : MPI_T_VERBOSITY_USER_BASIC
       scope       : MPI_T_SCOPE_LOCAL
       description : >-
-        Small one-sided work requests (writes of up to 8 KiB, atomics) held
-        back so that those that follow to the same rank share one doorbell
-        (one ibv_post_send: on Soft-RoCE a system call, on a NIC an MMIO
-        write), up to this many; they leave at the next larger operation, a
-        synchronisation, a wait, or any progress of this rank.  Lock+Put+unlock
-        then rings twice (the acquire; the Put and the release), a fence's Put
-        goes with its barrier write.  0: every operation rings at once, which
+        Small one-sided work requests (writes and reads of up to 8 KiB,
+        atomics) held back so that those that follow to the same rank share
+        one doorbell (one ibv_post_send: on Soft-RoCE a system call, on a NIC
+        an MMIO write), up to this many; they leave at the next larger
+        operation, a synchronisation, a wait, or any progress of this rank.
+        Lock+Put+unlock and lock+Get+unlock then ring twice (the acquire; the
+        Put or Get and the release), a fence's Put goes with its barrier
+        write.  0: every operation rings at once, which
         also moves a Put before the next MPI call when a rank computes after
         it without calling MPI.
 
@@ -321,6 +322,11 @@ void MPIDI_GDR_am_register_pvars(void)
          "(MPIR_CVAR_CH4_GDR_SRQ_DEPTH)", offsetof(gdr_verbs_am_stats_t, recv_buffers), 1},
         {"gdr_pinned_bytes", "bytes of the channel's own registered buffers (send, receive, "
          "handshake)", offsetof(gdr_verbs_am_stats_t, pinned_bytes), 1},
+        {"gdr_am_eager_sent", "active messages this rank sent whole in one eager buffer "
+         "(payload and headers up to 16 KiB and 512 bytes)",
+         offsetof(gdr_verbs_am_stats_t, eager_sent), 0},
+        {"gdr_am_rndv_sent", "active messages this rank sent by rendezvous (the receiver "
+         "reads the payload with RDMA READ)", offsetof(gdr_verbs_am_stats_t, rndv_sent), 0},
     };
     MPIDI_GDR_register_stat_pvars(pv, sizeof(pv) / sizeof(pv[0]), am_stat_value);
 }

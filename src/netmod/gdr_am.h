@@ -7,8 +7,10 @@
 #include "gdr_impl.h"
 
 /* Eager buffer and wire overhead (gdr_verbs_wire.h: 24-byte header, AM header padded
- * to 8, 24-byte RTS body); the AM header always travels in one eager buffer. */
-#define MPIDI_GDR_AM_EAGER_BUF_SZ 16384
+ * to 8, 24-byte RTS body); the AM header always travels in one eager buffer.  16 KiB
+ * of payload and room for MPIDIG's headers, so a 16-KiB Accumulate or Get_accumulate
+ * result goes eagerly (MPICH patch 0019 sizes the pack buffers to match). */
+#define MPIDI_GDR_AM_EAGER_BUF_SZ (16384 + 512)
 #define MPIDI_GDR_AM_WIRE_HDR_SZ  56
 #define MPIDI_GDR_AM_HDR_MAX_SZ   (MPIDI_GDR_AM_EAGER_BUF_SZ - MPIDI_GDR_AM_WIRE_HDR_SZ)
 

@@ -61,7 +61,7 @@ cvars:
       verbosity   : MPI_T_VERBOSITY_USER_BASIC
       scope       : MPI_T_SCOPE_LOCAL
       description : >-
-        Eager messages (16 KiB buffers) a rank may have in flight to one peer
+        Eager messages (16.5 KiB buffers) a rank may have in flight to one peer
         before it waits for credits.  The shared receive queue grows by this
         many buffers for each rank that connects, up to
         MPIR_CVAR_CH4_GDR_SRQ_DEPTH.
@@ -74,8 +74,8 @@ cvars:
       verbosity   : MPI_T_VERBOSITY_USER_BASIC
       scope       : MPI_T_SCOPE_LOCAL
       description : >-
-        Most receive buffers (16 KiB each, pinned) in a rank's shared receive
-        queue, whatever the number of peers: 16 MiB at 1024.  Past it, peers
+        Most receive buffers (16.5 KiB each, pinned) in a rank's shared receive
+        queue, whatever the number of peers: 16.5 MiB at 1024.  Past it, peers
         that send at once are paced by the NIC's receiver-not-ready retries
         instead of more memory.
 

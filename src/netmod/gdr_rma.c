@@ -54,6 +54,10 @@ void MPIDI_GDR_rma_register_pvars(void)
          offsetof(gdr_verbs_rma_stats_t, doorbells), 0},
         {"gdr_rma_held", "one-sided work requests held back to share a later doorbell",
          offsetof(gdr_verbs_rma_stats_t, held), 0},
+        {"gdr_rma_fenced", "releases and synchronisation writes posted behind the epoch's "
+         "RDMA reads and atomics to their target instead of after waiting for them "
+         "(IBV_SEND_FENCE; Soft-RoCE keeps that order itself)",
+         offsetof(gdr_verbs_rma_stats_t, fenced), 0},
     };
     MPIDI_GDR_register_stat_pvars(origin_pv, sizeof(origin_pv) / sizeof(origin_pv[0]),
                                   verbs_rma_stat_value);

@@ -73,13 +73,14 @@ static int sync_error(int rc, const char *what)
 }
 
 /* Whether something of the epoch to rank could still be overtaken by a release posted
- * now: RDMA reads and atomics (a responder may run a later atomic before a read has read),
- * the staged protocol, MPICH's messages; this rank's own window (its shared-memory and
- * GPU paths complete elsewhere).  RDMA writes alone never are. */
+ * now: the staged protocol, MPICH's messages; this rank's own window (its shared-memory
+ * and GPU paths complete elsewhere).  RDMA writes never are, nor RDMA reads and atomics:
+ * a release or notice posted behind them goes after them (GDR_RMA_POST_AFTER_READS),
+ * where a responder could otherwise run it before a read has read. */
 static int release_must_wait(MPIR_Win * win, int rank)
 {
     const gdr_rma_win_t *w = &GDR_WIN(win).rma;
-    if (rank == w->self || (w->tracker.reading != NULL && w->tracker.reading[rank] != 0))
+    if (rank == w->self || gdr_rma_tracker_by_messages(&w->tracker, rank))
         return 1;
     MPIDIG_win_target_t *t = MPIDIG_win_target_find(win, rank);
     return t != NULL && (MPIR_cc_get(t->remote_cmpl_cnts) != 0

@@ -8,7 +8,8 @@ int gdr_rma_tracker_init(gdr_rma_tracker_t *t, int n, gdr_rma_regions_t *regions
     t->remote = calloc((size_t) n, sizeof(unsigned long));
     t->local = calloc((size_t) n, sizeof(unsigned long));
     t->reading = calloc((size_t) n, sizeof(unsigned long));
-    if (t->remote == NULL || t->local == NULL || t->reading == NULL) {
+    t->by_messages = calloc((size_t) n, sizeof(unsigned long));
+    if (t->remote == NULL || t->local == NULL || t->reading == NULL || t->by_messages == NULL) {
         gdr_rma_tracker_free(t);
         return GDR_RMA_NOMEM;
     }
@@ -20,7 +21,8 @@ void gdr_rma_tracker_free(gdr_rma_tracker_t *t)
     free(t->remote);
     free(t->local);
     free(t->reading);
-    t->remote = t->local = t->reading = NULL;
+    free(t->by_messages);
+    t->remote = t->local = t->reading = t->by_messages = NULL;
 }
 
 void gdr_rma_op_hold_local(gdr_rma_op_t *op)
@@ -38,6 +40,14 @@ void gdr_rma_op_writes_only(gdr_rma_op_t *op)
         return;
     op->reads_target = 0;
     op->tracker->reading[op->target]--;
+}
+
+void gdr_rma_op_by_messages(gdr_rma_op_t *op)
+{
+    if (op->by_messages)
+        return;
+    op->by_messages = 1;
+    op->tracker->by_messages[op->target]++;
 }
 
 void gdr_rma_op_local_done(gdr_rma_op_t *op)
@@ -84,6 +94,8 @@ static void op_release(gdr_rma_op_t *op)
     }
     if (op->reads_target)
         t->reading[op->target]--;
+    if (op->by_messages)
+        t->by_messages[op->target]--;
     if (op->pin != NULL)
         op->eng->net.unpin(op->eng->net.ctx, op->pin);
     free(op->temp);

@@ -15,6 +15,7 @@ typedef struct gdr_rma_tracker {
     int n;                      /* targets */
     unsigned long *remote, *local;      /* per target */
     unsigned long *reading;     /* per target: in flight and not known to be writes only */
+    unsigned long *by_messages; /* per target: in flight through the staged protocol */
     unsigned long total_remote, total_local;
     int failed;                 /* a transport operation failed: waits report it */
     gdr_rma_regions_t *regions; /* dynamic windows: told of remote completions */
@@ -30,6 +31,7 @@ typedef struct gdr_rma_op {
     int target;
     int local_held;             /* counted in local[] until done */
     int reads_target;           /* counted in reading[] until done (the default) */
+    int by_messages;            /* counted in by_messages[] until done */
     int status;
     unsigned parts;             /* transport operations not complete, +1 while posting */
     void *temp;                 /* engine buffer where results land (passed to complete) */
@@ -51,6 +53,22 @@ gdr_rma_op_t *gdr_rma_op_new(const gdr_rma_engine_t *eng, gdr_rma_tracker_t *t, 
  * reads, atomics, the staged protocol): a later atomic on the same queue pair may run
  * before such an op is done there, never before a write (gdr_rma_passive_unlock). */
 void gdr_rma_op_writes_only(gdr_rma_op_t *op);
+/* The op runs through the staged protocol's messages and the target's own work, not
+ * as this rank's work requests: nothing posted on the queue pair after it (a fenced
+ * one included) is ordered behind it, so a release waits for it on the host. */
+void gdr_rma_op_by_messages(gdr_rma_op_t *op);
+/* The flags of a synchronisation post to target (a release, a notice): after the reads
+ * and atomics in flight to it, if any. */
+static inline unsigned gdr_rma_tracker_post_flags(const gdr_rma_tracker_t *t, int target)
+{
+    return t->reading != NULL && t->reading[target] != 0 ? GDR_RMA_POST_AFTER_READS : 0;
+}
+
+/* Whether an op to target in flight goes by messages (a release waits for it). */
+static inline int gdr_rma_tracker_by_messages(const gdr_rma_tracker_t *t, int target)
+{
+    return t->by_messages != NULL && t->by_messages[target] != 0;
+}
 /* The op's origin or result buffer is in the transport's hands until completion. */
 void gdr_rma_op_hold_local(gdr_rma_op_t *op);
 /* The op's origin buffer is free again before the op completes (the staged protocol

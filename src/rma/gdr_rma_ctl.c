@@ -81,8 +81,10 @@ int gdr_rma_ctl_write(gdr_rma_win_t *w, int target, size_t offset, uint64_t valu
     gdr_rma_engine_t *eng = w->eng;
     const gdr_rma_ctl_target_t *t = &w->ctl.t[target];
     int copied = 0, rc;
+    /* behind the epoch's reads and atomics on the NIC, not the host (gdr_rma_ctl.h) */
+    unsigned flags = gdr_rma_tracker_post_flags(&w->tracker, target);
     while ((rc = eng->net.put(eng->net.ctx, w->targets[target].peer, &value, 8, t->addr + offset,
-                              t->rkey, write_done, &w->ctl, &copied)) == GDR_RMA_BUSY) {
+                              t->rkey, flags, write_done, &w->ctl, &copied)) == GDR_RMA_BUSY) {
         if (eng->host.progress(eng->host.ctx) != 0)
             return GDR_RMA_HOST_ERROR;
     }

@@ -78,7 +78,10 @@ static inline size_t gdr_rma_ctl_detach_word(int n, int rank)
 /* This rank's word at offset, as the NIC last wrote it. */
 uint64_t gdr_rma_ctl_read(const struct gdr_rma_win *w, size_t offset);
 /* Writes value into target's word at offset (an inline RDMA write; completes in the
- * background, counted in writes).  GDR_RMA_OK, BUSY never (it progresses), ERROR. */
+ * background, counted in writes), after the reads and atomics to target still in
+ * flight (GDR_RMA_POST_AFTER_READS): a notice or barrier write never lets the target
+ * go on while one of them may still read or change its window.  GDR_RMA_OK, BUSY never
+ * (it progresses), ERROR. */
 int gdr_rma_ctl_write(struct gdr_rma_win *w, int target, size_t offset, uint64_t value);
 /* Waits until every write is complete; GDR_RMA_ERROR if one failed. */
 int gdr_rma_ctl_quiesce(struct gdr_rma_win *w);

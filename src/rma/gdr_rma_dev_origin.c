@@ -235,6 +235,7 @@ int gdr_rma_dev_start(gdr_rma_dev_win_t *dw, const gdr_rma_access_t *a, gdr_rma_
         gdr_dev_set_error(d, "out of memory for a staged operation's completion");
         o->status = GDR_RMA_NOMEM;
     } else {
+        gdr_rma_op_by_messages(o->track);
         gdr_rma_op_on_complete(o->track, fn, arg, 1);
         if (o->sent == data_bytes && !has_results(a->kind))
             gdr_rma_op_local_done(o->track);

@@ -42,14 +42,14 @@ int gdr_rma_issue(gdr_rma_win_t *w, const gdr_rma_access_t *a, gdr_rma_plan_t *p
             goto drop;
     }
     /* Ordered accumulates: responders run requests in order, except that a read's data
-     * may be fetched after later requests ran.  An atomic after an accumulate's read
-     * waits for it here.  (Not with a fenced work request: Linux 6.1 rxe stalled for good
-     * under streams of fenced atomics.) */
+     * may be fetched after later requests ran.  The first atomic after an accumulate's
+     * read goes after it (a fenced work request: the transport leaves the bit off on
+     * Soft-RoCE, whose fenced streams stalled, and whose responder keeps the order); the
+     * atomics behind that one run after it. */
+    unsigned after_reads = 0;
     if ((plan->path == GDR_RMA_PATH_FETCH_ADD || plan->path == GDR_RMA_PATH_CMP_SWAP)
         && w->atomics.order_after_reads && w->acc_read_posted[t]) {
-        rc = gdr_rma_wait_zero(eng, &w->tracker.remote[t], "for an accumulate's read", t);
-        if (rc != GDR_RMA_OK)
-            goto drop;
+        after_reads = GDR_RMA_POST_AFTER_READS;
         w->acc_read_posted[t] = 0;
     }
     gdr_rma_op_t *op = gdr_rma_op_new(eng, &w->tracker, t, fetches);
@@ -101,8 +101,8 @@ int gdr_rma_issue(gdr_rma_win_t *w, const gdr_rma_access_t *a, gdr_rma_plan_t *p
                         continue;
                     gdr_rma_op_add_part(op);
                     POST(net->put(net->ctx, peer, src + off, a->tpieces[i].iov_len,
-                                  piece_addr(plan, &a->tpieces[i]), rkey, gdr_rma_op_part_done,
-                                  op, &copied));
+                                  piece_addr(plan, &a->tpieces[i]), rkey, 0,
+                                  gdr_rma_op_part_done, op, &copied));
                     all_copied &= copied;
                 }
                 if (!all_copied && op->origin_temp == NULL)
@@ -157,8 +157,9 @@ int gdr_rma_issue(gdr_rma_win_t *w, const gdr_rma_access_t *a, gdr_rma_plan_t *p
                         gdr_rma_op_add_part(op);
                         POST(net->atomicv(net->ctx, peer, aop, src + 8 * elem, compare,
                                           fetches ? land + 8 * elem : NULL, raddrs, nb, rkey,
-                                          gdr_rma_op_part_done, op));
-                            elem += nb;
+                                          after_reads, gdr_rma_op_part_done, op));
+                        after_reads = 0;
+                        elem += nb;
                         nb = 0;
                     }
                 }

@@ -71,9 +71,10 @@ static int release_failed(gdr_rma_passive_target_t *t)
     return failed;
 }
 
-/* One fetch-add of *operand on target's lock word; done(t, status) when it completes. */
+/* One fetch-add of *operand on target's lock word; done(t, status) when it completes.
+ * flags: the transport's (a release goes after the epoch's reads and atomics). */
 static int post_fetch_add(gdr_rma_win_t *w, int target, const uint64_t *operand,
-                          uint64_t *result, gdr_rma_done_fn done)
+                          uint64_t *result, unsigned flags, gdr_rma_done_fn done)
 {
     gdr_rma_engine_t *eng = w->eng;
     int rc;
@@ -81,7 +82,7 @@ static int post_fetch_add(gdr_rma_win_t *w, int target, const uint64_t *operand,
     uint64_t word = c->addr + GDR_RMA_CTL_LOCK;
     while ((rc = eng->net.atomicv(eng->net.ctx, w->targets[target].peer,
                                   GDR_RMA_ATOMIC_FETCH_ADD, operand, 0, result, &word, 1,
-                                  c->rkey, done, &w->passive.t[target]))
+                                  c->rkey, flags, done, &w->passive.t[target]))
            == GDR_RMA_BUSY) {
         if (eng->host.progress(eng->host.ctx) != 0)
             return GDR_RMA_HOST_ERROR;
@@ -99,7 +100,7 @@ static int post_step(gdr_rma_win_t *w, int target)
     t->operand = t->step.add;
     t->done = 0;
     t->status = 0;
-    return post_fetch_add(w, target, &t->operand, &t->result, step_done);
+    return post_fetch_add(w, target, &t->operand, &t->result, 0, step_done);
 }
 
 /* Waits for the result of t's step. */
@@ -203,7 +204,9 @@ int gdr_rma_passive_unlock(gdr_rma_win_t *w, int target)
      * after it) */
     t->release_operand = t->step.add;
     t->release_pending = 1;
-    int rc = post_fetch_add(w, target, &t->release_operand, &t->release_result, release_done);
+    unsigned flags = gdr_rma_tracker_post_flags(&w->tracker, target);
+    int rc = post_fetch_add(w, target, &t->release_operand, &t->release_result, flags,
+                            release_done);
     if (rc != GDR_RMA_OK)
         t->release_pending = 0;
     return rc;

@@ -51,9 +51,11 @@ int gdr_rma_passive_need_all(struct gdr_rma_win *w);
 int gdr_rma_passive_held(const struct gdr_rma_win *w, int target);
 /* The epoch to target ends: posts the release of the lock if held, and returns without
  * waiting for it.  Call once every operation of the epoch to target has completed there,
- * or at least once every one still in flight is an RDMA write (a responder runs a write
- * before a later atomic, but may read a read's data after it); the caller then waits for
- * those writes, which complete before the release does.  A release that fails is
+ * or at least once none still in flight goes by messages (gdr_rma_tracker_by_messages):
+ * a responder runs a write before a later atomic, and the release goes after the
+ * epoch's reads and atomics on the queue pair (GDR_RMA_POST_AFTER_READS; a responder may
+ * read a read's data after a later request ran); the caller then waits for the epoch's
+ * operations, which complete before the release does.  A release that fails is
  * reported by the next lock need of that target or by gdr_rma_passive_drain. */
 int gdr_rma_passive_unlock(struct gdr_rma_win *w, int target);
 /* unlock for every target whose lock is held. */

@@ -50,7 +50,7 @@ enum {
 
 typedef struct gdr_rma_atomics_policy {
     int native;                 /* the NIC path is open */
-    int order_after_reads;      /* an atomic after an accumulate read waits for it */
+    int order_after_reads;      /* an atomic after an accumulate read goes after it */
     int switch_wait;            /* drain the other path before switching (ordering) */
 } gdr_rma_atomics_policy_t;
 

@@ -45,11 +45,17 @@ typedef struct gdr_rma_mr {
     uint32_t rkey;
 } gdr_rma_mr_t;
 
+/* A post's flags.  AFTER_READS: it acts at the target only after every read and atomic
+ * posted to that peer before it has completed (on verbs IBV_SEND_FENCE): a release or
+ * a synchronisation write behind an epoch's reads and atomics, without waiting for
+ * them on the host. */
+#define GDR_RMA_POST_AFTER_READS 1u
+
 typedef struct gdr_rma_transport {
     void *ctx;
     /* *copied: src may be reused at once (inline or bounced) */
     int (*put)(void *ctx, int peer, const void *src, size_t len, uint64_t raddr, uint32_t rkey,
-               gdr_rma_done_fn done, void *arg, int *copied);
+               unsigned flags, gdr_rma_done_fn done, void *arg, int *copied);
     int (*get)(void *ctx, int peer, void *dst, size_t len, uint64_t raddr, uint32_t rkey,
                gdr_rma_done_fn done, void *arg);
     /* one work request over n local pieces, all inside pin */
@@ -57,10 +63,10 @@ typedef struct gdr_rma_transport {
                   uint64_t raddr, uint32_t rkey, gdr_rma_done_fn done, void *arg);
     int (*readv)(void *ctx, int peer, const struct iovec *dst, size_t n, const void *pin,
                  uint64_t raddr, uint32_t rkey, gdr_rma_done_fn done, void *arg);
-    /* n atomics of one kind with one doorbell; done once for all */
+    /* n atomics of one kind with one doorbell; done once for all (flags: the first's) */
     int (*atomicv)(void *ctx, int peer, gdr_rma_atomic_t op, const void *operands,
                    uint64_t compare, void *results, const uint64_t *raddrs, size_t n,
-                   uint32_t rkey, gdr_rma_done_fn done, void *arg);
+                   uint32_t rkey, unsigned flags, gdr_rma_done_fn done, void *arg);
     size_t (*atomicv_max)(const void *ctx);
     int (*sge_fits)(const void *ctx, size_t n, size_t total);
     /* keeps [addr, addr+len) registered until unpin; *pin NULL: nothing needed (the

@@ -272,9 +272,10 @@ static int t_unused(void)
 }
 
 static int t_put(void *c, int p, const void *s, size_t l, uint64_t ra, uint32_t rk,
-                 gdr_rma_done_fn d, void *a, int *cp)
+                 unsigned f, gdr_rma_done_fn d, void *a, int *cp)
 {
-    (void) c, (void) p, (void) s, (void) l, (void) ra, (void) rk, (void) d, (void) a, (void) cp;
+    (void) c, (void) p, (void) s, (void) l, (void) ra, (void) rk, (void) f, (void) d, (void) a;
+    (void) cp;
     return t_unused();
 }
 

@@ -554,9 +554,11 @@ static void stress(void)
 }
 
 /* Doorbells (MPIR_CVAR_CH4_GDR_DOORBELL_BATCH, on by default): lock+Put+unlock rings
- * twice, the acquire, then the Put with the release behind it; at 2 ranks a fence epoch
- * of one Put rings twice too, the opening barrier write, then the Put with the closing
- * one.  Without batching, three each.  The Puts land either way. */
+ * twice, the acquire, then the Put with the release behind it; so does lock+Get+unlock,
+ * its release posted behind the Get without waiting for it (MPI_T gdr_rma_fenced: once
+ * an epoch); at 2 ranks a fence epoch of one Put rings twice too, the opening barrier
+ * write, then the Put with the closing one.  Without batching, three each.  The Puts
+ * land and the Gets read what the target holds either way. */
 static void doorbells(void)
 {
     enum { EPOCHS = 50 };
@@ -565,8 +567,10 @@ static void doorbells(void)
     MPI_Win_allocate(8 * sizeof(int64_t), sizeof(int64_t), MPI_INFO_NULL, MPI_COMM_WORLD, &base,
                      &win);
     base[0] = -1;
+    base[2] = 4242 + rank;
     MPI_Barrier(MPI_COMM_WORLD);
-    unsigned long long lock_bells = 0, fence_bells = 0;
+    unsigned long long lock_bells = 0, fence_bells = 0, get_bells = 0, get_fenced = 0;
+    long get_wrong = 0;
     if (rank == 0) {
         for (int i = 0; i <= EPOCHS; i++) {     /* (the first connects: not counted) */
             unsigned long long d0 = pvar("gdr_rma_doorbells");
@@ -575,6 +579,16 @@ static void doorbells(void)
             MPI_Put(&v, 1, MPI_INT64_T, 1, 0, 1, MPI_INT64_T, win);
             MPI_Win_unlock(1, win);
             lock_bells += i > 0 ? pvar("gdr_rma_doorbells") - d0 : 0;
+        }
+        for (int i = 0; i <= EPOCHS; i++) {
+            unsigned long long d0 = pvar("gdr_rma_doorbells"), f0 = pvar("gdr_rma_fenced");
+            int64_t got = -1;
+            MPI_Win_lock(MPI_LOCK_SHARED, 1, 0, win);
+            MPI_Get(&got, 1, MPI_INT64_T, 1, 2, 1, MPI_INT64_T, win);
+            MPI_Win_unlock(1, win);
+            get_wrong += got != 4242 + 1;
+            get_bells += i > 0 ? pvar("gdr_rma_doorbells") - d0 : 0;
+            get_fenced += i > 0 ? pvar("gdr_rma_fenced") - f0 : 0;
         }
     }
     MPI_Barrier(MPI_COMM_WORLD);
@@ -598,6 +612,11 @@ static void doorbells(void)
     if (rank == 0) {
         gdr_check_long("doorbells of lock+Put+unlock epochs", 0, (batching ? 2 : 3) * EPOCHS,
                        (long long) lock_bells);
+        gdr_check_long("Gets of lock+Get+unlock epochs reading another value", 0, 0, get_wrong);
+        gdr_check_long("doorbells of lock+Get+unlock epochs", 0, (batching ? 2 : 3) * EPOCHS,
+                       (long long) get_bells);
+        gdr_check_long("releases posted behind a Get of lock+Get+unlock epochs", 0, EPOCHS,
+                       (long long) get_fenced);
         if (nranks == 2)
             gdr_check_long("doorbells of fence epochs of one Put", 0, (batching ? 1 : 2) * EPOCHS,
                            (long long) fence_bells);

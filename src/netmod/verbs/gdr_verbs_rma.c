@@ -385,10 +385,21 @@ static int submit(gdr_verbs_rma_t *rma, int peer, struct ibv_send_wr *wr, uint32
     return 0;
 }
 
-/* Posts a contiguous transfer in chunks; the op's WR count was reserved. */
+/* The send flag of a work request that must act after the queue pair's earlier reads
+ * and atomics (gdr_verbs_rma.h: none on Soft-RoCE, whose responder keeps that order). */
+static unsigned fence_flag(gdr_verbs_rma_t *rma, int fence)
+{
+    if (!fence)
+        return 0;
+    rma->stats.fenced++;
+    return rma->soft_roce ? 0 : IBV_SEND_FENCE;
+}
+
+/* Posts a contiguous transfer in chunks; the op's WR count was reserved.  fence: the
+ * first chunk's (gdr_verbs_rma.h). */
 static int post_chunks(gdr_verbs_rma_t *rma, rma_op_t *op, enum ibv_wr_opcode opcode,
                        uint64_t laddr, uint32_t lkey, size_t len, uint64_t raddr, uint32_t rkey,
-                       int send_inline, int holdable)
+                       int send_inline, int holdable, int fence)
 {
     uint64_t chunk = chunk_for(rma, len), done = 0;
     while (done < len) {
@@ -400,7 +411,8 @@ static int post_chunks(gdr_verbs_rma_t *rma, rma_op_t *op, enum ibv_wr_opcode op
         wr.sg_list = &sge;
         wr.num_sge = 1;
         wr.opcode = opcode;
-        wr.send_flags = IBV_SEND_SIGNALED | (send_inline ? IBV_SEND_INLINE : 0);
+        wr.send_flags = IBV_SEND_SIGNALED | (send_inline ? IBV_SEND_INLINE : 0)
+            | fence_flag(rma, fence && done == 0);
         wr.wr.rdma.remote_addr = raddr + done;
         wr.wr.rdma.rkey = rkey;
         if (submit(rma, op->head.peer, &wr, 1, holdable) != 0) {
@@ -438,8 +450,8 @@ static int register_user(gdr_verbs_rma_t *rma, rma_op_t *op, const void *addr, s
 }
 
 int gdr_verbs_rma_put(gdr_verbs_rma_t *rma, int peer, const void *src, size_t len,
-                      uint64_t raddr, uint32_t rkey, gdr_verbs_rma_done_fn done, void *arg,
-                      int *copied)
+                      uint64_t raddr, uint32_t rkey, int fence, gdr_verbs_rma_done_fn done,
+                      void *arg, int *copied)
 {
     int rc;
     int by_inline = len <= inline_limit(rma);
@@ -466,7 +478,7 @@ int gdr_verbs_rma_put(gdr_verbs_rma_t *rma, int peer, const void *src, size_t le
     rma->stats.bytes_written += len;
     *copied = by_inline || by_bounce;
     return post_chunks(rma, op, IBV_WR_RDMA_WRITE, laddr, lkey, len, raddr, rkey, by_inline,
-                       by_inline || by_bounce);
+                       by_inline || by_bounce, fence);
 }
 
 int gdr_verbs_rma_get(gdr_verbs_rma_t *rma, int peer, void *dst, size_t len, uint64_t raddr,
@@ -494,7 +506,9 @@ int gdr_verbs_rma_get(gdr_verbs_rma_t *rma, int peer, void *dst, size_t len, uin
     }
     rma->stats.reads++;
     rma->stats.bytes_read += len;
-    return post_chunks(rma, op, IBV_WR_RDMA_READ, laddr, lkey, len, raddr, rkey, 0, 0);
+    /* a bounced read may wait for a later doorbell too: lock+Get+unlock rings twice */
+    return post_chunks(rma, op, IBV_WR_RDMA_READ, laddr, lkey, len, raddr, rkey, 0, by_bounce,
+                       0);
 }
 
 int gdr_verbs_rma_pin(gdr_verbs_rma_t *rma, const void *addr, size_t len, uint64_t device_id,
@@ -638,7 +652,7 @@ static int post_atomics(gdr_verbs_rma_t *rma, int peer, gdr_verbs_rma_atomic_op_
         wr[i].num_sge = 1;
         wr[i].opcode = aop == GDR_VERBS_RMA_FETCH_ADD ? IBV_WR_ATOMIC_FETCH_AND_ADD
             : IBV_WR_ATOMIC_CMP_AND_SWP;
-        wr[i].send_flags = IBV_SEND_SIGNALED | (fence && i == 0 ? IBV_SEND_FENCE : 0);
+        wr[i].send_flags = IBV_SEND_SIGNALED | fence_flag(rma, fence && i == 0);
         wr[i].wr.atomic.remote_addr = raddrs[i];
         wr[i].wr.atomic.rkey = rkey;
         wr[i].wr.atomic.compare_add = aop == GDR_VERBS_RMA_FETCH_ADD ? operand : compare;
@@ -660,11 +674,11 @@ int gdr_verbs_rma_atomic(gdr_verbs_rma_t *rma, int peer, gdr_verbs_rma_atomic_op
 
 int gdr_verbs_rma_atomicv(gdr_verbs_rma_t *rma, int peer, gdr_verbs_rma_atomic_op_t aop,
                           const void *operands, uint64_t compare, void *results,
-                          const uint64_t *raddrs, size_t n, uint32_t rkey,
+                          const uint64_t *raddrs, size_t n, uint32_t rkey, int fence,
                           gdr_verbs_rma_done_fn done, void *arg)
 {
-    return post_atomics(rma, peer, aop, operands, compare, results, raddrs, n, rkey, 0, done,
-                        arg);
+    return post_atomics(rma, peer, aop, operands, compare, results, raddrs, n, rkey, fence,
+                        done, arg);
 }
 
 const char *gdr_verbs_rma_error(const gdr_verbs_rma_t *rma)

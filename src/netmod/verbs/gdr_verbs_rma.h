@@ -66,6 +66,7 @@ typedef struct gdr_verbs_rma_stats {
     uint64_t busy;              /* posts refused for want of room (caller retried) */
     uint64_t doorbells;         /* ibv_post_send calls */
     uint64_t held;              /* work requests held back for a later doorbell */
+    uint64_t fenced;            /* work requests posted behind earlier reads and atomics */
 } gdr_verbs_rma_stats_t;
 
 /* Returned by the post functions when the peer's send queue or the bounce buffers are
@@ -88,11 +89,18 @@ int gdr_verbs_rma_register(gdr_verbs_rma_t *rma, void *addr, size_t len, unsigne
 /* Destroys the registration: its key is refused by the NIC from now on. */
 void gdr_verbs_rma_deregister(gdr_verbs_rma_t *rma, gdr_verbs_rma_region_t *region);
 
+/* fence, for the posts below that take it: the work request acts at the target only
+ * after this queue pair's earlier reads and atomics have completed (IBV_SEND_FENCE;
+ * a responder may read a read's data after later requests ran).  On Soft-RoCE the bit
+ * is left off: rxe's responder finishes a read before it takes the next request
+ * (drivers/infiniband/sw/rxe/rxe_resp.c, get_req), and under streams of fenced work
+ * requests Linux 6.1's rxe stalled for good.  Counted in stats.fenced either way. */
+
 /* RDMA WRITE of len > 0 bytes from src to (raddr, rkey) at peer.  *copied is set when
  * src may be reused at once (sent inline or bounced).  0, GDR_VERBS_RMA_BUSY or -1. */
 int gdr_verbs_rma_put(gdr_verbs_rma_t *rma, int peer, const void *src, size_t len,
-                      uint64_t raddr, uint32_t rkey, gdr_verbs_rma_done_fn done, void *arg,
-                      int *copied);
+                      uint64_t raddr, uint32_t rkey, int fence, gdr_verbs_rma_done_fn done,
+                      void *arg, int *copied);
 
 /* RDMA READ of len > 0 bytes from (raddr, rkey) at peer into dst. */
 int gdr_verbs_rma_get(gdr_verbs_rma_t *rma, int peer, void *dst, size_t len, uint64_t raddr,
@@ -123,8 +131,7 @@ int gdr_verbs_rma_readv(gdr_verbs_rma_t *rma, int peer, const struct iovec *dst,
                         gdr_verbs_rma_done_fn done, void *arg);
 
 /* An 8-byte atomic on the naturally aligned word at raddr; the old value goes to
- * result (8 bytes, any alignment) unless NULL.  fence: start only after this queue
- * pair's earlier reads and atomics have completed (accumulate ordering). */
+ * result (8 bytes, any alignment) unless NULL.  fence: as above. */
 int gdr_verbs_rma_atomic(gdr_verbs_rma_t *rma, int peer, gdr_verbs_rma_atomic_op_t op,
                          uint64_t operand, uint64_t compare, void *result, uint64_t raddr,
                          uint32_t rkey, int fence, gdr_verbs_rma_done_fn done, void *arg);
@@ -138,7 +145,7 @@ int gdr_verbs_rma_atomic(gdr_verbs_rma_t *rma, int peer, gdr_verbs_rma_atomic_op
 size_t gdr_verbs_rma_atomicv_max(const gdr_verbs_rma_t *rma);
 int gdr_verbs_rma_atomicv(gdr_verbs_rma_t *rma, int peer, gdr_verbs_rma_atomic_op_t op,
                           const void *operands, uint64_t compare, void *results,
-                          const uint64_t *raddrs, size_t n, uint32_t rkey,
+                          const uint64_t *raddrs, size_t n, uint32_t rkey, int fence,
                           gdr_verbs_rma_done_fn done, void *arg);
 
 /* Posts the work requests held back for peer (-1: whichever peer has some), one

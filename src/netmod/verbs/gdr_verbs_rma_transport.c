@@ -7,9 +7,10 @@ _Static_assert(GDR_VERBS_RMA_BUSY == GDR_RMA_BUSY && GDR_VERBS_RMA_NOREG == GDR_
                "gdr_verbs_rma and the RMA engine disagree on post results");
 
 static int t_put(void *ctx, int peer, const void *src, size_t len, uint64_t raddr, uint32_t rkey,
-               gdr_rma_done_fn done, void *arg, int *copied)
+               unsigned flags, gdr_rma_done_fn done, void *arg, int *copied)
 {
-    return gdr_verbs_rma_put(ctx, peer, src, len, raddr, rkey, done, arg, copied);
+    return gdr_verbs_rma_put(ctx, peer, src, len, raddr, rkey,
+                             (flags & GDR_RMA_POST_AFTER_READS) != 0, done, arg, copied);
 }
 
 static int t_get(void *ctx, int peer, void *dst, size_t len, uint64_t raddr, uint32_t rkey,
@@ -32,12 +33,12 @@ static int t_readv(void *ctx, int peer, const struct iovec *dst, size_t n, const
 
 static int t_atomicv(void *ctx, int peer, gdr_rma_atomic_t op, const void *operands,
                    uint64_t compare, void *results, const uint64_t *raddrs, size_t n,
-                   uint32_t rkey, gdr_rma_done_fn done, void *arg)
+                   uint32_t rkey, unsigned flags, gdr_rma_done_fn done, void *arg)
 {
     gdr_verbs_rma_atomic_op_t vop = op == GDR_RMA_ATOMIC_CMP_SWAP ? GDR_VERBS_RMA_CMP_SWAP
         : GDR_VERBS_RMA_FETCH_ADD;
     return gdr_verbs_rma_atomicv(ctx, peer, vop, operands, compare, results, raddrs, n, rkey,
-                                 done, arg);
+                                 (flags & GDR_RMA_POST_AFTER_READS) != 0, done, arg);
 }
 
 static size_t t_atomicv_max(const void *ctx)

@@ -12,18 +12,19 @@ static int post(wr_t w)
         fk.busy--;
         return GDR_RMA_BUSY;
     }
+    fk.after_reads_posts += (w.flags & GDR_RMA_POST_AFTER_READS) != 0;
     fk.q[fk.n++] = w;
     fk.posts++;
     return GDR_RMA_OK;
 }
 
 static int f_put(void *c, int peer, const void *src, size_t len, uint64_t raddr, uint32_t rkey,
-                 gdr_rma_done_fn done, void *arg, int *copied)
+                 unsigned flags, gdr_rma_done_fn done, void *arg, int *copied)
 {
     (void) c;
     *copied = 0;
     wr_t w = {.kind = W_PUT,.peer = peer,.local = (void *) src,.len = len,.raddr = raddr,
-        .rkey = rkey,.done = done,.arg = arg };
+        .rkey = rkey,.done = done,.arg = arg,.flags = flags };
     int rc = post(w);
     if (rc == GDR_RMA_OK && len <= fk.inline_max && len <= sizeof(w.inl)) {
         wr_t *q = &fk.q[fk.n - 1];
@@ -69,11 +70,11 @@ static int f_readv(void *c, int peer, const struct iovec *dst, size_t n, const v
 
 static int f_atomicv(void *c, int peer, gdr_rma_atomic_t op, const void *operands,
                      uint64_t compare, void *results, const uint64_t *raddrs, size_t n,
-                     uint32_t rkey, gdr_rma_done_fn done, void *arg)
+                     uint32_t rkey, unsigned flags, gdr_rma_done_fn done, void *arg)
 {
     (void) c;
     wr_t w = {.kind = W_ATOMICV,.peer = peer,.aop = op,.operands = operands,.compare = compare,
-        .local = results,.n = n,.rkey = rkey,.done = done,.arg = arg
+        .local = results,.n = n,.rkey = rkey,.done = done,.arg = arg,.flags = flags
     };
     memcpy(w.raddrs, raddrs, n * sizeof(*raddrs));
     int rc = post(w);
@@ -142,10 +143,31 @@ static const char *f_error(const void *c)
     return "fake";
 }
 
+static int reads_target(const wr_t *w)
+{
+    return w->kind == W_GET || w->kind == W_READV || w->kind == W_ATOMICV;
+}
+
 void complete_one(void)
 {
     int i = fk.lifo ? fk.n - 1 : 0;
+    /* as a NIC honours a fence: a flagged post, and everything after it on the queue
+     * pair, waits for the reads and atomics to that peer before it (the oldest first) */
+    for (int k = 0, oldest_read = -1; k <= i; k++) {
+        if (fk.q[k].peer != fk.q[i].peer)
+            continue;
+        if ((fk.q[k].flags & GDR_RMA_POST_AFTER_READS) && oldest_read >= 0) {
+            i = oldest_read;
+            break;
+        }
+        if (oldest_read < 0 && reads_target(&fk.q[k]))
+            oldest_read = k;
+    }
     wr_t w = fk.q[i];
+    if (fk.done_n < (int) (sizeof(fk.done_kinds) / sizeof(fk.done_kinds[0]))) {
+        fk.done_kinds[fk.done_n] = w.kind;
+        fk.done_addrs[fk.done_n++] = w.kind == W_ATOMICV ? w.raddrs[0] : w.raddr;
+    }
     if (w.inlined)
         w.local = w.inl;        /* (this copy's: the queue slot moves below) */
     memmove(&fk.q[i], &fk.q[i + 1], (size_t) (fk.n - i - 1) * sizeof(wr_t));

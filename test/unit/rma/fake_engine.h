@@ -25,13 +25,16 @@ typedef struct {
     void *arg;
     uint8_t inl[8];             /* an inlined put's data (fk.inline_max) */
     int inlined;                /* local is NULL: the data is inl, wherever the slot is */
+    unsigned flags;             /* GDR_RMA_POST_AFTER_READS: never before an earlier read */
 } wr_t;
 
 
 typedef struct {
     wr_t q[256];
     int n;                      /* queued, not yet completed */
-    int lifo;                   /* complete the newest first */
+    int lifo;                   /* complete the newest first (but never a post flagged
+                                 * AFTER_READS, or one after it, before an earlier read or
+                                 * atomic to its peer) */
     int fail_next;              /* complete the next one with an error */
     int busy;                   /* refuse this many posts with BUSY */
     int noreg;                  /* pin fails */
@@ -46,6 +49,10 @@ typedef struct {
     gdr_rma_op_t *staged_op;    /* a staged-protocol operation progress completes */
     void (*on_progress)(void);  /* called by each round of progress (another rank acting) */
     size_t inline_max;          /* puts up to this long are copied at post (as inline) */
+    int after_reads_posts;      /* posts flagged GDR_RMA_POST_AFTER_READS */
+    wr_kind_t done_kinds[256];  /* the kinds completed, in order (done_n of them) */
+    uint64_t done_addrs[256];   /* and their (first) remote addresses */
+    int done_n;
 } fake_t;
 
 extern fake_t fk;

@@ -9,6 +9,9 @@
  * - a fence's puts to the barrier's first partner need not complete before the barrier:
  *   the partner leaves only after they landed (gdr_rma_wait_all_except), and the later
  *   rounds wait for them; puts to other ranks and gets from the partner are waited for;
+ * - a complete notice posted while a get from that target is in flight goes after it
+ *   (flagged GDR_RMA_POST_AFTER_READS; the fake completing newest first as a NIC may);
+ *   one to a target with nothing in flight is not flagged;
  * - ranks outside the window, and windows without control blocks, are refused. */
 #include <stdlib.h>
 #include <string.h>
@@ -241,6 +244,38 @@ static void test_fence_spares_first_partner(void)
     free_ranks(1);
 }
 
+static void test_notice_after_reads(void)
+{
+    make_ranks(3);
+    int one[1] = { 1 }, two[1] = { 2 }, zero[1] = { 0 }, yes = 0;
+    uint64_t got = 0, v = 0x0102030405060708u;
+    memcpy(target_mem[1] + 24, &v, 8);
+    struct iovec at24 = one_piece(24, 8);
+    gdr_rma_access_t get = {.kind = GDR_RMA_GET,.target = 1,.tpieces = &at24,.ntpieces = 1,
+        .tbytes = 8,.result = {.addr = &got }
+    };
+    int flagged = fk.after_reads_posts;
+    GDR_CHECK(gdr_rma_active_complete(&W[0], two, 1) == GDR_RMA_OK
+              && fk.after_reads_posts == flagged, "a notice to a rank with nothing in flight: "
+              "not flagged");
+    drain();
+    GDR_CHECK(run(&W[0], &get, NULL) == GDR_RMA_OK
+              && gdr_rma_active_complete(&W[0], one, 1) == GDR_RMA_OK
+              && fk.after_reads_posts == flagged + 1 && fk.n == 2,
+              "a get from rank 1 in flight: the complete notice posted at once, flagged");
+    fk.lifo = 1;
+    complete_one();
+    fk.lifo = 0;
+    GDR_CHECK(got == v && fk.n == 1
+              && gdr_rma_active_wait_test(&W[1], zero, 1, &yes) == GDR_RMA_OK && !yes,
+              "completing newest first, the get went first: rank 1 has not seen the notice");
+    drain();
+    GDR_CHECK(gdr_rma_active_wait_test(&W[1], zero, 1, &yes) == GDR_RMA_OK && yes,
+              "then the notice lands");
+    gdr_rma_wait_all(&W[0].tracker, &eng, 0);
+    free_ranks(3);
+}
+
 int main(void)
 {
     fk.inline_max = 8;
@@ -249,5 +284,6 @@ int main(void)
     test_barrier(3);
     test_barrier_one();
     test_fence_spares_first_partner();
+    test_notice_after_reads();
     return gdr_unit_finish();
 }

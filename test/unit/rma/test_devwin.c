@@ -335,9 +335,10 @@ static void section(const char *name)
 /* ---- the fake transport (ctx: the rank) ---------------------------------------------- */
 
 static int f_put(void *c, int peer, const void *src, size_t len, uint64_t raddr, uint32_t rkey,
-                 gdr_rma_done_fn done, void *arg, int *copied)
+                 unsigned flags, gdr_rma_done_fn done, void *arg, int *copied)
 {
     (void) c, (void) peer, (void) src, (void) len, (void) raddr, (void) rkey, (void) done;
+    (void) flags;
     (void) arg, (void) copied;
     violate("the staged protocol posted an RDMA write");
     return GDR_RMA_ERROR;
@@ -354,10 +355,10 @@ static int f_vec(void *c, int peer, const struct iovec *v, size_t n, const void 
 
 static int f_atomicv(void *c, int peer, gdr_rma_atomic_t op, const void *operands,
                      uint64_t compare, void *results, const uint64_t *raddrs, size_t n,
-                     uint32_t rkey, gdr_rma_done_fn done, void *arg)
+                     uint32_t rkey, unsigned flags, gdr_rma_done_fn done, void *arg)
 {
     (void) c, (void) peer, (void) op, (void) operands, (void) compare, (void) results;
-    (void) raddrs, (void) n, (void) rkey, (void) done, (void) arg;
+    (void) raddrs, (void) n, (void) rkey, (void) flags, (void) done, (void) arg;
     violate("the staged protocol posted an RDMA atomic");
     return GDR_RMA_ERROR;
 }

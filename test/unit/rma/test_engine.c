@@ -101,6 +101,43 @@ static void test_paths(void)
     gdr_rma_win_free(&w);
 }
 
+/* Ordered accumulates: a fetch-add after an accumulate's RDMA read goes after it on the
+ * queue pair (flagged GDR_RMA_POST_AFTER_READS, posted at once, not after a host wait);
+ * completing newest first, as a NIC may, the read still sees the value before the add. */
+static void test_atomic_after_read(void)
+{
+    gdr_rma_win_t w;
+    make_win(&w, 0, GDR_RMA_DECLARES_SUM | GDR_RMA_DECLARES_NO_OP, 1);
+    uint64_t start = 40, add = 2, r = 0, again = 0;
+    memcpy(target_mem[1], &start, 8);
+    struct iovec p = one_piece(0, 8);
+    gdr_rma_access_t noop = {.kind = GDR_RMA_GET_ACC,.target = 1,.tpieces = &p,.ntpieces = 1,
+        .tbytes = 8,.op = GDR_RMA_ACC_NO_OP,.int64_elements = 1,.result = {.addr = &r }
+    };
+    gdr_rma_access_t sum = {.kind = GDR_RMA_ACC,.target = 1,.tpieces = &p,.ntpieces = 1,
+        .tbytes = 8,.op = GDR_RMA_ACC_SUM,.int64_elements = 1,.origin = {.addr = &add }
+    };
+    int flagged = fk.after_reads_posts;
+    done_t d = { 0 };
+    GDR_CHECK(run(&w, &noop, &d) == GDR_RMA_OK && run(&w, &sum, NULL) == GDR_RMA_OK
+              && fk.n == 2 && fk.after_reads_posts == flagged + 1
+              && fk.q[1].kind == W_ATOMICV && (fk.q[1].flags & GDR_RMA_POST_AFTER_READS),
+              "ordered: NO_OP read, then a SUM fetch-add posted at once, flagged after reads");
+    GDR_CHECK(run(&w, &sum, NULL) == GDR_RMA_OK && fk.after_reads_posts == flagged + 1,
+              "the next fetch-add is not flagged (it follows the flagged one)");
+    fk.lifo = 1;
+    while (fk.n > 0)
+        complete_one();
+    fk.lifo = 0;
+    gdr_rma_wait_all(&w.tracker, &eng, 0);
+    memcpy(&again, target_mem[1], 8);
+    if (r == 0 && d.calls == 1)
+        memcpy(&r, d.landed, 8);        /* (landed in the engine's buffer) */
+    GDR_CHECK(r == 40 && again == 44, "the read saw 40, before the adds (window now %llu)",
+              (unsigned long long) again);
+    gdr_rma_win_free(&w);
+}
+
 /* Device (GPU) buffers: the host never reads or writes them, so they move zero-copy as
  * pinned gather/scatter lists, or go by message. */
 static void test_device_buffers(void)
@@ -658,6 +695,7 @@ int main(void)
     fk.atomicv_max = 32;
     test_registry();
     test_paths();
+    test_atomic_after_read();
     test_decomposition();
     test_device_buffers();
     test_completion();

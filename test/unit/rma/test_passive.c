@@ -14,7 +14,10 @@
  * - a card without a control block turns the window's native locks off; off posts nothing;
  * - the control block registered for remote reads, writes and atomics and named in the
  *   card; freed with the window; a failed atomic fails the lock;
- * - the tracker tells writes-only targets from those with reads or atomics in flight. */
+ * - the tracker tells writes-only targets from those with reads or atomics in flight;
+ * - a release posted while the epoch's get is in flight goes after it (the post flagged
+ *   GDR_RMA_POST_AFTER_READS, the fake completing newest first as a NIC may), one behind
+ *   puts alone is not flagged, and a staged operation makes the release wait on the host. */
 #include <stdlib.h>
 #include <string.h>
 #include "gdr_unit.h"
@@ -293,6 +296,70 @@ static void test_reading(void)
     gdr_rma_win_free(&w);
 }
 
+/* The index in the fake's completion log of the first completion of kind at addr. */
+static int done_at(wr_kind_t kind, uint64_t addr, int from)
+{
+    for (int i = from; i < fk.done_n; i++)
+        if (fk.done_kinds[i] == kind && fk.done_addrs[i] == addr)
+            return i;
+    return -1;
+}
+
+static void test_release_after_reads(void)
+{
+    gdr_rma_win_t w;
+    make_locked_win(&w, 1);
+    uint64_t v = 7, r = 0, lock_word = (uint64_t) (uintptr_t) &words(1);
+    memcpy(target_mem[1] + 16, &(uint64_t) { 42 }, 8);
+    struct iovec p0 = one_piece(0, 8), p16 = one_piece(16, 8);
+    gdr_rma_access_t put = {.kind = GDR_RMA_PUT,.target = 1,.tpieces = &p0,.ntpieces = 1,
+        .tbytes = 8,.origin = {.addr = &v }
+    };
+    gdr_rma_access_t get = {.kind = GDR_RMA_GET,.target = 1,.tpieces = &p16,.ntpieces = 1,
+        .tbytes = 8,.result = {.addr = &r }
+    };
+
+    /* puts alone: the release is not flagged */
+    gdr_rma_passive_lock(&w, 1, GDR_RMA_LOCK_EXCLUSIVE);
+    gdr_rma_passive_need(&w, 1);
+    int flagged = fk.after_reads_posts;
+    GDR_CHECK(run(&w, &put, NULL) == GDR_RMA_OK && gdr_rma_passive_unlock(&w, 1) == GDR_RMA_OK
+              && fk.after_reads_posts == flagged, "a release behind puts alone: not flagged");
+    gdr_rma_wait_all(&w.tracker, &eng, 0);
+    gdr_rma_passive_drain(&w);
+
+    /* a get in flight: the release goes after it, even completing newest first */
+    gdr_rma_passive_lock(&w, 1, GDR_RMA_LOCK_EXCLUSIVE);
+    gdr_rma_passive_need(&w, 1);
+    fk.done_n = 0;
+    GDR_CHECK(run(&w, &get, NULL) == GDR_RMA_OK && run(&w, &put, NULL) == GDR_RMA_OK
+              && !gdr_rma_tracker_by_messages(&w.tracker, 1)
+              && gdr_rma_passive_unlock(&w, 1) == GDR_RMA_OK
+              && fk.after_reads_posts == flagged + 1 && fk.n == 3,
+              "a get and a put in flight: the release is posted at once, flagged");
+    fk.lifo = 1;
+    while (fk.n > 0)
+        complete_one();
+    fk.lifo = 0;
+    int got = done_at(W_GET, (uint64_t) (uintptr_t) (target_mem[1] + 16), 0);
+    int rel = done_at(W_ATOMICV, lock_word, 0);
+    GDR_CHECK(got >= 0 && rel > got && r == 42,
+              "the get read the window before the release acted (completions %d, %d)", got, rel);
+    gdr_rma_wait_all(&w.tracker, &eng, 0);
+    gdr_rma_passive_drain(&w);
+    GDR_CHECK(GDR_RMA_LOCK_WRITERS(words(1)) == 0, "and the lock is free");
+
+    /* an operation through the staged protocol: counted, so the host waits for it */
+    gdr_rma_op_t *op = gdr_rma_op_new(&eng, &w.tracker, 1, 0);
+    gdr_rma_op_by_messages(op);
+    GDR_CHECK(gdr_rma_tracker_by_messages(&w.tracker, 1)
+              && !gdr_rma_tracker_by_messages(&w.tracker, 2),
+              "a staged operation to rank 1 in flight: a release there must wait for it");
+    gdr_rma_op_posted(op);
+    GDR_CHECK(!gdr_rma_tracker_by_messages(&w.tracker, 1), "done: no longer");
+    gdr_rma_win_free(&w);
+}
+
 int main(void)
 {
     fk.atomicv_max = 16;
@@ -305,5 +372,6 @@ int main(void)
     test_release_in_flight();
     test_need_all();
     test_reading();
+    test_release_after_reads();
     return gdr_unit_finish();
 }

@@ -118,7 +118,7 @@ static int put_must_fail(gdr_verbs_rma_t *rma, uint64_t v, uint64_t raddr, uint3
                          int *done)
 {
     int copied, rc;
-    while ((rc = gdr_verbs_rma_put(rma, 1, &v, 8, raddr, rkey, count_done, done, &copied))
+    while ((rc = gdr_verbs_rma_put(rma, 1, &v, 8, raddr, rkey, 0, count_done, done, &copied))
            == GDR_VERBS_RMA_BUSY)
         pump();
     int err = rc != 0;
@@ -225,7 +225,7 @@ static int run(int me, const char *devname, int sock)
             src[i] = pat(me + (int) k, i);
         int copied = 0;
         POST(gdr_verbs_rma_put(rma, peer, src, sizes[k], their.addr + off, their.rkey,
-                               count_done, &done, &copied));
+                               0, count_done, &done, &copied));
         expect++;
         if (!copied)
             wait_for(&done, expect);    /* a registered source stays in use until done */
@@ -267,6 +267,33 @@ static int run(int me, const char *devname, int sock)
         off += sizes[k] + 64;
     }
     GDR_CHECK(ok && !failed_g, "rank %d: gets read back what was put", me);
+
+    /* a get and, posted at once behind it, a fenced put over the bytes it reads: the put
+     * acts only after the get has read them (on rxe by its in-order responder, the fence
+     * bit left off; counted either way) */
+    {
+        /* the 100-byte put's first 8 bytes (offset 72), put back afterwards */
+        uint64_t want, over = 0x5a5a5a5a5a5a5a5aull, got = 0;
+        uint64_t fenced0 = gdr_verbs_rma_stats(rma)->fenced;
+        uint8_t pb[8];
+        int copied = 0;
+        for (size_t i = 0; i < 8; i++)
+            pb[i] = pat(me + 1, i);
+        memcpy(&want, pb, 8);
+        POST(gdr_verbs_rma_get(rma, peer, &got, 8, their.addr + 72, their.rkey, count_done,
+                               &done));
+        POST(gdr_verbs_rma_put(rma, peer, &over, 8, their.addr + 72, their.rkey, 1, count_done,
+                               &done, &copied));
+        expect += 2;
+        wait_for(&done, expect);
+        GDR_CHECK(!failed_g && got == want && gdr_verbs_rma_stats(rma)->fenced == fenced0 + 1,
+                  "rank %d: a get, then a fenced put over its bytes: the get read them first "
+                  "(%#llx), one fenced work request", me, (unsigned long long) got);
+        POST(gdr_verbs_rma_put(rma, peer, pb, 8, their.addr + 72, their.rkey, 0, count_done,
+                               &done, &copied));
+        expect++;
+        wait_for(&done, expect);
+    }
 
     /* a pinned landing buffer takes gets into its parts (a piecewise get): the 64 KiB
      * and 1 MiB puts land at two places of one buffer */
@@ -388,7 +415,7 @@ static int run(int me, const char *devname, int sock)
         for (size_t j = 0; j < NV; j += per) {
             size_t n = NV - j < per ? NV - j : per;
             POST(gdr_verbs_rma_atomicv(rma, peer, GDR_VERBS_RMA_FETCH_ADD, &adds[j], 0, &olds[j],
-                                       &raddrs[j], n, their.rkey, count_done, &done));
+                                       &raddrs[j], n, their.rkey, 0, count_done, &done));
             expect++;
         }
         wait_for(&done, expect);
@@ -415,7 +442,7 @@ static int run(int me, const char *devname, int sock)
         vals[i] = ((uint64_t) me << 32) | (uint64_t) i;
         int copied;
         POST(gdr_verbs_rma_put(rma, peer, &vals[i], 8, their.addr + 8u * (uint64_t) i,
-                               their.rkey, count_done, &done, &copied));
+                               their.rkey, 0, count_done, &done, &copied));
         expect++;
     }
     wait_for(&done, expect);
@@ -451,7 +478,7 @@ static int run(int me, const char *devname, int sock)
         ovals[i] = obase + (uint64_t) i;
         int copied;
         POST(gdr_verbs_rma_put(rma, peer, &ovals[i], 8, their.addr + 2u * WIN_BYTES / 4
-                               + 8u * (uint64_t) i, their.rkey, count_done, &done, &copied));
+                               + 8u * (uint64_t) i, their.rkey, 0, count_done, &done, &copied));
         expect++;
     }
     uint64_t held_now = gdr_verbs_rma_stats(rma)->held - held1;
@@ -526,7 +553,7 @@ static int run_bounds(int me, const char *devname, int sock)
     if (me == 0) {
         uint64_t v = 0x2222222222222222ull;
         int done = 0, copied;
-        POST(gdr_verbs_rma_put(rma, 1, &v, 8, their.addr + 92, their.rkey, count_done, &done,
+        POST(gdr_verbs_rma_put(rma, 1, &v, 8, their.addr + 92, their.rkey, 0, count_done, &done,
                                &copied));
         wait_for(&done, 1);
         GDR_CHECK(!failed_g && done == 1, "a put ending on the last byte of a 100-byte window "
