@@ -15,8 +15,8 @@
  *    next to CPU updates) or cswap (compare-and-swap).  Elements must be 8-byte
  *    integers at 8-byte aligned target addresses; anything else goes as an AM.
  *  - accumulate_ordering other than "none": an atomic that follows an accumulate's
- *    RDMA read to the same target waits for the read to complete (an RC responder runs
- *    requests in order, but may fetch a read's data after later requests), and when
+ *    RDMA read to the same target goes after the read (posted fenced: an RC responder
+ *    runs requests in order, but may fetch a read's data after later requests), and when
  *    which_accumulate_ops
  *    also allows AM-executed ops, an origin that switches paths to a target first
  *    waits for the other path's outstanding accumulates to that target.
