@@ -86,6 +86,8 @@ static void accumulates(void)
             if (gdr_check_double("window after Accumulate", i,
                                  1000.0 * rank + i + 0.5 * i + peer, base[i]))
                 break;
+    /* every rank done reading its window before the partner's Get_accumulate may change it */
+    GDR_CHECK_MPI(MPI_Win_fence(0, win));
 
     gdr_test_set_context("Get_accumulate of 16 KiB under fence");
     for (int i = 0; i < NDBL; i++)
