@@ -354,10 +354,11 @@ int MPIDI_GDR_win_fence(int assert, MPIR_Win * win)
     MPID_THREAD_CS_ENTER(VCI, MPIDI_VCI_LOCK(vci));
     need_unlock = 1;
     /* every operation of the epoch complete at its target before this rank's barrier
-     * writes (the barrier's partners are not the operations' targets), except RDMA
-     * writes to the first round's partner: that round's write goes behind them on the
-     * same queue pair, and the partner leaves only after it has landed.  (Two ranks:
-     * the epoch's puts and the barrier in one round trip, not two.) */
+     * writes (the barrier's partners are not the operations' targets), except those to
+     * the first round's partner: that round's write goes behind them on the same queue
+     * pair (behind reads and atomics fenced), and the partner leaves only after they
+     * have acted.  (Two ranks: the epoch's operations and the barrier in one round trip,
+     * not two.) */
     int first = gdr_rma_active_barrier_first(&GDR_WIN(win).rma);
     int spared = first >= 0 && !release_must_wait(win, first);
     mpi_errno = spared ? MPIDI_GDR_rma_wait_all_except(win, first)
@@ -381,10 +382,10 @@ int MPIDI_GDR_win_fence(int assert, MPIR_Win * win)
     MPIDI_GDR_engine_exit(took);
     mpi_errno = sync_error(rc, "the fence's barrier by RDMA writes failed (a connection "
                            "broke?)");
-    /* The spared writes need only be done here, as PSCW's complete leaves them: the
-     * partner left the barrier after they landed (they went before this rank's write),
-     * and with more ranks the later rounds waited for them.  Waiting for their
-     * acknowledgement cost the origin a round trip a fence. */
+    /* The spared operations need only be done here, as PSCW's complete leaves them: the
+     * partner left the barrier after they acted (they went before this rank's write),
+     * and with more ranks the later rounds waited for them.  Waiting for them before the
+     * barrier cost the origin a round trip a fence.  Gets land here. */
     if (spared && mpi_errno == MPI_SUCCESS)
         mpi_errno = MPIDI_GDR_rma_wait_all(win, 1);
     /* (the barrier's last write may still be held when the partner's came first) */

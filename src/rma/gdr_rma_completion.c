@@ -189,7 +189,7 @@ static int pending_but_spared(const void *arg)
 {
     const all_but_t *a = arg;
     const volatile gdr_rma_tracker_t *t = a->t;
-    return t->total_remote != t->remote[a->spared] || t->local[a->spared] != 0;
+    return t->total_remote != t->remote[a->spared];
 }
 
 int gdr_rma_wait_all_except(gdr_rma_tracker_t *t, const gdr_rma_engine_t *eng, int spared)

@@ -92,8 +92,10 @@ void gdr_rma_op_abandon(gdr_rma_op_t *op);
 int gdr_rma_wait_all(gdr_rma_tracker_t *t, const gdr_rma_engine_t *eng, int local_only);
 int gdr_rma_wait_target(gdr_rma_tracker_t *t, const gdr_rma_engine_t *eng, int target,
                         int local_only);
-/* Remote completion of every operation but those to spared, which complete only locally
- * (the caller's next write to spared goes behind them on the same queue pair: fence). */
+/* Remote completion of every operation but those to spared, which are not waited for:
+ * the caller's next write to spared goes behind them on the same queue pair (a fence's
+ * barrier write; behind reads and atomics fenced, GDR_RMA_POST_AFTER_READS), and the
+ * caller waits for their local completion after it. */
 int gdr_rma_wait_all_except(gdr_rma_tracker_t *t, const gdr_rma_engine_t *eng, int spared);
 
 #endif /* GDR_RMA_COMPLETION_H */

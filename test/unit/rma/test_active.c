@@ -8,7 +8,8 @@
  *   for 4 ranks and for 3; again for a second fence; at once for one rank;
  * - a fence's puts to the barrier's first partner need not complete before the barrier:
  *   the partner leaves only after they landed (gdr_rma_wait_all_except), and the later
- *   rounds wait for them; puts to other ranks and gets from the partner are waited for;
+ *   rounds wait for them; puts to other ranks are waited for, a get from the partner is
+ *   not: the barrier's write goes behind it, flagged GDR_RMA_POST_AFTER_READS;
  * - a complete notice posted while a get from that target is in flight goes after it
  *   (flagged GDR_RMA_POST_AFTER_READS; the fake completing newest first as a NIC may);
  *   one to a target with nothing in flight is not flagged;
@@ -225,7 +226,8 @@ static void test_fence_spares_first_partner(void)
     GDR_CHECK(gdr_rma_wait_all(&W[0].tracker, &eng, 0) == GDR_RMA_OK
               && W[0].tracker.total_remote == 0, "then rank 0's wait finds it complete");
 
-    /* a get from the partner holds its result buffer: the spared wait waits for it */
+    /* a get from the partner is not waited for either: the barrier's write goes behind
+     * it, flagged, and the get lands before that write acts there */
     uint64_t got = 0;
     memcpy(target_mem[1] + 16, &v, 8);
     struct iovec at16 = one_piece(16, 8);
@@ -233,9 +235,32 @@ static void test_fence_spares_first_partner(void)
         .tbytes = 8,.result = {.addr = &got }
     };
     GDR_CHECK(run(&W[0], &get, NULL) == GDR_RMA_OK
-              && gdr_rma_wait_all_except(&W[0].tracker, &eng, 1) == GDR_RMA_OK && got == v
-              && W[0].tracker.total_remote == 0,
-              "a get from the spared rank is waited for: its result has landed");
+              && gdr_rma_wait_all_except(&W[0].tracker, &eng, 1) == GDR_RMA_OK && got == 0
+              && W[0].tracker.remote[1] == 1, "a get from the spared rank is not waited for");
+    int flagged = fk.after_reads_posts;
+    GDR_CHECK(gdr_rma_active_barrier_begin(&W[0]) == GDR_RMA_OK
+              && fk.after_reads_posts == flagged + 1 && fk.n == 2,
+              "rank 0's barrier write to rank 1 is posted behind the get, flagged");
+    fk.lifo = 1;
+    complete_one();
+    fk.lifo = 0;
+    GDR_CHECK(got == v && fk.n == 1, "completing newest first, the get still went first");
+    drain();
+    int done[4] = { 0 };
+    left = 4;
+    for (int r = 1; r < 4; r++)
+        gdr_rma_active_barrier_begin(&W[r]);
+    for (int pass = 0; pass < 100 && left > 0; pass++) {
+        drain();
+        left = 0;
+        for (int r = 0; r < 4; r++) {
+            if (!done[r])
+                gdr_rma_active_barrier_test(&W[r], &done[r]);
+            left += !done[r];
+        }
+    }
+    GDR_CHECK(left == 0 && gdr_rma_wait_all(&W[0].tracker, &eng, 0) == GDR_RMA_OK,
+              "and the barrier completes on every rank");
     GDR_CHECK(gdr_rma_wait_all_except(&W[0].tracker, &eng, -1) == GDR_RMA_OK,
               "no rank spared: a plain wait");
     free_ranks(4);
