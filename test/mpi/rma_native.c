@@ -556,9 +556,10 @@ static void stress(void)
 /* Doorbells (MPIR_CVAR_CH4_GDR_DOORBELL_BATCH, on by default): lock+Put+unlock rings
  * twice, the acquire, then the Put with the release behind it; so does lock+Get+unlock,
  * its release posted behind the Get without waiting for it (MPI_T gdr_rma_fenced: once
- * an epoch); at 2 ranks a fence epoch of one Put rings twice too, the opening barrier
- * write, then the Put with the closing one.  Without batching, three each.  The Puts
- * land and the Gets read what the target holds either way. */
+ * an epoch); at 2 ranks a fence epoch of one Put rings once, the Put with the barrier
+ * write, and so does one of a Get, the barrier write posted behind it.  Without
+ * batching, three, three, two and two.  The Puts land and the Gets read what the target
+ * holds either way. */
 static void doorbells(void)
 {
     enum { EPOCHS = 50 };
@@ -602,6 +603,19 @@ static void doorbells(void)
         MPI_Win_fence(0, win);
         fence_bells += pvar("gdr_rma_doorbells") - d0;
     }
+    /* fence epochs of one Get: its barrier write goes behind the Get, one doorbell */
+    unsigned long long fget_bells = 0, fget_fenced = 0;
+    long fget_wrong = 0;
+    for (int i = 0; i < EPOCHS; i++) {
+        unsigned long long d0 = pvar("gdr_rma_doorbells"), f0 = pvar("gdr_rma_fenced");
+        int64_t got = -1;
+        if (rank == 0)
+            MPI_Get(&got, 1, MPI_INT64_T, 1, 2, 1, MPI_INT64_T, win);
+        MPI_Win_fence(0, win);
+        fget_wrong += rank == 0 && got != 4242 + 1;
+        fget_bells += pvar("gdr_rma_doorbells") - d0;
+        fget_fenced += pvar("gdr_rma_fenced") - f0;
+    }
     gdr_test_set_context("doorbell batching");
     if (rank == 1) {
         gdr_check_long("the last locked Put landed", 0, EPOCHS, after_locks);
@@ -617,9 +631,15 @@ static void doorbells(void)
                        (long long) get_bells);
         gdr_check_long("releases posted behind a Get of lock+Get+unlock epochs", 0, EPOCHS,
                        (long long) get_fenced);
-        if (nranks == 2)
+        gdr_check_long("Gets of fence epochs reading another value", 0, 0, fget_wrong);
+        if (nranks == 2) {
             gdr_check_long("doorbells of fence epochs of one Put", 0, (batching ? 1 : 2) * EPOCHS,
                            (long long) fence_bells);
+            gdr_check_long("doorbells of fence epochs of one Get", 0, (batching ? 1 : 2) * EPOCHS,
+                           (long long) fget_bells);
+            gdr_check_long("barrier writes posted behind a Get", 0, EPOCHS,
+                           (long long) fget_fenced);
+        }
     }
     MPI_Win_free(&win);
 }
