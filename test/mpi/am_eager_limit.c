@@ -117,8 +117,7 @@ int main(int argc, char **argv)
     MPI_Comm_size(MPI_COMM_WORLD, &nranks);
     MPI_T_init_thread(MPI_THREAD_SINGLE, &provided);
     MPI_T_pvar_session_create(&session);
-    const char *e = getenv("GDR_TEST_EXPECT_NATIVE");
-    int expect_net = e != NULL && atoi(e) == 1;
+    int expect_net = gdr_test_expect_native();
     int pairs = nranks / 2;
 
     /* connections first, so that the phases below count only their own messages */

@@ -207,6 +207,14 @@ static inline void gdr_test_die(const char *call, int rc)
     MPI_Abort(MPI_COMM_WORLD, 1);
 }
 
+/* Whether the run asks that the network paths be asserted through gdr's MPI_T counters
+ * (GDR_TEST_EXPECT_NATIVE=1: maint/check-rxe, every rank on its own node). */
+static inline int gdr_test_expect_native(void)
+{
+    const char *e = getenv("GDR_TEST_EXPECT_NATIVE");
+    return e != NULL && atoi(e) == 1;
+}
+
 /* An MPI_T counter's value in *v: 0, or -1 when the library has no counter of that name. */
 static inline int gdr_pvar_read(MPI_T_pvar_session session, const char *name,
                                 unsigned long long *v)

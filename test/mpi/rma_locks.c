@@ -228,8 +228,7 @@ int main(int argc, char **argv)
     MPI_Comm_size(MPI_COMM_WORLD, &nranks);
     MPI_T_init_thread(MPI_THREAD_SINGLE, &provided);
     MPI_T_pvar_session_create(&session);
-    const char *e = getenv("GDR_TEST_EXPECT_NATIVE");
-    expect_native = e != NULL && atoi(e) == 1;
+    expect_native = gdr_test_expect_native();
     if (nranks < 2 || nranks > 64)
         gdr_test_die("rma_locks needs 2 to 64 ranks", MPI_ERR_OTHER);
 

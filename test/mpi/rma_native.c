@@ -653,8 +653,7 @@ int main(int argc, char **argv)
     MPI_T_init_thread(MPI_THREAD_SINGLE, &provided);
     MPI_T_pvar_session_create(&session);
 
-    const char *e = getenv("GDR_TEST_EXPECT_NATIVE");
-    int expect_native = e != NULL && atoi(e) == 1;
+    int expect_native = gdr_test_expect_native();
     unsigned long long put0 = pvar("gdr_rma_put_native"), get0 = pvar("gdr_rma_get_native");
     unsigned long long fop0 = pvar("gdr_rma_fop_native"), cas0 = pvar("gdr_rma_cas_native");
     unsigned long long inl0 = pvar("gdr_rma_inline_puts"), bnc0 = pvar("gdr_rma_bounced");
