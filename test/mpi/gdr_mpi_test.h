@@ -231,6 +231,16 @@ static inline int gdr_pvar_read(MPI_T_pvar_session session, const char *name,
     return 0;
 }
 
+/* An MPI_T counter's value; the test fails (and reads 0) when the library has none of that
+ * name. */
+static inline unsigned long long gdr_pvar_value(MPI_T_pvar_session session, const char *name)
+{
+    unsigned long long v;
+    if (gdr_pvar_read(session, name, &v) != 0)
+        gdr_test_fail("MPI_T has no performance variable %s", name);
+    return v;
+}
+
 /* The groups of this rank's left and right neighbours in MPI_COMM_WORLD (a ring), for
  * PSCW epochs; gdr_ring_groups_free frees them. */
 static inline void gdr_ring_groups(MPI_Group *left, MPI_Group *right)
