@@ -51,6 +51,7 @@ cvars:
 #include "gdr_internal.h"
 #include "gdr_noinline.h"
 #include "gdr_rma.h"
+#include "gdr_rma_local.h"
 #include "gdr_triggered.h"
 #include "gdr_engine_lock.h"
 
@@ -188,8 +189,8 @@ int MPIDI_GDR_win_complete(MPIR_Win * win)
     need_unlock = 1;
     mpi_errno = group_ranks(win, group, &ranks);
     MPIR_ERR_CHECK(mpi_errno);
-    /* every origin buffer free again; at a target, only RDMA writes may still be in flight */
-    mpi_errno = MPIDI_GDR_rma_wait_all(win, 1);
+    /* same-node copies land before the notices (they do not go on the queue pairs) */
+    mpi_errno = MPIDI_GDR_local_wait(win);
     MPIR_ERR_CHECK(mpi_errno);
     for (int i = 0; i < group->size; i++) {
         if (!release_must_wait(win, ranks[i]))
@@ -210,6 +211,12 @@ int MPIDI_GDR_win_complete(MPIR_Win * win)
     MPIDI_GDR_engine_exit(took);
     mpi_errno = post_held(sync_error(rc, "writing a complete notice into a target's control "
                                      "block failed (the connection broke?)"));
+    MPIR_ERR_CHECK(mpi_errno);
+    /* Only now the local completions (Gets' data, origin buffers), as the fence does: each
+     * notice went behind its target's writes on the same queue pair and fenced behind its
+     * reads and atomics, so the target's wait ends after they acted there; waiting for
+     * them before the notices cost the origin a round trip an epoch. */
+    mpi_errno = MPIDI_GDR_rma_wait_all(win, 1);
     MPIR_ERR_CHECK(mpi_errno);
     if (MPIR_CVAR_CH4_RMA_MEM_EFFICIENT)
         MPIDIG_win_target_cleanall(win);
