@@ -89,7 +89,7 @@ static int staged_msg_cb(void *am_hdr, void *data, MPI_Aint data_sz, uint32_t at
     memcpy(&p, am_hdr, sizeof(p));
     if (p.len > GDR_RMA_DEV_MSG_MAX || gdr_rma_dev_peek(msg, p.len, &win_id, &origin) != 0)
         return MPI_SUCCESS;
-    MPIR_Win *win = MPIDIU_map_lookup(MPIDI_global.win_map, win_id);
+    MPIR_Win *win = MPIDIU_map_lookup_shared(MPIDI_global.win_map, win_id);
     if (win == MPIDIU_MAP_NOT_FOUND || GDR_WIN(win).staged == NULL)
         return MPI_SUCCESS;
     if (gdr_rma_dev_deliver(GDR_WIN(win).staged, msg, p.len) != GDR_RMA_OK)

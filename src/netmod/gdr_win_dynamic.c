@@ -34,7 +34,7 @@ static int region_query_cb(void *am_hdr, void *data, MPI_Aint data_sz, uint32_t 
 {
     const region_query_t *q = am_hdr;
     region_reply_t r = {.reply_to = q->reply_to };
-    MPIR_Win *win = MPIDIU_map_lookup(MPIDI_global.win_map, q->win_id);
+    MPIR_Win *win = MPIDIU_map_lookup_shared(MPIDI_global.win_map, q->win_id);
 
     if (attr & MPIDIG_AM_ATTR__IS_ASYNC)
         *req = NULL;
