@@ -55,6 +55,30 @@ uint64_t dk_host_started(void)
     return dk.proxy.started;
 }
 
+void dk_host_describe(char *buf, size_t size)
+{
+    const gdr_trig_proxy_t *p = &dk.proxy;
+    const gdr_trig_ring_t *r = p->ring;
+    uint64_t seq_at_next = gdr_trig_load_acquire((volatile uint64_t *)
+                                                 &r->slots[p->next & (r->nslots - 1)].seq);
+    unsigned ahead = 0;         /* published slots past the next ticket */
+    for (uint64_t t = p->next + 1; t < p->next + r->nslots; t++)
+        ahead += gdr_trig_load_acquire((volatile uint64_t *)
+                                       &r->slots[t & (r->nslots - 1)].seq) == t + 1;
+    int n = snprintf(buf, size, "proxy: next ticket %llu, its slot's seq %llu (published: "
+                     "%llu), %u published after it; ", (unsigned long long) p->next,
+                     (unsigned long long) seq_at_next, (unsigned long long) p->next + 1, ahead);
+    if (p->holding && n >= 0 && (size_t) n < size)
+        n += snprintf(buf + n, size - (size_t) n, "holding op %u to rank %d number %llu "
+                      "(%llu waits for room); ", p->held.op, p->held.rank,
+                      (unsigned long long) p->held.rank_seq,
+                      (unsigned long long) p->window_waits);
+    for (int k = 0; k < r->nranks && n >= 0 && (size_t) n < size; k++)
+        n += snprintf(buf + n, size - (size_t) n, "rank %d finished %llu ring done %llu; ", k,
+                      (unsigned long long) p->done[k].next,
+                      (unsigned long long) gdr_trig_load_acquire(&r->done[k]));
+}
+
 void dk_host_stop(void)
 {
     gdr_trig_proxy_free(&dk.proxy);

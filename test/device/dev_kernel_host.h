@@ -4,6 +4,7 @@
 #ifndef DEV_KERNEL_HOST_H
 #define DEV_KERNEL_HOST_H
 
+#include <stddef.h>
 #include <stdint.h>
 #include "rma/gdr_rma_trigger_ring.h"
 
@@ -21,6 +22,10 @@ uint64_t dk_host_word(int rank, int cell);
 const char *dk_host_error(void);
 /* descriptors the proxy started so far */
 uint64_t dk_host_started(void);
+/* Where the proxy stands, for a stall report: the next ticket and whether its slot and the
+ * ones after it are published, the descriptor it holds (waiting for room at its target)
+ * and each target's finished prefix. */
+void dk_host_describe(char *buf, size_t size);
 void dk_host_stop(void);
 
 #endif /* DEV_KERNEL_HOST_H */

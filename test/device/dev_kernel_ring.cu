@@ -56,21 +56,59 @@ static __host__ __device__ uint64_t value_of(int g, int i)
     return (uint64_t) (g + 1) << 32 | (uint64_t) i;
 }
 
-/* Every thread: rounds of put_signal (ADD 1) + fetch_add + flush, each to the next target. */
+/* where a thread of traffic() is, for a stall report: round << 8 | one of these */
+enum { AT_PUT_SIGNAL = 1, AT_FETCH_ADD = 2, AT_FLUSH = 3, AT_ROUND_DONE = 4 };
+
+static __device__ void mark(volatile uint64_t *progress, int g, int round, int at)
+{
+    if (progress == NULL)
+        return;
+    progress[g] = (uint64_t) round << 8 | (uint64_t) at;
+    __threadfence_system();     /* the host reads it while the kernel runs */
+}
+
+/* Every thread: rounds of put_signal (ADD 1) + fetch_add + flush, each to the next target.
+ * progress (host-mapped, or NULL): each thread's place, for the stall report. */
 __global__ void traffic(gdr_dev_win_t w, uint64_t *src, uint64_t *olds, int rounds,
-                        unsigned long long *errors)
+                        unsigned long long *errors, volatile uint64_t *progress)
 {
     int g = blockIdx.x * blockDim.x + threadIdx.x;
     for (int i = 0; i < rounds; i++) {
         int t = target_of(g, i);
         uint64_t *s = &src[(size_t) g * rounds + i];
         *s = value_of(g, i);
+        mark(progress, g, i, AT_PUT_SIGNAL);
         int rc = gdr_dev_put_signal(&w, s, 8, t, CELL_DATA + g, CELL_SIGNAL, 1, GDR_SIGNAL_ADD);
+        mark(progress, g, i, AT_FETCH_ADD);
         rc |= gdr_dev_fetch_add(&w, t, CELL_COUNTER, 1, &olds[(size_t) g * rounds + i]);
+        mark(progress, g, i, AT_FLUSH);
         rc |= gdr_dev_flush(&w, t);
+        mark(progress, g, i, AT_ROUND_DONE);
         if (rc != GDR_DEV_OK)
             atomicAdd(errors, 1ULL);
     }
+}
+
+/* The stall report's threads: how many stand in each call, and the first few that are not
+ * through their last round. */
+static void report_threads(const volatile uint64_t *progress, int n, int rounds)
+{
+    static const char *const at_name[] = { "not started", "put_signal", "fetch_add", "flush",
+                                           "round done" };
+    int count[5] = { 0 }, shown = 0;
+    for (int g = 0; g < n; g++) {
+        uint64_t p = progress[g];
+        int at = (int) (p & 0xff), round = (int) (p >> 8);
+        count[at <= AT_ROUND_DONE ? at : 0]++;
+        if (!(at == AT_ROUND_DONE && round == rounds - 1) && shown < 8) {
+            printf("info: stall: thread %d in round %d at %s\n", g, round,
+                   at <= AT_ROUND_DONE ? at_name[at] : "?");
+            shown++;
+        }
+    }
+    printf("info: stall: threads in put_signal %d, fetch_add %d, flush %d, between rounds or "
+           "done %d, not started %d\n", count[AT_PUT_SIGNAL], count[AT_FETCH_ADD],
+           count[AT_FLUSH], count[AT_ROUND_DONE], count[0]);
 }
 
 /* Same-node: after the puts, each thread reads its own last value back with a get. */
@@ -192,6 +230,11 @@ static void through_ring(int blocks, int threads, int rounds, uint32_t nslots,
     cudaHostGetDevicePointer((void **) &dsrc, src, 0);
     cudaHostGetDevicePointer((void **) &dolds, olds, 0);
     cudaHostGetDevicePointer((void **) &derrors, errors, 0);
+    uint64_t *progress, *dprogress;
+    cuda_or_die(cudaHostAlloc((void **) &progress, (size_t) n * 8, cudaHostAllocMapped),
+                "cudaHostAlloc progress");
+    memset(progress, 0, (size_t) n * 8);
+    cudaHostGetDevicePointer((void **) &dprogress, progress, 0);
 
     if (dk_host_start(&host_ring) != 0)
         exit(1);
@@ -199,7 +242,7 @@ static void through_ring(int blocks, int threads, int rounds, uint32_t nslots,
     cudaStream_t s;
     cuda_or_die(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking), "cudaStreamCreate");
     double t0 = now_s();
-    traffic<<<blocks, threads, 0, s>>>(w, dsrc, dolds, rounds, derrors);
+    traffic<<<blocks, threads, 0, s>>>(w, dsrc, dolds, rounds, derrors, dprogress);
     cuda_or_die(cudaGetLastError(), "launch traffic");
     int rc = 0;
     cudaError_t q;
@@ -214,6 +257,11 @@ static void through_ring(int blocks, int threads, int rounds, uint32_t nslots,
                    n, (unsigned long long) dk_host_started(), 2ULL * n * rounds,
                    (unsigned long long) (counters_on_gpu ? 0 : *(volatile uint64_t *) m),
                    (unsigned long long) *(volatile uint64_t *) (m + 64));
+            char state[1024];
+            dk_host_describe(state, sizeof(state));
+            printf("info: stall: %s\n", state);
+            report_threads(progress, n, rounds);
+            fflush(stdout);
             exit(1);            /* a stuck kernel ends with the process */
         }
     }
@@ -234,6 +282,7 @@ static void through_ring(int blocks, int threads, int rounds, uint32_t nslots,
     cudaFreeHost(src);
     cudaFreeHost(olds);
     cudaFreeHost(errors);
+    cudaFreeHost(progress);
     cudaFreeHost(m);
     cudaFree(counters);
 }
@@ -329,7 +378,7 @@ static void same_node(int blocks, int threads, int rounds)
     none.nranks = DK_RANKS;
     gdr_dev_win_t w = { none, DK_HANDLE, 0, DK_RANKS, peers };
 
-    traffic<<<blocks, threads>>>(w, src, olds, rounds, errors);
+    traffic<<<blocks, threads>>>(w, src, olds, rounds, errors, NULL);
     get_back<<<blocks, threads>>>(w, got, rounds, errors);
     /* out of bounds: refused, nothing written (cell DK_CELLS is one past the window) */
     out_of_range<<<1, 1>>>(w, src, errors);
