@@ -86,6 +86,7 @@ gdr_cu_result_t gpusim_need_init(void);         /* NOT_INITIALIZED unless cuInit
 gdr_cu_result_t gpusim_need_current(void);      /* ... and a current, live context */
 gdr_cu_result_t gpusim_need_ctx(void);          /* ... and no sticky error */
 void gpusim_debug(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+int gpusim_hidden(const char *name);            /* named in GDR_GPUSIM_HIDE */
 
 /* gpusim_memory.c (callers hold gpusim.lock unless said otherwise) */
 int gpusim_memory_init(void);                   /* reserves the address space; 0 or -1 */

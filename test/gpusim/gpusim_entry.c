@@ -101,8 +101,9 @@ static int init_mode_is(const char *what)
     return m != NULL && strcmp(m, what) == 0;
 }
 
-/* GDR_GPUSIM_HIDE: comma-separated base names the driver pretends not to have. */
-static int hidden(const char *base)
+/* GDR_GPUSIM_HIDE: comma-separated base names the driver pretends not to have (entry
+ * points, and kernels of loaded modules). */
+int gpusim_hidden(const char *base)
 {
     const char *p = getenv("GDR_GPUSIM_HIDE");
     size_t n = strlen(base);
@@ -134,7 +135,7 @@ gdr_cu_result_t cuGetProcAddress_v2(const char *symbol, void **pfn, int cudaVers
     char *v = strrchr(base, '_');
     if (v != NULL && v[1] == 'v' && isdigit((unsigned char) v[2]))
         *v = '\0';
-    if (hidden(base)) {
+    if (gpusim_hidden(base)) {
         status = GDR_CU_GET_PROC_ADDRESS_SYMBOL_NOT_FOUND;
     } else if (cudaVersion < GDR_CUDA_ABI_VERSION) {
         status = GDR_CU_GET_PROC_ADDRESS_VERSION_NOT_SUFFICIENT;   /* only the 12+ ABI here */

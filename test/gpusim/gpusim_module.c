@@ -64,7 +64,7 @@ gdr_cu_result_t cuModuleGetFunction(gdr_cu_function_t *hfunc, gdr_cu_module_t hm
     if (rc == GDR_CUDA_SUCCESS) {
         rc = GDR_CUDA_ERROR_NOT_FOUND;
         for (size_t i = 0; i < gpusim_nkernels; i++)
-            if (strcmp(gpusim_kernels[i].name, name) == 0) {
+            if (strcmp(gpusim_kernels[i].name, name) == 0 && !gpusim_hidden(name)) {
                 *hfunc = &gpusim_kernels[i];
                 rc = GDR_CUDA_SUCCESS;
             }

@@ -270,6 +270,17 @@ static void body(const char *lib, const char *mode)
               && strstr(g.error, "gdr_no_such_kernel is not in gdr's kernel image")
               && g.n_modules == loaded + 1, "a kernel in no image: loads it, then -ENOENT (%s)",
               g.error);
+    /* a driver whose image lacks one kernel (the simulator's GDR_GPUSIM_HIDE; before the
+     * kernel is looked up once, as found kernels are kept): callers with a fallback (the
+     * same-node copy path) see -ENOENT naming it */
+    setenv("GDR_GPUSIM_HIDE", GDR_GPU_COPY_KERNEL, 1);
+    GDR_CHECK(gdr_gpu_kernel_ready(&g, GDR_GPU_COPY_KERNEL, empty, 0) == -ENOENT
+              && strstr(g.error, GDR_GPU_COPY_KERNEL " is not in gdr's kernel image")
+              && gdr_gpu_kernel_ready(&g, GDR_GPU_ACC_KERNEL, empty, 0) == 0,
+              "a kernel the driver hides: -ENOENT naming it, the others ready (%s)", g.error);
+    unsetenv("GDR_GPUSIM_HIDE");
+    GDR_CHECK(gdr_gpu_kernel_ready(&g, GDR_GPU_COPY_KERNEL, empty, 0) == 0,
+              "the same kernel once shown again: ready (%s)", g.error);
     static const char *const gdr_kernels[] = {
         GDR_GPU_ACC_KERNEL, GDR_GPU_SIGNAL_ADD_KERNEL, GDR_GPU_SIGNAL_WAIT_KERNEL,
         GDR_GPU_COPY_KERNEL
