@@ -100,6 +100,22 @@ cvars:
         connection to that rank fails.  Lower it to notice dead peers sooner;
         raise it if connections fail on heavily oversubscribed hosts.
 
+    - name        : MPIR_CVAR_CH4_GDR_REG_CACHE
+      category    : CH4_GDR
+      type        : boolean
+      default     : true
+      class       : none
+      verbosity   : MPI_T_VERBOSITY_USER_BASIC
+      scope       : MPI_T_SCOPE_LOCAL
+      description : >-
+        Keep registrations of user buffers (rendezvous sends, large Put
+        origins, Get results) for reuse.  gdr drops one whenever the pages
+        under it can change through the C library (free, munmap, mmap, mremap,
+        madvise, shmat/shmdt, brk) and tells device allocations apart by CUDA
+        buffer id.  Set it to false (each transfer registers and deregisters
+        its buffer) when a program or a library it uses changes memory by
+        direct system calls that gdr cannot see.
+
 === END_MPI_T_CVAR_INFO_BLOCK ===
 */
 
@@ -200,8 +216,11 @@ int MPIDI_GDR_am_send(int rank, MPIR_Comm * comm, int handler_id, const void *am
             MPIR_ERR_CHECK(mpi_errno);
         }
     } else {
+        /* device memory the NIC reads in place (MPICH saw none: the simulated GPU) is
+         * registered by its buffer id, so a reallocated address never reuses one */
+        uint64_t device_id = pack_buf != NULL ? 0 : MPIDI_GDR_gpu_buffer_id(payload);
         rc = gdr_verbs_am_send_rndv(MPIDI_GDR_global.am, peer, word, am_hdr,
-                                    (size_t) am_hdr_sz, payload, (size_t) data_sz,
+                                    (size_t) am_hdr_sz, payload, (size_t) data_sz, device_id,
                                     (uint64_t) (uintptr_t) sreq);
         if (rc != 0)
             goto fn_transport;
@@ -307,6 +326,61 @@ static void am_stat_value(void *addr, void *obj_handle, int count, void *buf)
                          : &MPIDI_GDR_global.am_stats_kept, addr, buf);
 }
 
+/* MPI_T: the registration cache's counters, live or as the channel left them. */
+static void reg_cache_stat_value(void *addr, void *obj_handle, int count, void *buf)
+{
+    gdr_verbs_rcache_stats_t st;
+    (void) obj_handle;
+    (void) count;
+    if (MPIDI_GDR_global.am != NULL)
+        gdr_verbs_am_reg_cache_stats(MPIDI_GDR_global.am, &st);
+    else
+        st = MPIDI_GDR_global.reg_cache_stats_kept;
+    MPIDI_GDR_stat_value(&st, addr, buf);
+}
+
+static void register_reg_cache_pvars(void)
+{
+#define GDR_RC_CAUSE(cause) offsetof(gdr_verbs_rcache_stats_t, invalidated_by) \
+        + (cause) * sizeof(uint64_t)
+    static const MPIDI_GDR_stat_pvar_t pv[] = {
+        {"gdr_reg_cache_hits", "transfers from or into user buffers that reused a cached "
+         "registration (MPIR_CVAR_CH4_GDR_REG_CACHE)", offsetof(gdr_verbs_rcache_stats_t, hits),
+         0},
+        {"gdr_reg_cache_misses", "user buffers registered and kept for reuse",
+         offsetof(gdr_verbs_rcache_stats_t, misses), 0},
+        {"gdr_reg_cache_once", "user buffers registered for one transfer only (the cache is "
+         "off, or device memory without a CUDA buffer id)",
+         offsetof(gdr_verbs_rcache_stats_t, once), 0},
+        {"gdr_reg_cache_evicted", "unused registrations dropped to stay within the cache's "
+         "size", offsetof(gdr_verbs_rcache_stats_t, evicted), 0},
+        {"gdr_reg_cache_entries", "registrations cached now",
+         offsetof(gdr_verbs_rcache_stats_t, entries), 1},
+        {"gdr_reg_cache_bytes", "bytes under the registrations cached now",
+         offsetof(gdr_verbs_rcache_stats_t, bytes), 1},
+        {"gdr_reg_cache_invalidated", "registrations dropped because the pages under them "
+         "could change (every cause)", offsetof(gdr_verbs_rcache_stats_t, invalidated), 0},
+        {"gdr_reg_cache_invalidated_free", "... by free() or realloc() of their heap block",
+         GDR_RC_CAUSE(GDR_VERBS_RCACHE_FREE), 0},
+        {"gdr_reg_cache_invalidated_munmap", "... by munmap()",
+         GDR_RC_CAUSE(GDR_VERBS_RCACHE_MUNMAP), 0},
+        {"gdr_reg_cache_invalidated_mremap", "... by mremap()",
+         GDR_RC_CAUSE(GDR_VERBS_RCACHE_MREMAP), 0},
+        {"gdr_reg_cache_invalidated_madvise", "... by madvise() that drops pages (DONTNEED, "
+         "FREE, REMOVE)", GDR_RC_CAUSE(GDR_VERBS_RCACHE_MADVISE), 0},
+        {"gdr_reg_cache_invalidated_mmap", "... by mmap() or remap_file_pages() putting new "
+         "pages under them", GDR_RC_CAUSE(GDR_VERBS_RCACHE_MMAP), 0},
+        {"gdr_reg_cache_invalidated_shm", "... by shmat() over them or shmdt() of them",
+         GDR_RC_CAUSE(GDR_VERBS_RCACHE_SHM), 0},
+        {"gdr_reg_cache_invalidated_brk", "... by brk() or sbrk() moving the break across "
+         "them", GDR_RC_CAUSE(GDR_VERBS_RCACHE_BRK), 0},
+        {"gdr_reg_cache_invalidated_device", "... because another CUDA allocation (a new "
+         "buffer id) now lies at their address", GDR_RC_CAUSE(GDR_VERBS_RCACHE_DEVICE), 0},
+    };
+#undef GDR_RC_CAUSE
+    MPIDI_GDR_register_stat_pvars(pv, sizeof(pv) / sizeof(pv[0]), reg_cache_stat_value);
+}
+
 void MPIDI_GDR_am_register_pvars(void)
 {
     static const MPIDI_GDR_stat_pvar_t pv[] = {
@@ -329,6 +403,7 @@ void MPIDI_GDR_am_register_pvars(void)
          "reads the payload with RDMA READ)", offsetof(gdr_verbs_am_stats_t, rndv_sent), 0},
     };
     MPIDI_GDR_register_stat_pvars(pv, sizeof(pv) / sizeof(pv[0]), am_stat_value);
+    register_reg_cache_pvars();
 }
 
 /* Eager connections (MPIR_CVAR_CH4_GDR_LAZY_CONNECT=false): every rank connects to
@@ -392,6 +467,7 @@ int MPIDI_GDR_am_start(void)
         .srq_depth = MPIR_CVAR_CH4_GDR_SRQ_DEPTH > 0 ? (uint32_t) MPIR_CVAR_CH4_GDR_SRQ_DEPTH : 0,
         .connect_timeout_ms = MPIR_CVAR_CH4_GDR_CONNECT_TIMEOUT > 0 ?
             (uint32_t) MPIR_CVAR_CH4_GDR_CONNECT_TIMEOUT * 1000u : 0,
+        .reg_cache_off = !MPIR_CVAR_CH4_GDR_REG_CACHE,
     };
     gdr_verbs_am_ops_t ops = {.deliver = deliver,.rndv_done = rndv_done };
     MPIDI_GDR_global.am = gdr_verbs_am_create(&MPIDI_GDR_global.device, rank, size, need_qp,
@@ -499,6 +575,7 @@ int MPIDI_GDR_am_stop(void)
     gdr_verbs_rma_destroy(MPIDI_GDR_global.rma);
     MPIDI_GDR_global.rma = NULL;
     MPIDI_GDR_global.am_stats_kept = *gdr_verbs_am_stats(MPIDI_GDR_global.am);
+    gdr_verbs_am_reg_cache_stats(MPIDI_GDR_global.am, &MPIDI_GDR_global.reg_cache_stats_kept);
     MPL_free(MPIDI_GDR_global.world_vcis);
     MPIDI_GDR_global.world_vcis = NULL;
     gdr_verbs_am_destroy(MPIDI_GDR_global.am);

@@ -18,6 +18,7 @@
 #include <string.h>
 #include <sys/ioctl.h>
 #include <sys/mman.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 static size_t page_size(void)
@@ -150,16 +151,25 @@ static char *alias_of(uintptr_t addr)
     return gpusim.alias_base + (addr - (uintptr_t) gpusim.dev_base);
 }
 
+/* Device memory comes and goes by direct system calls: a real GPU's allocations change
+ * nothing the host's C library sees, so gdr's memory hooks must not see these either
+ * (its caches tell device allocations apart by buffer id alone). */
+static void *map_unseen(void *addr, size_t len, int prot, int flags, int fd)
+{
+    return (void *) syscall(SYS_mmap, addr, len, prot, flags, fd, (off_t) 0);
+}
+
 int gpusim_va_map(uintptr_t addr, size_t mapped, int fd)
 {
-    void *p = mmap(alias_of(addr), mapped, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_FIXED, fd, 0);
+    void *p = map_unseen(alias_of(addr), mapped, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_FIXED,
+                         fd);
     return p == MAP_FAILED ? -1 : 0;
 }
 
 void gpusim_va_give_back(uintptr_t addr, size_t mapped)
 {
-    (void) mmap(alias_of(addr), mapped, PROT_NONE,
-                MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED | MAP_NORESERVE, -1, 0);
+    (void) map_unseen(alias_of(addr), mapped, PROT_NONE,
+                      MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED | MAP_NORESERVE, -1);
 }
 
 void *gpusim_reach(uintptr_t addr, size_t len, int pageable_ok)

@@ -886,7 +886,7 @@ gdr_verbs_am_t *gdr_verbs_am_create(gdr_verbs_device_t *dev, int rank, int nrank
     }
 
     gdr_verbs_rcache_ops_t rops = {.reg = reg_for_read,.dereg = dereg_mr };
-    am->rcache = gdr_verbs_rcache_create(&rops, dev, RCACHE_UNUSED_MAX);
+    am->rcache = gdr_verbs_rcache_create(&rops, dev, RCACHE_UNUSED_MAX, cfg->reg_cache_off);
     if (am->rcache == NULL)
         goto oom;
     if (gdr_verbs_memhooks_attach(am->rcache) != 0) {
@@ -956,7 +956,7 @@ int gdr_verbs_am_send_eager(gdr_verbs_am_t *am, int peer, uint32_t handler_id,
 
 int gdr_verbs_am_send_rndv(gdr_verbs_am_t *am, int peer, uint32_t handler_id,
                            const void *am_hdr, size_t am_hdr_sz, const void *data,
-                           size_t data_sz, uint64_t cookie)
+                           size_t data_sz, uint64_t device_id, uint64_t cookie)
 {
     uint32_t idx;
 
@@ -973,7 +973,7 @@ int gdr_verbs_am_send_rndv(gdr_verbs_am_t *am, int peer, uint32_t handler_id,
         am->rsend_cap = cap;
     }
     rndv_send_t *rs = &am->rsend[idx];
-    rs->reg = gdr_verbs_rcache_get(am->rcache, data, data_sz);
+    rs->reg = gdr_verbs_rcache_get_tagged(am->rcache, data, data_sz, device_id);
     if (rs->reg == NULL)
         return fail(am, "registering a %zu-byte send buffer for rank %d failed: %s "
                     "(raise ulimit -l)", data_sz, peer, strerror(errno));
@@ -1598,6 +1598,11 @@ uint32_t gdr_verbs_am_max_sge(const gdr_verbs_am_t *am)
 gdr_verbs_rcache_t *gdr_verbs_am_rcache(gdr_verbs_am_t *am)
 {
     return am->rcache;
+}
+
+void gdr_verbs_am_reg_cache_stats(gdr_verbs_am_t *am, gdr_verbs_rcache_stats_t *st)
+{
+    gdr_verbs_rcache_get_stats(am->rcache, st);
 }
 
 int gdr_verbs_am_fail_peer(gdr_verbs_am_t *am, int peer, const char *fmt, ...)

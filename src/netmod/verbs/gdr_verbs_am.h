@@ -13,6 +13,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include "gdr_verbs_device.h"
+#include "gdr_verbs_rcache.h"
 
 typedef struct gdr_verbs_am gdr_verbs_am_t;
 
@@ -38,6 +39,7 @@ typedef struct gdr_verbs_am_config {
     uint8_t qp_timeout;         /* ACK timeout exponent, 0: GDR_VERBS_QP_TIMEOUT_DEFAULT */
     uint32_t connect_timeout_ms;        /* a peer that does not answer a connection request
                                          * this long fails it (0: wait for ever) */
+    int reg_cache_off;          /* register user buffers for each transfer, keep none */
 } gdr_verbs_am_config_t;
 
 /* Operation counts, for MPI_T and tests. */
@@ -91,11 +93,16 @@ int gdr_verbs_am_send_eager(gdr_verbs_am_t *am, int peer, uint32_t handler_id,
                             const void *am_hdr, size_t am_hdr_sz, const void *data,
                             size_t data_sz);
 
-/* Sends handler_id + am_hdr now; the peer reads data (host memory, any size) with
- * RDMA READ and then ops->rndv_done(cookie) runs here.  Returns 0 or -1. */
+/* Sends handler_id + am_hdr now; the peer reads data (any size) with RDMA READ and
+ * then ops->rndv_done(cookie) runs here.  data is host memory (device_id 0) or device
+ * memory the NIC can reach, by its CUDA buffer id (never through a registration made for
+ * another allocation at that address).  Returns 0 or -1. */
 int gdr_verbs_am_send_rndv(gdr_verbs_am_t *am, int peer, uint32_t handler_id,
                            const void *am_hdr, size_t am_hdr_sz, const void *data,
-                           size_t data_sz, uint64_t cookie);
+                           size_t data_sz, uint64_t device_id, uint64_t cookie);
+
+/* The registration cache's counters (hits, invalidations by cause, ...). */
+void gdr_verbs_am_reg_cache_stats(gdr_verbs_am_t *am, gdr_verbs_rcache_stats_t *st);
 
 /* Polls completions (bounded work) and delivers messages.  *progressed is set when
  * anything happened.  Returns 0, or -1 once a connection failed (see error). */

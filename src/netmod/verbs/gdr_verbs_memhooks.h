@@ -1,7 +1,13 @@
-/* Memory-release hooks: free(), realloc(), munmap(), mremap() and madvise() are
- * wrapped (by symbol interposition from the library that contains this file) so
- * that registration caches learn when memory goes away before a new mapping can
- * take its address.  Inactive (one load and a branch) until a cache is attached. */
+/* Memory hooks: every C-library call that can change the pages under an address is
+ * wrapped (by symbol interposition from the library that contains this file) so that
+ * registration caches drop what they hold there: free, realloc, munmap, mremap, madvise
+ * (DONTNEED, FREE, REMOVE, DONTNEED_LOCKED) as memory goes; mmap (MAP_FIXED or not),
+ * mmap64, remap_file_pages, shmat as new pages arrive; shmdt; brk and sbrk.  Device
+ * memory is not the host's to see: caches tell its allocations apart by CUDA buffer id.
+ * Not seen: direct system calls (syscall(SYS_munmap, ...)), libraries bound to the C
+ * library's internal names, and pages a file's owner replaces through the descriptor
+ * (truncate, fallocate's holes) under a shared mapping.  Inactive (one load and a
+ * branch) until a cache is attached. */
 #ifndef GDR_VERBS_MEMHOOKS_H
 #define GDR_VERBS_MEMHOOKS_H
 

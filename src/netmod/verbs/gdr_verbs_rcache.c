@@ -21,6 +21,7 @@ struct gdr_verbs_rcache {
     gdr_verbs_rcache_entry_t *dead;     /* invalidated, to deregister outside free() */
     uintptr_t lo, hi;                   /* bounds of all live entries */
     size_t max_unused, unused_bytes;
+    int off;                            /* cache nothing */
     gdr_verbs_rcache_stats_t st;
 };
 
@@ -94,7 +95,8 @@ static void evict(gdr_verbs_rcache_t *rc)
 }
 
 /* Moves live entry *pp to the dead list (deregistered later, outside any hook). */
-static void kill_entry(gdr_verbs_rcache_t *rc, gdr_verbs_rcache_entry_t **pp)
+static void kill_entry(gdr_verbs_rcache_t *rc, gdr_verbs_rcache_entry_t **pp,
+                       gdr_verbs_rcache_cause_t cause)
 {
     gdr_verbs_rcache_entry_t *e = *pp;
     *pp = e->next;
@@ -106,6 +108,7 @@ static void kill_entry(gdr_verbs_rcache_t *rc, gdr_verbs_rcache_entry_t **pp)
     rc->st.entries--;
     rc->st.bytes -= e->end - e->start;
     rc->st.invalidated++;
+    rc->st.invalidated_by[cause]++;
 }
 
 static void enter(gdr_verbs_rcache_t *rc)
@@ -121,7 +124,7 @@ static void leave(gdr_verbs_rcache_t *rc)
 }
 
 gdr_verbs_rcache_t *gdr_verbs_rcache_create(const gdr_verbs_rcache_ops_t *ops, void *ctx,
-                                            size_t max_unused_bytes)
+                                            size_t max_unused_bytes, int off)
 {
     gdr_verbs_rcache_t *rc = calloc(1, sizeof(*rc));
     if (rc == NULL)
@@ -129,6 +132,7 @@ gdr_verbs_rcache_t *gdr_verbs_rcache_create(const gdr_verbs_rcache_ops_t *ops, v
     rc->ops = *ops;
     rc->ctx = ctx;
     rc->max_unused = max_unused_bytes;
+    rc->off = off;
     rc->lo = UINTPTR_MAX;
     pthread_mutex_init(&rc->lock, NULL);
     return rc;
@@ -151,11 +155,11 @@ gdr_verbs_rcache_entry_t *gdr_verbs_rcache_get_tagged(gdr_verbs_rcache_t *rc, co
     reap(rc);
     for (gdr_verbs_rcache_entry_t ** pp = &rc->live; (e = *pp) != NULL;) {
         if (e->start < end && start < e->end && e->tag != tag) {
-            kill_entry(rc, pp);         /* made for memory that has since been freed */
+            kill_entry(rc, pp, GDR_VERBS_RCACHE_DEVICE);  /* that allocation was freed */
             recompute_bounds(rc);
             continue;
         }
-        if (e->start <= start && end <= e->end) {
+        if (e->start <= start && end <= e->end && tag != GDR_VERBS_RCACHE_TAG_ONCE) {
             *pp = e->next;      /* move to the front: most recently used */
             e->next = rc->live;
             rc->live = e;
@@ -179,7 +183,13 @@ gdr_verbs_rcache_entry_t *gdr_verbs_rcache_get_tagged(gdr_verbs_rcache_t *rc, co
             e = NULL;
         }
     }
-    if (e != NULL) {
+    if (e != NULL && (rc->off || tag == GDR_VERBS_RCACHE_TAG_ONCE)) {
+        e->refcount = 1;        /* born dead: deregistered at its put, never found */
+        e->invalid = 1;
+        e->next = rc->dead;
+        rc->dead = e;
+        rc->st.once++;
+    } else if (e != NULL) {
         e->refcount = 1;
         e->next = rc->live;
         rc->live = e;
@@ -209,7 +219,8 @@ void gdr_verbs_rcache_put(gdr_verbs_rcache_t *rc, gdr_verbs_rcache_entry_t *e)
     leave(rc);
 }
 
-void gdr_verbs_rcache_invalidate(gdr_verbs_rcache_t *rc, const void *addr, size_t len)
+void gdr_verbs_rcache_invalidate(gdr_verbs_rcache_t *rc, const void *addr, size_t len,
+                                 gdr_verbs_rcache_cause_t cause)
 {
     uintptr_t a = (uintptr_t) addr, b = a + len;
 
@@ -220,7 +231,7 @@ void gdr_verbs_rcache_invalidate(gdr_verbs_rcache_t *rc, const void *addr, size_
     while (*pp) {
         gdr_verbs_rcache_entry_t *e = *pp;
         if (e->start < b && a < e->end) {
-            kill_entry(rc, pp);
+            kill_entry(rc, pp, cause);
         } else {
             pp = &e->next;
         }

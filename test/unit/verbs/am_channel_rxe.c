@@ -223,7 +223,7 @@ static int run(int me, const char *devname, int sock)
             big[k] = malloc(rndv_sizes[k]);
             for (size_t i = 0; i < rndv_sizes[k]; i++)
                 big[k][i] = pattern(k, i);
-            if (gdr_verbs_am_send_rndv(am, peer, 2, &k, sizeof(k), big[k], rndv_sizes[k], k) != 0) {
+            if (gdr_verbs_am_send_rndv(am, peer, 2, &k, sizeof(k), big[k], rndv_sizes[k], 0, k) != 0) {
                 printf("FAIL send rndv %u: %s\n", k, gdr_verbs_am_error(am));
                 failed = 1;
             }
@@ -243,7 +243,7 @@ static int run(int me, const char *devname, int sock)
             for (size_t i = 0; i < rl; i++)
                 r[i] = (char) pattern(seq, i);
             uint64_t bit = 1ull << (40 + round);
-            if (gdr_verbs_am_send_rndv(am, peer, 5, &seq, sizeof(seq), r, rl, 40 + round) != 0) {
+            if (gdr_verbs_am_send_rndv(am, peer, 5, &seq, sizeof(seq), r, rl, 0, 40 + round) != 0) {
                 printf("FAIL send reuse %u: %s\n", round, gdr_verbs_am_error(am));
                 failed = 1;
             }
@@ -263,7 +263,7 @@ static int run(int me, const char *devname, int sock)
                 b[i] = pattern(seq, i);
             int rc;
             if (n > 16000) {
-                rc = gdr_verbs_am_send_rndv(am, peer, 6, &seq, sizeof(seq), b, n, 44 + seq / 2);
+                rc = gdr_verbs_am_send_rndv(am, peer, 6, &seq, sizeof(seq), b, n, 0, 44 + seq / 2);
                 mixed_mask |= 1ull << (44 + seq / 2);
             } else {
                 rc = gdr_verbs_am_send_eager(am, peer, 6, &seq, sizeof(seq), b, n);

@@ -1,11 +1,16 @@
-/* Registration cache: sharing, reuse, eviction, and invalidation when memory is
- * freed or unmapped (through the real free()/munmap()/madvise() hooks), so a
- * recycled address is registered anew.  The registration functions are fakes
- * that record calls. */
+/* Registration cache: sharing, reuse, eviction, and invalidation whenever the pages
+ * under a registration can change (through the real hooks: free, realloc, munmap,
+ * mremap, madvise, mmap, remap_file_pages, shmat/shmdt, brk/sbrk), each counted by
+ * cause, so a recycled address is registered anew; device memory by buffer id; the
+ * cache turned off.  The registration functions are fakes that record calls. */
 #define _GNU_SOURCE
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/ipc.h>
 #include <sys/mman.h>
+#include <sys/shm.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 #include "gdr_unit.h"
 #include "verbs/gdr_verbs_memhooks.h"
@@ -36,13 +41,158 @@ static void fake_dereg(void *ctx, void *handle)
     f->live--;
 }
 
-int main(void)
+static uint64_t by(gdr_verbs_rcache_t *rc, gdr_verbs_rcache_cause_t cause)
+{
+    gdr_verbs_rcache_stats_t st;
+    gdr_verbs_rcache_get_stats(rc, &st);
+    return st.invalidated_by[cause];
+}
+
+/* A registration of [p, p+len) kept referenced (so that it is not evicted), then the
+ * call under test, then: was it invalidated, and counted under cause? */
+#define EXPECT_INVALIDATED(rc, p, len, cause, call, what) do {                           \
+        gdr_verbs_rcache_entry_t *e_ = gdr_verbs_rcache_get(rc, p, len);                  \
+        uint64_t n_ = by(rc, cause);                                                     \
+        call;                                                                            \
+        GDR_CHECK(e_ != NULL && e_->invalid && by(rc, cause) > n_, "%s", what);          \
+        gdr_verbs_rcache_put(rc, e_);                                                    \
+    } while (0)
+
+/* The hooks for calls that put new pages under an address, and shm and brk. */
+static void hooks_that_bring_pages(gdr_verbs_rcache_t *rc, fake_t *f)
+{
+    size_t ps = (size_t) sysconf(_SC_PAGESIZE);
+    char *m = mmap(NULL, 8 * ps, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+
+    EXPECT_INVALIDATED(rc, m + ps, 2 * ps, GDR_VERBS_RCACHE_MMAP,
+                       mmap(m, 4 * ps, PROT_READ | PROT_WRITE,
+                            MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED, -1, 0),
+                       "mmap(MAP_FIXED) over a registered range invalidates it");
+    /* unmapped behind the hooks' back (a direct system call), then mapped again at the
+     * same address without MAP_FIXED: the new pages are seen as they arrive */
+    gdr_verbs_rcache_entry_t *e = gdr_verbs_rcache_get(rc, m + 6 * ps, ps);
+    syscall(SYS_munmap, m + 4 * ps, 4 * ps);
+    GDR_CHECK(!e->invalid, "a direct munmap system call is not seen");
+    char *again = mmap(m + 4 * ps, 4 * ps, PROT_READ | PROT_WRITE,
+                       MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    GDR_CHECK(again == m + 4 * ps && e->invalid,
+              "plain mmap() landing on a stale registration invalidates it");
+    gdr_verbs_rcache_put(rc, e);
+    int regs = f->regs;
+    gdr_verbs_rcache_put(rc, gdr_verbs_rcache_get(rc, m + 6 * ps, ps));
+    GDR_CHECK(f->regs == regs + 1, "the new pages are registered anew");
+    if (again != m + 4 * ps)
+        munmap(again, 4 * ps);
+
+    EXPECT_INVALIDATED(rc, m, ps, GDR_VERBS_RCACHE_MMAP,
+                       mmap64(m, ps, PROT_READ | PROT_WRITE,
+                              MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED, -1, 0),
+                       "mmap64(MAP_FIXED) too");
+    char *grown;
+    EXPECT_INVALIDATED(rc, m, 2 * ps, GDR_VERBS_RCACHE_MREMAP,
+                       grown = mremap(m, 8 * ps, 64 * ps, MREMAP_MAYMOVE),
+                       "mremap() invalidates the old range");
+    munmap(grown, 64 * ps);
+
+    /* a file's pages rearranged under a shared mapping */
+    FILE *tf = tmpfile();
+    if (tf != NULL && ftruncate(fileno(tf), (off_t) (2 * ps)) == 0) {
+        char *fm = mmap(NULL, 2 * ps, PROT_READ | PROT_WRITE, MAP_SHARED, fileno(tf), 0);
+        EXPECT_INVALIDATED(rc, fm, ps, GDR_VERBS_RCACHE_MMAP,
+                           remap_file_pages(fm, ps, 0, 1, 0),
+                           "remap_file_pages() invalidates");
+        munmap(fm, 2 * ps);
+    }
+    if (tf != NULL)
+        fclose(tf);
+
+    /* System V shared memory: detached, and another segment attached at its address */
+    int id1 = shmget(IPC_PRIVATE, 4 * ps, IPC_CREAT | 0600);
+    int id2 = shmget(IPC_PRIVATE, 4 * ps, IPC_CREAT | 0600);
+    GDR_CHECK(id1 >= 0 && id2 >= 0, "two shared memory segments");
+    char *s1 = shmat(id1, NULL, 0);
+    EXPECT_INVALIDATED(rc, s1 + 2 * ps, ps, GDR_VERBS_RCACHE_SHM, shmdt(s1),
+                       "shmdt() invalidates registrations inside the segment, past its "
+                       "first page too");
+    s1 = shmat(id1, NULL, 0);
+    e = gdr_verbs_rcache_get(rc, s1 + 3 * ps, 100);
+    syscall(SYS_shmdt, s1);     /* unseen */
+    char *s2 = shmat(id2, s1, 0);
+    GDR_CHECK(s2 == s1 && e->invalid,
+              "shmat() of another segment at that address invalidates what stood there");
+    gdr_verbs_rcache_put(rc, e);
+    EXPECT_INVALIDATED(rc, s2 + ps, ps, GDR_VERBS_RCACHE_SHM,
+                       shmat(id1, s2, SHM_REMAP), "shmat(SHM_REMAP) over a registration");
+    shmdt(s2);
+    shmctl(id1, IPC_RMID, NULL);
+    shmctl(id2, IPC_RMID, NULL);
+
+#if !defined(__SANITIZE_ADDRESS__)
+    /* the break: pages above it given back, then others taken.  malloc's main arena
+     * grows the break too: leave it room so that it does not move in between */
+    free(malloc(64 << 10));
+    char *top = sbrk(0);
+    char *base = sbrk((intptr_t) (4 * ps));
+    if (base == top && base != (char *) -1) {
+        memset(base, 1, 4 * ps);
+        EXPECT_INVALIDATED(rc, base + 2 * ps, ps, GDR_VERBS_RCACHE_BRK,
+                           sbrk(-(intptr_t) (2 * ps)), "sbrk() shrinking over it invalidates");
+        EXPECT_INVALIDATED(rc, base, ps, GDR_VERBS_RCACHE_BRK, brk(base),
+                           "brk() lowering the break over it invalidates");
+        GDR_CHECK(sbrk(0) == base, "the C library's break follows (%p, %p)", sbrk(0),
+                  (void *) base);
+    } else {
+        GDR_CHECK(1, "the break was moved by another thread: brk/sbrk not checked");
+    }
+#endif
+    (void) f;
+}
+
+/* Turned off (MPIR_CVAR_CH4_GDR_REG_CACHE=0) or memory of unknown identity: each user
+ * gets a registration of its own, released at its put. */
+static void cache_off(void)
 {
     fake_t f = { 0 };
     gdr_verbs_rcache_ops_t ops = {.reg = fake_reg,.dereg = fake_dereg };
     gdr_verbs_rcache_stats_t st;
+    size_t ps = (size_t) sysconf(_SC_PAGESIZE);
+    char *a = mmap(NULL, 4 * ps, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+
+    gdr_verbs_rcache_t *off = gdr_verbs_rcache_create(&ops, &f, 64 * ps, 1);
+    gdr_verbs_rcache_entry_t *e1 = gdr_verbs_rcache_get(off, a, ps);
+    gdr_verbs_rcache_entry_t *e2 = gdr_verbs_rcache_get(off, a, ps);
+    GDR_CHECK(e1 != NULL && e2 != NULL && e1 != e2 && f.regs == 2,
+              "cache off: two transfers from one buffer register twice");
+    gdr_verbs_rcache_put(off, e1);
+    GDR_CHECK(f.deregs == 1, "cache off: deregistered at the put");
+    gdr_verbs_rcache_put(off, e2);
+    gdr_verbs_rcache_get_stats(off, &st);
+    GDR_CHECK(f.live == 0 && st.once == 2 && st.hits == 0 && st.entries == 0,
+              "cache off: nothing kept (%d live, %llu once)", f.live,
+              (unsigned long long) st.once);
+    gdr_verbs_rcache_destroy(off);
+
+    gdr_verbs_rcache_t *on = gdr_verbs_rcache_create(&ops, &f, 64 * ps, 0);
+    int regs = f.regs;
+    e1 = gdr_verbs_rcache_get_tagged(on, a, ps, GDR_VERBS_RCACHE_TAG_ONCE);
+    gdr_verbs_rcache_put(on, e1);
+    e2 = gdr_verbs_rcache_get_tagged(on, a, ps, GDR_VERBS_RCACHE_TAG_ONCE);
+    gdr_verbs_rcache_put(on, e2);
+    GDR_CHECK(f.regs == regs + 2 && f.live == 0,
+              "device memory without a buffer id is registered for each use, never reused");
+    gdr_verbs_rcache_destroy(on);
+    munmap(a, 4 * ps);
+}
+
+int main(void)
+{
+    cache_off();
+
+    fake_t f = { 0 };
+    gdr_verbs_rcache_ops_t ops = {.reg = fake_reg,.dereg = fake_dereg };
+    gdr_verbs_rcache_stats_t st;
     long ps = sysconf(_SC_PAGESIZE);
-    gdr_verbs_rcache_t *rc = gdr_verbs_rcache_create(&ops, &f, 64 * (size_t) ps);
+    gdr_verbs_rcache_t *rc = gdr_verbs_rcache_create(&ops, &f, 64 * (size_t) ps, 0);
     char *a = mmap(NULL, 16 * ps, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 
     gdr_verbs_rcache_entry_t *w1 = gdr_verbs_rcache_get(rc, a, 4 * ps);
@@ -61,7 +211,7 @@ int main(void)
               "registrations cover whole pages");
 
     /* invalidation while in use: handed out no more, deregistered at the last put */
-    gdr_verbs_rcache_invalidate(rc, a + 2 * ps, 1);
+    gdr_verbs_rcache_invalidate(rc, a + 2 * ps, 1, GDR_VERBS_RCACHE_MUNMAP);
     GDR_CHECK(again->invalid && f.deregs == 0, "invalidated in use: kept until put");
     gdr_verbs_rcache_entry_t *fresh = gdr_verbs_rcache_get(rc, a, 100);
     GDR_CHECK(fresh != again && f.regs == 2, "the same address after invalidation registers anew");
@@ -84,10 +234,13 @@ int main(void)
               "device memory: another buffer id at the same address registers anew");
     gdr_verbs_rcache_put(rc, g2);
     GDR_CHECK(f.deregs == deregs + 1, "device memory: the old buffer's registration is released");
+    gdr_verbs_rcache_get_stats(rc, &st);
+    GDR_CHECK(st.invalidated_by[GDR_VERBS_RCACHE_DEVICE] == 1,
+              "device memory: counted as a new allocation at the address");
     gdr_verbs_rcache_entry_t *h = gdr_verbs_rcache_get(rc, d, 100);
     GDR_CHECK(h != g2 && h->tag == 0, "host memory never takes a device registration");
     gdr_verbs_rcache_put(rc, h);
-    gdr_verbs_rcache_invalidate(rc, d, 2 * ps);
+    gdr_verbs_rcache_invalidate(rc, d, 2 * ps, GDR_VERBS_RCACHE_MUNMAP);
     munmap(d, 2 * ps);
 
     /* the hooks: munmap, madvise(DONTNEED), free, realloc */
@@ -132,6 +285,8 @@ int main(void)
     free(small);
     GDR_CHECK(1, "free() of memory nobody registered is harmless");
 
+    hooks_that_bring_pages(rc, &f);
+
     /* eviction: unused registrations beyond the limit go, least recently used first */
     gdr_verbs_memhooks_detach(rc);
     char *e = mmap(NULL, 200 * ps, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
@@ -140,7 +295,8 @@ int main(void)
         gdr_verbs_rcache_put(rc, gdr_verbs_rcache_get(rc, e + (size_t) i * 40 * ps, 20 * ps));
     gdr_verbs_rcache_get_stats(rc, &st);
     GDR_CHECK(f.deregs > deregs_before && st.bytes <= 64 * (size_t) ps,
-              "beyond 64 unused pages the oldest are evicted (%zu bytes cached)", st.bytes);
+              "beyond 64 unused pages the oldest are evicted (%llu bytes cached)",
+              (unsigned long long) st.bytes);
     gdr_verbs_rcache_entry_t *newest = gdr_verbs_rcache_get(rc, e + 4 * 40 * ps, ps);
     GDR_CHECK(newest != NULL && newest->start == (uintptr_t) (e + 4 * 40 * ps),
               "the most recent one is still cached");
