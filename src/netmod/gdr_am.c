@@ -270,14 +270,20 @@ static void rndv_done(void *ctx, uint64_t cookie)
         MPIDI_GDR_global.am_errno = err;
 }
 
-int MPIDI_GDR_progress_am(int *made_progress)
+/* One poll of the channel; may_idle: it may yield or sleep after many empty polls */
+static int am_poll(int *made_progress, int may_idle)
 {
     int progressed = 0, rc, mpi_errno;
     int sleep_us = MPIR_CVAR_CH4_GDR_IDLE_SLEEP_US;
     unsigned idle_after = MPIR_CVAR_CH4_GDR_YIELD_AFTER > 0 ?
         (unsigned) MPIR_CVAR_CH4_GDR_YIELD_AFTER : (sleep_us > 0 ? 1u : 0u);
 
-    if (idle_after > 0 && MPIDI_GDR_global.empty_polls >= idle_after) {
+    if (!may_idle) {
+        /* another source has work (gdr_progress.c's guard): one poll, no yield or sleep,
+         * and an empty one is not counted towards idling */
+        rc = gdr_verbs_am_progress(MPIDI_GDR_global.am, &progressed);
+        idle_after = 0;
+    } else if (idle_after > 0 && MPIDI_GDR_global.empty_polls >= idle_after) {
         /* the last idle_after polls found nothing: leave the core to ranks with work */
         MPIDI_GDR_global.empty_polls = 0;
         if (sleep_us > 0) {
@@ -303,6 +309,16 @@ int MPIDI_GDR_progress_am(int *made_progress)
     else if (idle_after > 0)
         MPIDI_GDR_global.empty_polls++;
     return MPI_SUCCESS;
+}
+
+int MPIDI_GDR_progress_am(int *made_progress)
+{
+    return am_poll(made_progress, 1);
+}
+
+int MPIDI_GDR_poll_am(int *made_progress)
+{
+    return am_poll(made_progress, 0);
 }
 
 /* The VCIs (1 + reserved) a rank has when MPICH asks for num_reserved (gdr_comm.c's

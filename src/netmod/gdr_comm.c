@@ -1,5 +1,6 @@
 /* Communicator hooks.  MPI_COMM_WORLD's first commit (BOOTSTRAP) brings the channel to
- * every rank on another node up; gdr keeps no other per-communicator state. */
+ * every rank on another node up, and gdr's progress guard on (gdr_progress.c); gdr keeps
+ * no other per-communicator state. */
 #include "gdr_internal.h"
 #include "gdr_noinline.h"
 
@@ -15,6 +16,8 @@ int MPIDI_GDR_mpi_comm_commit_pre_hook(MPIR_Comm * comm)
     MPIR_ERR_CHECK(mpi_errno);
     MPIDI_GDR_rma_engine_start();
     MPIDI_GDR_staged_start();
+    mpi_errno = MPIDI_GDR_progress_guard_start();
+    MPIR_ERR_CHECK(mpi_errno);
   fn_exit:
     return mpi_errno;
   fn_fail:

@@ -44,6 +44,12 @@ struct MPIDI_GDR_context {
     int engine_errno;           /* the MPI error behind the engine's GDR_RMA_HOST_ERROR */
     int am_errno;               /* first MPI error raised inside a channel callback */
     unsigned empty_polls;       /* consecutive progress calls that found nothing */
+    /* the progress guard (gdr_progress.c): MPICH's calls of MPIDI_NM_progress, and as the
+     * guard last saw them; whether it is running; rounds it ran because MPICH skipped
+     * gdr (MPI_T) */
+    unsigned nm_passes, guard_seen;
+    int guard_running;
+    unsigned long long guard_rounds;
     int region_query_handler;   /* dynamic windows' region lookup (gdr_win_dynamic.c) */
     int region_reply_handler;
     unsigned long long region_queries;  /* questions asked (an MPI_T pvar) */

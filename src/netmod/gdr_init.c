@@ -148,6 +148,7 @@ int MPIDI_GDR_init_local(int *tag_bits)
     *tag_bits = MPIR_TAG_BITS_DEFAULT;
     MPIDI_GDR_rma_register_pvars();
     MPIDI_GDR_am_register_pvars();
+    MPIDI_GDR_progress_register_pvars();
     mpi_errno = MPIDI_GDR_dynamic_register_handlers();
     MPIR_ERR_CHECK(mpi_errno);
     MPIDI_GDR_staged_register_pvars();
@@ -183,6 +184,7 @@ int MPIDI_GDR_init_local(int *tag_bits)
 
 int MPIDI_GDR_mpi_finalize_hook(void)
 {
+    MPIDI_GDR_progress_guard_stop();
     MPIDI_GDR_staged_stop();
     MPIDI_GDR_rma_engine_stop();
     int mpi_errno = MPIDI_GDR_am_stop();

@@ -16,6 +16,17 @@
 /* gdr_am.c: bring the AM channel up when MPI_COMM_WORLD is committed, down at finalize. */
 int MPIDI_GDR_am_start(void);
 int MPIDI_GDR_am_stop(void);
+/* One poll of the channel that never yields or sleeps and does not count an empty poll
+ * towards idling (MPIDI_GDR_progress_am may: MPIR_CVAR_CH4_GDR_YIELD_AFTER,
+ * _IDLE_SLEEP_US): the progress guard's, which runs while another source has work. */
+int MPIDI_GDR_poll_am(int *made_progress);
+/* gdr_progress.c: the progress guard, an MPICH progress hook that runs gdr's round in a
+ * pass that follows one in which MPICH skipped MPIDI_NM_progress (because shared memory
+ * or a hook made progress), so that no source of progress starves gdr's; on from
+ * MPI_COMM_WORLD's commit to finalize.  Its MPI_T counter is registered at init. */
+int MPIDI_GDR_progress_guard_start(void);
+void MPIDI_GDR_progress_guard_stop(void);
+void MPIDI_GDR_progress_register_pvars(void);
 void MPIDI_GDR_am_register_pvars(void);
 /* MPI_T counters and levels that are u64 fields of a layer's stats struct (the channel's,
  * the verbs RMA layer's), registered from a table and read by the layer's reader, which
