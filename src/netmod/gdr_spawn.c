@@ -25,7 +25,16 @@ int MPIDI_GDR_dynamic_recv(int tag, void *buf, int size, int timeout)
 }
 
 /* The leaders of MPI_Intercomm_create exchange their groups through peer_comm, whose
- * ranks are all in the world: a plain send-receive there. */
+ * ranks are all in the world: a plain send-receive there.
+ *
+ * MPICH calls this holding VCI 0's lock (ch4_comm.c's leader_exchange, which also keeps
+ * the exchange's static world table to itself).  ucx and ofi drive their own transport
+ * under it; a send-receive through MPICH takes that lock again in the receive
+ * (gdr_pt2pt.h) and in every progress pass of its wait, and the lock is not recursive:
+ * under MPI_THREAD_MULTIPLE (errorcheck mutexes) "pthread_mutex_lock: Resource deadlock
+ * avoided" (issue 72).  So the lock is left for the send-receive, as MPICH's own
+ * MPIDI_progress_test_vci leaves it around a progress pass; leader_exchange only uses
+ * its world table before this call. */
 int MPIDI_GDR_dynamic_sendrecv(MPIR_Lpid remote_lpid, MPIR_Comm * peer_comm, int tag,
                                const void *send_buf, int send_size, void *recv_buf,
                                int recv_size, int timeout)
@@ -41,9 +50,14 @@ int MPIDI_GDR_dynamic_sendrecv(MPIR_Lpid remote_lpid, MPIR_Comm * peer_comm, int
     }
     if (peer < 0)
         return not_supported();
+#ifdef MPICH_DEBUG_MUTEX
+    MPID_THREAD_ASSERT_IN_CS(VCI, MPIDI_VCI_LOCK(0));
+#endif
+    MPID_THREAD_CS_EXIT(VCI, MPIDI_VCI_LOCK(0));
     mpi_errno = MPIC_Sendrecv(send_buf, send_size, MPIR_BYTE_INTERNAL, peer, tag, recv_buf,
                               recv_size, MPIR_BYTE_INTERNAL, peer, tag, peer_comm,
                               MPI_STATUS_IGNORE, MPIR_COLL_ATTR_SYNC);
+    MPID_THREAD_CS_ENTER(VCI, MPIDI_VCI_LOCK(0));
     MPIR_ERR_CHECK(mpi_errno);
   fn_exit:
     return mpi_errno;
