@@ -71,7 +71,7 @@ cvars:
     - name        : MPIR_CVAR_CH4_GDR_DOORBELL_BATCH
       category    : CH4_GDR
       type        : int
-      default     : 16
+      default     : -1
       class       : none
       verbosity   : MPI_T_VERBOSITY_USER_BASIC
       scope       : MPI_T_SCOPE_LOCAL
@@ -85,7 +85,11 @@ cvars:
         Put or Get and the release), a fence's Put goes with its barrier
         write.  0: every operation rings at once, which
         also moves a Put before the next MPI call when a rank computes after
-        it without calling MPI.
+        it without calling MPI.  -1 (the default): 16 where a doorbell is a
+        system call (the software providers rxe and siw), 0 on NICs, whose
+        doorbell is one MMIO store: there a Put reaches the NIC before its
+        call returns, and a burst posted in one call (an accumulate's
+        atomics, a datatype's pieces) still shares one doorbell.
 
     - name        : MPIR_CVAR_CH4_GDR_QP_TIMEOUT
       category    : CH4_GDR
@@ -143,6 +147,17 @@ static int world_rank_of(MPIR_Comm * comm, int rank, int *peer)
     return mpi_errno;
   fn_fail:
     goto fn_exit;
+}
+
+/* Work requests one doorbell may wait for (MPIR_CVAR_CH4_GDR_DOORBELL_BATCH): holding
+ * saves a system call per operation on Soft-RoCE, and on a NIC only delays the Put (an
+ * MMIO doorbell costs about what holding does), so by default only software providers
+ * hold. */
+static uint32_t doorbell_hold(const gdr_verbs_device_t *dev)
+{
+    if (MPIR_CVAR_CH4_GDR_DOORBELL_BATCH >= 0)
+        return (uint32_t) MPIR_CVAR_CH4_GDR_DOORBELL_BATCH;
+    return gdr_verbs_device_doorbell_is_syscall(dev) ? 16u : 0u;
 }
 
 MPI_Aint MPIDI_GDR_am_eager_payload_limit(void)
@@ -526,8 +541,7 @@ int MPIDI_GDR_am_start(void)
     gdr_verbs_rma_config_t rcfg = {
         .depth = cfg.rma_depth,.bounce_size = 8192,.bounce_count = 128,
         .chunk = MPIR_CVAR_CH4_GDR_RMA_CHUNK > 0 ? (uint64_t) MPIR_CVAR_CH4_GDR_RMA_CHUNK : 0,
-        .hold = MPIR_CVAR_CH4_GDR_DOORBELL_BATCH > 0
-            ? (uint32_t) MPIR_CVAR_CH4_GDR_DOORBELL_BATCH : 0
+        .hold = doorbell_hold(&MPIDI_GDR_global.device)
     };
     MPIDI_GDR_global.rma = gdr_verbs_rma_create(MPIDI_GDR_global.am, &rcfg, why, sizeof(why));
     MPIR_ERR_CHKANDJUMP1(MPIDI_GDR_global.rma == NULL, mpi_errno, MPI_ERR_OTHER,

@@ -54,6 +54,10 @@ void MPIDI_GDR_rma_register_pvars(void)
          offsetof(gdr_verbs_rma_stats_t, doorbells), 0},
         {"gdr_rma_held", "one-sided work requests held back to share a later doorbell",
          offsetof(gdr_verbs_rma_stats_t, held), 0},
+        {"gdr_rma_doorbell_hold", "one-sided work requests a doorbell may wait for "
+         "(MPIR_CVAR_CH4_GDR_DOORBELL_BATCH as applied: by default 16 where ibv_post_send is a "
+         "system call, Soft-RoCE, and 0 on NICs)", offsetof(gdr_verbs_rma_stats_t, hold_limit),
+         1},
         {"gdr_rma_fenced", "releases and synchronisation writes posted behind the epoch's "
          "RDMA reads and atomics to their target instead of after waiting for them "
          "(IBV_SEND_FENCE; Soft-RoCE keeps that order itself)",

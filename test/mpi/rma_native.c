@@ -618,8 +618,8 @@ static void doorbells(void)
         gdr_check_long("the last locked Put landed", 0, EPOCHS, after_locks);
         gdr_check_long("the last fenced Put landed", 0, 1000 + EPOCHS - 1, base[1]);
     }
-    const char *e = getenv("MPIR_CVAR_CH4_GDR_DOORBELL_BATCH");
-    int batching = e == NULL || atoi(e) > 0;
+    /* what gdr applied: by default 16 on Soft-RoCE, 0 on a NIC (MMIO doorbells) */
+    int batching = pvar("gdr_rma_doorbell_hold") > 0;
     if (rank == 0) {
         gdr_check_long("doorbells of lock+Put+unlock epochs", 0, (batching ? 2 : 3) * EPOCHS,
                        (long long) lock_bells);

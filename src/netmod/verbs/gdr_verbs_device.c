@@ -239,3 +239,16 @@ int gdr_verbs_device_try_reg(const gdr_verbs_device_t *dev, void *addr, size_t l
     (void) ibv_dereg_mr(mr);
     return 0;
 }
+
+#define GDR_VERBS_VENDOR_RXE 0xffffffu  /* the kernel's rxe_param.h, RXE_VENDOR_ID */
+#define GDR_VERBS_VENDOR_SIW 0x626d74u  /* siw.h, SIW_VENDOR_ID */
+
+int gdr_verbs_doorbell_is_syscall(uint32_t vendor_id)
+{
+    return vendor_id == GDR_VERBS_VENDOR_RXE || vendor_id == GDR_VERBS_VENDOR_SIW;
+}
+
+int gdr_verbs_device_doorbell_is_syscall(const gdr_verbs_device_t *dev)
+{
+    return gdr_verbs_doorbell_is_syscall(dev->attr.vendor_id);
+}

@@ -69,4 +69,10 @@ struct ibv_mr *gdr_verbs_device_reg_mr(const gdr_verbs_device_t *dev, void *addr
 /* Releases what open acquired; safe on a closed or zeroed device. */
 void gdr_verbs_device_close(gdr_verbs_device_t *dev);
 
+/* How a device's doorbell rings: 1 for the software providers (Soft-RoCE's rxe, vendor
+ * 0xffffff; siw, vendor 0x626d74), whose ibv_post_send is a system call; 0 for NICs,
+ * where it is one MMIO store.  By vendor id, as ibv_query_device reports it. */
+int gdr_verbs_doorbell_is_syscall(uint32_t vendor_id);
+int gdr_verbs_device_doorbell_is_syscall(const gdr_verbs_device_t *dev);
+
 #endif /* GDR_VERBS_DEVICE_H */

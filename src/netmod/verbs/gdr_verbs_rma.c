@@ -128,6 +128,7 @@ gdr_verbs_rma_t *gdr_verbs_rma_create(gdr_verbs_am_t *am, const gdr_verbs_rma_co
     rma->am = am;
     rma->dev = gdr_verbs_am_device(am);
     rma->cfg = *cfg;
+    rma->stats.hold_limit = cfg->hold;
     rma->nranks = gdr_verbs_am_nranks(am);
     rma->soft_roce = strncmp(rma->dev->name, "rxe", 3) == 0;
     rma->in_flight = calloc((size_t) rma->nranks, sizeof(uint32_t));

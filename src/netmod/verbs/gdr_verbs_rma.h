@@ -67,6 +67,7 @@ typedef struct gdr_verbs_rma_stats {
     uint64_t doorbells;         /* ibv_post_send calls */
     uint64_t held;              /* work requests held back for a later doorbell */
     uint64_t fenced;            /* work requests posted behind earlier reads and atomics */
+    uint64_t hold_limit;        /* cfg.hold: work requests one doorbell may wait for */
 } gdr_verbs_rma_stats_t;
 
 /* Returned by the post functions when the peer's send queue or the bounce buffers are

@@ -1,7 +1,9 @@
 /* Device choice: the rule of gdr_verbs_select(), table-driven. */
+#include <stdint.h>
 #include <string.h>
 #include "gdr_unit.h"
 #include "verbs/gdr_verbs_select.h"
+#include "verbs/gdr_verbs_device.h"
 
 typedef struct {
     const char *what;
@@ -42,5 +44,25 @@ int main(void)
         else
             GDR_CHECK(why == NULL, "select: %s: no reason on success", c->what);
     }
+
+    /* the doorbell policy's input: which providers ring by a system call */
+    static const struct {
+        uint32_t vendor;
+        int syscall;
+        const char *what;
+    } bells[] = {
+        {0xffffff, 1, "Soft-RoCE (rxe)"},
+        {0x626d74, 1, "soft iWARP (siw)"},
+        {0x02c9, 0, "Mellanox/NVIDIA ConnectX (mlx5)"},
+        {0x1077, 0, "QLogic/Cavium (qedr)"},
+        {0x14e4, 0, "Broadcom (bnxt_re)"},
+        {0x8086, 0, "Intel (irdma)"},
+        {0x1d0f, 0, "Amazon (efa)"},
+        {0, 0, "vendor 0"},
+    };
+    for (size_t i = 0; i < sizeof(bells) / sizeof(bells[0]); i++)
+        GDR_CHECK(gdr_verbs_doorbell_is_syscall(bells[i].vendor) == bells[i].syscall,
+                  "doorbell of %s (vendor 0x%x): %s", bells[i].what, (unsigned) bells[i].vendor,
+                  bells[i].syscall ? "a system call" : "an MMIO store");
     return gdr_unit_finish();
 }
