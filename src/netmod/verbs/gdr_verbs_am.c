@@ -114,19 +114,42 @@ typedef struct landing {
 
 #define LANDING_POOL_BYTES ((size_t) 64 << 20)
 
-/* A payload this rank reads from a peer (receiver side of rendezvous). */
+/* One piece of memory a payload is read into: a caller's (registered through the cache,
+ * reg), or the landing buffer (reg NULL). */
+typedef struct read_seg {
+    char *addr;
+    uint64_t len;
+    uint32_t lkey;
+    gdr_verbs_rcache_entry_t *reg;
+} read_seg_t;
+
+/* A payload this rank reads from a peer (receiver side of rendezvous).  Not taken: it
+ * lands, and its message is delivered whole in order (drain_inbound).  Taken (ops->rts):
+ * its message was handed up before the read; it goes where read_into said and
+ * read_done reports it. */
 typedef struct rndv_read {
     wr_kind_t kind;
-    int done;                   /* payload landed; delivered in order by drain_inbound */
-    landing_t *land;            /* where it lands; NULL until the read is posted */
-    struct rndv_read *next;
+    int done;                   /* not taken: payload landed, to be delivered in order */
+    int offer;                  /* waits in the inbound queue for its turn at ops->rts */
+    int taken;                  /* ops->rts took it */
+    int placed;                 /* read_into said where it goes */
+    int started;                /* holds one of its peer's read slots */
+    landing_t *land;            /* the landing buffer it is read into, if any */
+    struct rndv_read *next;     /* waiting for a read slot */
+    struct rndv_read *t_prev, *t_next;  /* taken: in am->taken (freed at destroy) */
     int peer;
     uint32_t handler_id;
-    void *am_hdr;
+    void *am_hdr;               /* kept while it waits in the inbound queue */
     size_t am_hdr_sz;
     gdr_verbs_wire_rts_t rts;
-    uint64_t size;
+    uint64_t data_sz;           /* as announced */
+    uint64_t size;              /* bytes to read: data_sz, or less where the caller's
+                                 * memory holds less */
     uint64_t posted;            /* bytes whose reads are posted: large payloads go in batches */
+    uint64_t cookie;            /* read_into's */
+    uint32_t nseg, seg;         /* destination pieces; the one the next read starts in */
+    uint64_t seg_off;           /* ... and where in it */
+    read_seg_t dst[GDR_VERBS_AM_READ_SEGS_MAX];
 } rndv_read_t;
 
 /* Messages from one peer are handed up in the order they were sent (MPI's
@@ -208,7 +231,10 @@ struct gdr_verbs_am {
     send_slot_t *free_slots;
     rndv_send_t *rsend;
     uint32_t rsend_cap;
-    gdr_verbs_rcache_t *rcache; /* registrations of rendezvous send buffers */
+    gdr_verbs_rcache_t *rcache; /* registrations of rendezvous send buffers and of the
+                                 * receive buffers payloads are read into */
+    rndv_read_t *offering;      /* the payload ops->rts is deciding about now */
+    rndv_read_t *taken;         /* payloads taken by ops->rts and not yet read */
     landing_t *landings;        /* idle landing buffers */
     size_t landing_bytes;
     uint32_t max_inline;
@@ -1048,25 +1074,32 @@ static void landing_put(gdr_verbs_am_t *am, landing_t *l)
 }
 
 /* Posts the next batch (at most READ_CHUNKS_MAX chunks, the last one signalled) of a
- * payload's reads; the first call takes a landing buffer and a read slot. */
+ * payload's reads; the first call takes a read slot, and a landing buffer when the
+ * payload has no destination of the caller's. */
 static int post_read(gdr_verbs_am_t *am, rndv_read_t *rr)
 {
     ep_t *ep = &am->eps[rr->peer];
     uint64_t chunk = read_chunk(am);
 
-    if (rr->land == NULL) {
-        rr->land = landing_get(am, (size_t) rr->size);
-        if (rr->land == NULL)
-            return fail(am, "no %llu-byte landing buffer for a payload from rank %d: %s (out "
-                        "of memory, or raise ulimit -l)", (unsigned long long) rr->size,
-                        rr->peer, strerror(errno));
+    if (!rr->started) {
+        if (rr->nseg == 0) {
+            rr->land = landing_get(am, (size_t) rr->size);
+            if (rr->land == NULL)
+                return fail(am, "no %llu-byte landing buffer for a payload from rank %d: %s "
+                            "(out of memory, or raise ulimit -l)",
+                            (unsigned long long) rr->size, rr->peer, strerror(errno));
+            rr->dst[0] = (read_seg_t) {.addr = rr->land->addr,.len = rr->size,
+                .lkey = rr->land->mr->lkey };
+            rr->nseg = 1;
+        }
+        rr->started = 1;
         ep->reads_in_flight++;
     }
     for (int k = 0; k < READ_CHUNKS_MAX && rr->posted < rr->size; k++) {
-        uint64_t n = rr->size - rr->posted < chunk ? rr->size - rr->posted : chunk;
+        read_seg_t *d = &rr->dst[rr->seg];
+        uint64_t n = d->len - rr->seg_off < chunk ? d->len - rr->seg_off : chunk;
         struct ibv_sge sge = {
-            .addr = (uintptr_t) (rr->land->addr + rr->posted),.length = (uint32_t) n,
-            .lkey = rr->land->mr->lkey
+            .addr = (uintptr_t) (d->addr + rr->seg_off),.length = (uint32_t) n,.lkey = d->lkey
         };
         struct ibv_send_wr wr, *bad;
         memset(&wr, 0, sizeof(wr));
@@ -1084,6 +1117,11 @@ static int post_read(gdr_verbs_am_t *am, rndv_read_t *rr)
                         (unsigned long long) rr->size, rr->peer, strerror(errno));
         }
         rr->posted += n;
+        rr->seg_off += n;
+        if (rr->seg_off == d->len) {
+            rr->seg++;
+            rr->seg_off = 0;
+        }
     }
     return 0;
 }
@@ -1098,22 +1136,163 @@ static void append_inbound(ep_t *ep, inbound_t *in)
     ep->in_tail = in;
 }
 
-/* Hands up, in order, every message at the head of the queue that is complete. */
-static void drain_inbound(gdr_verbs_am_t *am, int peer)
+static void pop_inbound(ep_t *ep)
+{
+    ep->in_head = ep->in_head->next;
+    if (ep->in_head == NULL)
+        ep->in_tail = NULL;
+}
+
+static void taken_link(gdr_verbs_am_t *am, rndv_read_t *rr)
+{
+    rr->t_prev = NULL;
+    rr->t_next = am->taken;
+    if (am->taken != NULL)
+        am->taken->t_prev = rr;
+    am->taken = rr;
+}
+
+static void taken_unlink(gdr_verbs_am_t *am, rndv_read_t *rr)
+{
+    if (rr->t_prev != NULL)
+        rr->t_prev->t_next = rr->t_next;
+    else
+        am->taken = rr->t_next;
+    if (rr->t_next != NULL)
+        rr->t_next->t_prev = rr->t_prev;
+}
+
+/* Gives back what a payload holds (registrations, landing buffer) and frees it. */
+static void read_free(gdr_verbs_am_t *am, rndv_read_t *rr, int keep_landing)
+{
+    for (uint32_t k = 0; k < rr->nseg; k++) {
+        if (rr->dst[k].reg != NULL)
+            gdr_verbs_rcache_put(am->rcache, rr->dst[k].reg);
+    }
+    if (rr->land != NULL) {
+        if (keep_landing)
+            landing_put(am, rr->land);
+        else
+            landing_release(rr->land);
+    }
+    free(rr->am_hdr);
+    free(rr);
+}
+
+static int read_complete(gdr_verbs_am_t *am, rndv_read_t *rr);
+
+/* Starts reading a payload, or queues it for one of its peer's read slots. */
+static int queue_read(gdr_verbs_am_t *am, rndv_read_t *rr)
+{
+    ep_t *ep = &am->eps[rr->peer];
+    if (rr->size == 0)
+        return read_complete(am, rr);   /* taken into memory that holds none of it */
+    if (ep->reads_in_flight < am->cfg.max_reads)
+        return post_read(am, rr);
+    rr->next = NULL;
+    if (ep->r_tail)
+        ep->r_tail->next = rr;
+    else
+        ep->r_head = rr;
+    ep->r_tail = rr;
+    return 0;
+}
+
+/* Offers a rendezvous message to ops->rts in its turn: 1 taken (the header was handed
+ * up, its payload goes where read_into said), 0 declined, -1 the channel failed. */
+static int offer(gdr_verbs_am_t *am, rndv_read_t *rr, const void *am_hdr, size_t am_hdr_sz)
+{
+    am->offering = rr;
+    int r = am->ops.rts(am->ctx, rr->peer, rr->handler_id, am_hdr, am_hdr_sz,
+                        (size_t) rr->data_sz, (gdr_verbs_am_rts_t *) rr);
+    am->offering = NULL;
+    if (am->failed)
+        return -1;
+    if ((r == 1) != (rr->placed != 0))
+        return fail(am, "a rendezvous message from rank %d was %s without saying where its "
+                    "payload goes (gdr_verbs_am_read_into once, inside ops->rts)", rr->peer,
+                    r == 1 ? "taken" : "declined");
+    if (r == 1) {
+        rr->taken = 1;
+        taken_link(am, rr);
+    }
+    return r == 1;
+}
+
+int gdr_verbs_am_read_into(gdr_verbs_am_t *am, gdr_verbs_am_rts_t *rts, const struct iovec *segs,
+                           int nsegs, uint64_t device_id, uint64_t cookie)
+{
+    rndv_read_t *rr = (rndv_read_t *) rts;
+    if (rr == NULL || rr != am->offering || rr->placed || nsegs < 0
+        || nsegs > GDR_VERBS_AM_READ_SEGS_MAX)
+        return fail(am, "gdr_verbs_am_read_into: not inside ops->rts for this message, "
+                    "called twice, or %d pieces (at most %d)", nsegs,
+                    GDR_VERBS_AM_READ_SEGS_MAX);
+    rr->placed = 1;
+    rr->cookie = cookie;
+    rr->size = rr->data_sz;
+    if (nsegs == 0)
+        return 0;               /* a landing buffer, at the first read */
+    uint64_t total = 0;
+    for (int k = 0; k < nsegs && total < rr->data_sz; k++) {
+        uint64_t n = segs[k].iov_len;
+        if (n > rr->data_sz - total)
+            n = rr->data_sz - total;
+        if (n == 0)
+            continue;
+        gdr_verbs_rcache_entry_t *e = gdr_verbs_rcache_get_tagged(am->rcache, segs[k].iov_base,
+                                                                  (size_t) n, device_id);
+        if (e == NULL) {
+            /* memory the NIC will not take (locked-memory limit, a mapping it cannot pin):
+             * the payload lands instead, and read_done hands it over to copy */
+            for (uint32_t j = 0; j < rr->nseg; j++)
+                gdr_verbs_rcache_put(am->rcache, rr->dst[j].reg);
+            rr->nseg = 0;
+            am->stats.rndv_reg_fallbacks++;
+            return 0;
+        }
+        rr->dst[rr->nseg++] = (read_seg_t) {.addr = segs[k].iov_base,.len = n,
+            .lkey = e->lkey,.reg = e };
+        total += n;
+    }
+    rr->size = total;
+    return 0;
+}
+
+/* Hands up, in order, every message at the head of the queue that is complete, and
+ * offers each rendezvous message that waits for its turn at ops->rts. */
+static int drain_inbound(gdr_verbs_am_t *am, int peer)
 {
     ep_t *ep = &am->eps[peer];
-    while (ep->in_head != NULL && (ep->in_head->rr == NULL || ep->in_head->rr->done)) {
+    while (ep->in_head != NULL) {
         inbound_t *in = ep->in_head;
-        ep->in_head = in->next;
-        if (ep->in_head == NULL)
-            ep->in_tail = NULL;
-        if (in->rr != NULL) {
-            rndv_read_t *rr = in->rr;
+        rndv_read_t *rr = in->rr;
+        if (rr != NULL && rr->offer) {
+            rr->offer = 0;
+            int r = offer(am, rr, rr->am_hdr, rr->am_hdr_sz);
+            if (r < 0)
+                return -1;
+            if (r == 0) {
+                /* declined: it lands now, and holds the queue until it has */
+                if (queue_read(am, rr) != 0)
+                    return -1;
+                break;
+            }
+            pop_inbound(ep);
+            free(in);
+            free(rr->am_hdr);
+            rr->am_hdr = NULL;
+            if (queue_read(am, rr) != 0)
+                return -1;
+            continue;
+        }
+        if (rr != NULL && !rr->done)
+            break;
+        pop_inbound(ep);
+        if (rr != NULL) {
             am->ops.deliver(am->ctx, peer, rr->handler_id, rr->am_hdr, rr->am_hdr_sz,
                             rr->land->addr, (size_t) rr->size);
-            landing_put(am, rr->land);
-            free(rr->am_hdr);
-            free(rr);
+            read_free(am, rr, 1);
         } else {
             am->ops.deliver(am->ctx, peer, in->handler_id, in->am_hdr, in->am_hdr_sz,
                             in->am_hdr + gdr_verbs_wire_pad8(in->am_hdr_sz), in->data_sz);
@@ -1121,6 +1300,7 @@ static void drain_inbound(gdr_verbs_am_t *am, int peer)
         }
         free(in);
     }
+    return 0;
 }
 
 /* An eager message arriving behind an unfinished rendezvous one waits, copied. */
@@ -1157,49 +1337,62 @@ static int start_read(gdr_verbs_am_t *am, int peer, const gdr_verbs_msg_t *m)
     rr->peer = peer;
     rr->handler_id = m->handler_id;
     rr->rts = m->rts;
-    rr->size = m->data_sz;
+    rr->data_sz = rr->size = m->data_sz;
+    am->reads_active++;
+    int wanted = am->ops.rts != NULL
+        && (am->ops.rts_wanted == NULL || am->ops.rts_wanted(am->ctx, m->handler_id));
+    if (wanted && ep->in_head == NULL) {
+        /* its turn already: the upper layer says where the payload goes before any of it
+         * is read */
+        int r = offer(am, rr, m->am_hdr, m->am_hdr_sz);
+        if (r < 0) {
+            am->reads_active--;
+            read_free(am, rr, 0);
+            return -1;
+        }
+        if (r == 1)
+            return queue_read(am, rr);
+        wanted = 0;
+    }
     rr->am_hdr_sz = m->am_hdr_sz;
     rr->am_hdr = malloc(m->am_hdr_sz ? m->am_hdr_sz : 1);
-    if (rr->am_hdr == NULL) {
+    inbound_t *in = calloc(1, sizeof(*in));
+    if (rr->am_hdr == NULL || in == NULL) {
+        am->reads_active--;
+        free(in);
+        free(rr->am_hdr);
         free(rr);
         return fail(am, "out of memory receiving from rank %d", peer);
     }
     if (m->am_hdr_sz)
         memcpy(rr->am_hdr, m->am_hdr, m->am_hdr_sz);
-    inbound_t *in = calloc(1, sizeof(*in));
-    if (in == NULL) {
-        free(rr->am_hdr);
-        free(rr);
-        return fail(am, "out of memory receiving from rank %d", peer);
-    }
     in->rr = rr;
     append_inbound(ep, in);
-    am->reads_active++;
+    if (wanted) {
+        rr->offer = 1;          /* unread until its turn: drain_inbound offers it */
+        return 0;
+    }
     /* the landing buffer is allocated when the read starts: thousands of waiting
      * announcements must not hold thousands of payload buffers */
-    if (ep->reads_in_flight < am->cfg.max_reads)
-        return post_read(am, rr);
-    if (ep->r_tail)
-        ep->r_tail->next = rr;
-    else
-        ep->r_head = rr;
-    ep->r_tail = rr;
-    return 0;
+    return queue_read(am, rr);
 }
 
-static int finish_read(gdr_verbs_am_t *am, rndv_read_t *rr)
+/* The whole payload is in: the sender is told, the peer's next waiting read starts, and
+ * the payload goes up (taken: read_done; else delivered in order). */
+static int read_complete(gdr_verbs_am_t *am, rndv_read_t *rr)
 {
     ep_t *ep = &am->eps[rr->peer];
     gdr_verbs_wire_fin_t fin = {.cookie = rr->rts.cookie };
     int peer = rr->peer, rc;
 
-    if (rr->posted < rr->size)
-        return post_read(am, rr);       /* a batch landed; reads are ordered: next batch */
-
-    ep->reads_in_flight--;
+    if (rr->started)
+        ep->reads_in_flight--;
     am->reads_active--;
     am->stats.rndv_recv++;
-    rr->done = 1;
+    if (rr->land != NULL)
+        am->stats.rndv_copied_bytes += rr->size;
+    else
+        am->stats.rndv_zcopy_bytes += rr->size;
     /* the sender's buffer is free as soon as the data is here */
     am->stats.fin_sent++;
     rc = send_simple(am, peer, GDR_VERBS_MSG_FIN, 0, NULL, 0, &fin, sizeof(fin), 0);
@@ -1211,8 +1404,24 @@ static int finish_read(gdr_verbs_am_t *am, rndv_read_t *rr)
         next->next = NULL;
         rc = post_read(am, next);
     }
-    drain_inbound(am, peer);
+    if (rr->taken) {
+        taken_unlink(am, rr);
+        am->ops.read_done(am->ctx, rr->cookie, rr->land != NULL ? rr->land->addr : NULL,
+                          (size_t) rr->size);
+        read_free(am, rr, 1);
+        return rc;
+    }
+    rr->done = 1;
+    if (drain_inbound(am, peer) != 0)
+        rc = -1;
     return rc;
+}
+
+static int finish_read(gdr_verbs_am_t *am, rndv_read_t *rr)
+{
+    if (rr->posted < rr->size)
+        return post_read(am, rr);       /* a batch landed; reads are ordered: next batch */
+    return read_complete(am, rr);
 }
 
 static int finish_send(gdr_verbs_am_t *am, int peer, uint64_t cookie)
@@ -1646,19 +1855,21 @@ void gdr_verbs_am_destroy(gdr_verbs_am_t *am)
             ep->q_head = pm->next;
             free(pm);
         }
-        /* every rendezvous read, waiting or in flight, has an inbound entry */
+        /* every rendezvous read, waiting or in flight, has an inbound entry, or is in
+         * am->taken */
         while (ep->in_head != NULL) {
             inbound_t *in = ep->in_head;
             ep->in_head = in->next;
-            if (in->rr != NULL) {
-                if (in->rr->land != NULL)
-                    landing_release(in->rr->land);
-                free(in->rr->am_hdr);
-                free(in->rr);
-            }
+            if (in->rr != NULL)
+                read_free(am, in->rr, 0);
             free(in->am_hdr);
             free(in);
         }
+    }
+    while (am->taken != NULL) {
+        rndv_read_t *rr = am->taken;
+        taken_unlink(am, rr);
+        read_free(am, rr, 0);
     }
     for (uint32_t i = 0; i < am->rsend_cap; i++) {
         if (am->rsend[i].reg != NULL)

@@ -2,7 +2,8 @@
  * first time either side needs it (a handshake over a UD queue pair, gdr_verbs_conn.h),
  * receive buffers in one shared receive queue with per-peer credit flow control, eager
  * messages copied through registered bounce buffers, large payloads read by the
- * receiver with RDMA READ from the sender's registered buffer (rendezvous).
+ * receiver with RDMA READ from the sender's registered buffer (rendezvous): into a
+ * landing buffer of the channel, or straight where the upper layer says (ops->rts).
  *
  * Plain C, no MPICH: the upper layer gets messages through gdr_verbs_am_ops_t.
  * Not thread safe: the caller serialises all calls (MPICH's VCI lock). Callbacks
@@ -12,10 +13,17 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/uio.h>
 #include "gdr_verbs_device.h"
 #include "gdr_verbs_rcache.h"
 
 typedef struct gdr_verbs_am gdr_verbs_am_t;
+
+/* A rendezvous message whose payload is not read yet, as ops->rts offers it. */
+typedef struct gdr_verbs_am_rts gdr_verbs_am_rts_t;
+
+/* Most pieces one payload is read into (gdr_verbs_am_read_into). */
+#define GDR_VERBS_AM_READ_SEGS_MAX 8
 
 typedef struct gdr_verbs_am_ops {
     /* A message from `src`: am_hdr and data are valid only during the call. */
@@ -24,6 +32,23 @@ typedef struct gdr_verbs_am_ops {
     /* The peer has read the payload of gdr_verbs_am_send_rndv(..., cookie): the
      * sender's buffer may be reused. */
     void (*rndv_done)(void *ctx, uint64_t cookie);
+    /* Optional (NULL: every rendezvous payload lands in the channel's buffers and its
+     * message is delivered whole, by deliver).  Asked when a rendezvous message arrives:
+     * may ops->rts take it?  One it may not is read at once into a landing buffer; one
+     * it may waits, unread, for its turn (every earlier message from src handed up). */
+    int (*rts_wanted)(void *ctx, uint32_t handler_id);
+    /* In its turn, a rendezvous message that rts_wanted said yes to (am_hdr valid only
+     * during the call).  Returns 1 after calling gdr_verbs_am_read_into() on rts once:
+     * the message counts as handed up (later ones from src may be delivered before its
+     * payload is in) and read_done reports its payload.  Returns 0 to decline: the
+     * payload lands and deliver hands the message up whole, in order. */
+    int (*rts)(void *ctx, int src, uint32_t handler_id, const void *am_hdr,
+               size_t am_hdr_sz, size_t data_sz, gdr_verbs_am_rts_t *rts);
+    /* The payload of a message taken by ops->rts is in, and the sender has been told.
+     * cookie: read_into's.  landed NULL: len bytes are where read_into said; else the
+     * payload (len bytes) is at landed, valid only during the call, for the caller to
+     * copy (read_into named no destination, or its registration failed). */
+    void (*read_done)(void *ctx, uint64_t cookie, const void *landed, size_t len);
 } gdr_verbs_am_ops_t;
 
 typedef struct gdr_verbs_am_config {
@@ -57,6 +82,10 @@ typedef struct gdr_verbs_am_stats {
     uint64_t address_retries;   /* a peer's address did not resolve yet: tried again later */
     uint64_t recv_buffers;      /* receive buffers in the shared receive queue */
     uint64_t pinned_bytes;      /* the channel's own registered buffers */
+    uint64_t rndv_zcopy_bytes;  /* rendezvous payload read straight where ops->rts said */
+    uint64_t rndv_copied_bytes; /* ... read into a landing buffer, for the caller to copy */
+    uint64_t rndv_reg_fallbacks;        /* read_into destinations that would not register
+                                         * (landed instead) */
 } gdr_verbs_am_stats_t;
 
 /* Creates the channel for `rank` of `nranks`; reach[i] != 0 for every peer that is
@@ -100,6 +129,16 @@ int gdr_verbs_am_send_eager(gdr_verbs_am_t *am, int peer, uint32_t handler_id,
 int gdr_verbs_am_send_rndv(gdr_verbs_am_t *am, int peer, uint32_t handler_id,
                            const void *am_hdr, size_t am_hdr_sz, const void *data,
                            size_t data_sz, uint64_t device_id, uint64_t cookie);
+
+/* Only inside ops->rts, once for its rts: where the payload goes.  segs (nsegs of them,
+ * at most GDR_VERBS_AM_READ_SEGS_MAX) is memory of this process, in order: host memory
+ * (device_id 0) or device memory the NIC reaches, by its CUDA buffer id, registered
+ * through the channel's cache.  The first data_sz bytes of the payload are read into
+ * them; what does not fit is not read (the caller reports the truncation).  nsegs 0:
+ * into a landing buffer of the channel, handed to read_done.  Returns 0, or -1 when
+ * called outside ops->rts or twice (the channel fails). */
+int gdr_verbs_am_read_into(gdr_verbs_am_t *am, gdr_verbs_am_rts_t *rts, const struct iovec *segs,
+                           int nsegs, uint64_t device_id, uint64_t cookie);
 
 /* The registration cache's counters (hits, invalidations by cause, ...). */
 void gdr_verbs_am_reg_cache_stats(gdr_verbs_am_t *am, gdr_verbs_rcache_stats_t *st);

@@ -1,8 +1,10 @@
 /* The verbs AM channel between two processes over real verbs (run inside
  * maint/rxe: one process on each of two RDMA devices).  Checks lazy connection (none
  * before the first message; made by one side, or by both at once), values, order,
- * credit flow control under bursts, rendezvous payloads, sleeping waits, and that a
- * peer that dies is reported by rank, whether this rank sends to it or only waits.
+ * credit flow control under bursts, rendezvous payloads (landed and delivered whole, or
+ * taken by the receiver and read where it says: in one piece, in several, truncated, or
+ * landed for it to copy), sleeping waits, and that a peer that dies is reported by rank,
+ * whether this rank sends to it or only waits.
  *
  *   am_channel_rxe DEV_A DEV_B        e.g. am_channel_rxe rxe0 rxe1 */
 #define _GNU_SOURCE     /* MAP_ANONYMOUS, MAP_FIXED_NOREPLACE */
@@ -25,6 +27,14 @@
 /* 48 MiB: more chunks (rxe: 8 MiB messages) than one batch of reads */
 static const size_t rndv_sizes[] = { 20000, 1 << 20, 4 << 20, 16 << 20, 48 << 20 };
 #define N_RNDV (sizeof(rndv_sizes) / sizeof(rndv_sizes[0]))
+/* Payloads of handler 9, which the receiver takes (ops->rts): seq 0 and 5 into one buffer,
+ * 1 into three, 2 into half the room it needs (truncated), 3 landed for it, 4 declined
+ * (delivered whole).  Seq 5 follows a 100-kB rendezvous of handler 11 (not taken) and is
+ * followed by an eager message of handler 10. */
+#define N_PLACED 6
+#define PLACED_SZ ((size_t) 1 << 20)
+#define BEFORE_SZ 100000
+static const size_t piece_sz[3] = { 1000, 300000, PLACED_SZ - 301000 };
 
 typedef struct {
     int me;
@@ -39,11 +49,32 @@ typedef struct {
     int flood_seen;
     int wake_seen;
     uint64_t rndv_done_mask;
+    gdr_verbs_am_t *am;         /* the channel handler 9 is read on */
+    int placed_seen, placed_ok;
+    uint8_t *piece[N_PLACED][3];        /* where the receiver read each taken payload */
+    char order[8];              /* around seq 5: L (handler 11 delivered), O (seq 5 offered),
+                                 * E (handler 10 delivered), R (seq 5 read) */
+    int norder;
 } state_t;
 
 static uint8_t pattern(uint32_t seq, size_t i)
 {
     return (uint8_t) (seq * 31u + i * 7u + 1u);
+}
+
+static void note(state_t *s, char c)
+{
+    if (s->norder < (int) sizeof(s->order) - 1)
+        s->order[s->norder++] = c;
+}
+
+static int bytes_ok(const uint8_t *d, size_t n, uint32_t seq, size_t from)
+{
+    for (size_t i = 0; i < n; i++) {
+        if (d[i] != pattern(seq, from + i))
+            return 0;
+    }
+    return 1;
 }
 
 static void deliver(void *ctx, int src, uint32_t handler, const void *am_hdr, size_t am_hdr_sz,
@@ -74,12 +105,86 @@ static void deliver(void *ctx, int src, uint32_t handler, const void *am_hdr, si
         s->flood_seen++;
     } else if (handler == 8) {
         s->wake_seen++;
+    } else if (handler == 9) {  /* the one payload of handler 9 declined: whole */
+        s->placed_seen++;
+        s->placed_ok += seq == 4 && data_sz == PLACED_SZ && bytes_ok(d, data_sz, 200 + seq, 0);
+    } else if (handler == 10) {
+        note(s, 'E');
+    } else if (handler == 11) {
+        note(s, 'L');
+        s->placed_ok += data_sz == BEFORE_SZ && bytes_ok(d, data_sz, 300, 0);
     } else if (handler == 6) {  /* must arrive in the order sent, whatever the size */
         s->order_ok += ok && seq == s->order_next;
         s->order_next++;
     } else if (handler == 5) {  /* a buffer at a recycled address */
         s->reuse_seen++;
         s->reuse_ok += ok && data_sz == (4 << 20);
+    }
+}
+
+static int rts_wanted(void *ctx, uint32_t handler)
+{
+    (void) ctx;
+    return handler == 9;
+}
+
+/* The receiver takes handler 9's payloads and says where each goes (see N_PLACED). */
+static int rts(void *ctx, int src, uint32_t handler, const void *am_hdr, size_t am_hdr_sz,
+               size_t data_sz, gdr_verbs_am_rts_t *r)
+{
+    state_t *s = ctx;
+    uint32_t seq;
+    (void) src;
+    if (handler != 9 || am_hdr_sz != sizeof(seq) || data_sz != PLACED_SZ)
+        return 0;
+    memcpy(&seq, am_hdr, sizeof(seq));
+    if (seq >= N_PLACED || seq == 4)
+        return 0;
+    if (seq == 5)
+        note(s, 'O');
+    struct iovec v[3];
+    int n = 0;
+    if (seq == 1) {
+        for (n = 0; n < 3; n++) {
+            s->piece[seq][n] = malloc(piece_sz[n]);
+            v[n].iov_base = s->piece[seq][n];
+            v[n].iov_len = piece_sz[n];
+        }
+    } else if (seq != 3) {
+        size_t room = seq == 2 ? data_sz / 2 : data_sz;
+        s->piece[seq][0] = malloc(room);
+        v[0].iov_base = s->piece[seq][0];
+        v[0].iov_len = room;
+        n = 1;
+    }
+    return gdr_verbs_am_read_into(s->am, r, v, n, 0, seq) == 0;
+}
+
+static void read_done(void *ctx, uint64_t cookie, const void *landed, size_t len)
+{
+    state_t *s = ctx;
+    uint32_t seq = (uint32_t) cookie;
+    int ok = seq < N_PLACED;
+    if (ok && seq == 3) {
+        ok = landed != NULL && len == PLACED_SZ && bytes_ok(landed, len, 200 + seq, 0);
+    } else if (ok && seq == 1) {
+        size_t at = 0;
+        ok = landed == NULL && len == PLACED_SZ;
+        for (int k = 0; k < 3; k++) {
+            ok = ok && bytes_ok(s->piece[seq][k], piece_sz[k], 200 + seq, at);
+            at += piece_sz[k];
+        }
+    } else if (ok) {
+        size_t want = seq == 2 ? PLACED_SZ / 2 : PLACED_SZ;
+        ok = landed == NULL && len == want && bytes_ok(s->piece[seq][0], want, 200 + seq, 0);
+    }
+    if (seq == 5)
+        note(s, 'R');
+    s->placed_seen++;
+    s->placed_ok += ok;
+    for (int k = 0; seq < N_PLACED && k < 3; k++) {
+        free(s->piece[seq][k]);
+        s->piece[seq][k] = NULL;
     }
 }
 
@@ -150,10 +255,12 @@ static int run(int me, const char *devname, int sock)
     uint8_t need[2] = { 0, 0 };
     need[peer] = 1;
     gdr_verbs_am_config_t cfg = {.buf_size = 16384,.recv_depth = 16,.send_slots = 32,.max_reads = 4 };
-    gdr_verbs_am_ops_t ops = {.deliver = deliver,.rndv_done = rndv_done };
+    gdr_verbs_am_ops_t ops = {.deliver = deliver,.rndv_done = rndv_done,
+        .rts_wanted = rts_wanted,.rts = rts,.read_done = read_done };
     gdr_verbs_am_t *am = channel(&dev, me, need, &cfg, &ops, &st, sock, "the channel", 0);
     if (am == NULL)
         return 1;
+    st.am = am;
     /* a second channel that carries nothing: only its idle probes, to a live peer and
      * then to a dead one (connected now: probes go only where a connection is) */
     gdr_verbs_am_t *quiet = channel(&dev, me, need, &cfg, &ops, &st, sock, "the quiet channel", 1);
@@ -275,9 +382,38 @@ static int run(int me, const char *devname, int sock)
         }
         while (!failed && (st.rndv_done_mask & mixed_mask) != mixed_mask)
             pump(am, &failed);
+        /* payloads the receiver places itself (N_PLACED), seq 5 behind one it does not */
+        static uint8_t placed[N_PLACED][PLACED_SZ], before[BEFORE_SZ];
+        uint64_t placed_mask = 0;
+        for (uint32_t seq = 0; seq < N_PLACED && !failed; seq++) {
+            for (size_t i = 0; i < PLACED_SZ; i++)
+                placed[seq][i] = pattern(200 + seq, i);
+            int rc = 0;
+            if (seq == 5) {
+                for (size_t i = 0; i < BEFORE_SZ; i++)
+                    before[i] = pattern(300, i);
+                rc = gdr_verbs_am_send_rndv(am, peer, 11, &seq, sizeof(seq), before, BEFORE_SZ,
+                                            0, 16);
+                placed_mask |= 1ull << 16;
+            }
+            rc |= gdr_verbs_am_send_rndv(am, peer, 9, &seq, sizeof(seq), placed[seq], PLACED_SZ,
+                                         0, 8 + seq);
+            placed_mask |= 1ull << (8 + seq);
+            if (seq == 5)
+                rc |= gdr_verbs_am_send_eager(am, peer, 10, &seq, sizeof(seq), NULL, 0);
+            if (rc != 0) {
+                printf("FAIL send placed %u: %s\n", seq, gdr_verbs_am_error(am));
+                failed = 1;
+            }
+        }
+        while (!failed && (st.rndv_done_mask & placed_mask) != placed_mask)
+            pump(am, &failed);
+        GDR_CHECK((st.rndv_done_mask & placed_mask) == placed_mask, "sender: every payload "
+                  "the receiver placed itself, truncated or declined was released by its FIN");
         uint32_t z = 0;
         gdr_verbs_am_send_eager(am, peer, 3, &z, sizeof(z), NULL, 0);
-        uint64_t all = ((1ull << N_RNDV) - 1) | (7ull << 40) | (0xfffffull << 44);
+        uint64_t all = ((1ull << N_RNDV) - 1) | (7ull << 40) | (0xfffffull << 44)
+            | (0x3full << 8) | (1ull << 16);
         while (!failed && (st.rndv_done_mask != all || st.echo_seen < N_BURST))
             pump(am, &failed);
         GDR_CHECK(st.rndv_done_mask == all,
@@ -295,6 +431,27 @@ static int run(int me, const char *devname, int sock)
             pump(am, &failed);
         GDR_CHECK(st.order_ok == 40, "receiver: 40 messages alternating 100 kB and 10 B were "
                   "delivered in the order sent (%d)", st.order_ok);
+        while (!failed && (st.placed_seen < N_PLACED || st.norder < 4))
+            pump(am, &failed);
+        GDR_CHECK(st.placed_seen == N_PLACED && st.placed_ok == N_PLACED + 1, "receiver: "
+                  "payloads taken and read into one buffer, three pieces, half the room "
+                  "(truncated), a landing buffer, and one declined, all with the right bytes "
+                  "(%d of %d seen, %d of %d right)", st.placed_seen, N_PLACED, st.placed_ok,
+                  N_PLACED + 1);
+        const char *L = strchr(st.order, 'L'), *O = strchr(st.order, 'O'),
+            *E = strchr(st.order, 'E'), *R = strchr(st.order, 'R');
+        GDR_CHECK(L && O && E && R && L < O && O < E && O < R, "receiver: a payload it takes "
+                  "is offered in its turn (after the message before it, before the one after "
+                  "it), and read after: %s", st.order);
+        const gdr_verbs_am_stats_t *bs = gdr_verbs_am_stats(am);
+        uint64_t zc = 3 * PLACED_SZ + PLACED_SZ / 2, cp = 3 * (4 << 20) + 20 * 100000
+            + 2 * PLACED_SZ + BEFORE_SZ;
+        for (uint32_t k = 0; k < N_RNDV; k++)
+            cp += rndv_sizes[k];
+        GDR_CHECK(bs->rndv_zcopy_bytes == zc && bs->rndv_copied_bytes == cp, "receiver: %llu "
+                  "bytes read in place (want %llu), %llu landed to be copied (want %llu)",
+                  (unsigned long long) bs->rndv_zcopy_bytes, (unsigned long long) zc,
+                  (unsigned long long) bs->rndv_copied_bytes, (unsigned long long) cp);
         GDR_CHECK(st.reuse_seen == 3 && st.reuse_ok == 3,
                   "receiver: a buffer unmapped and mapped again at its address was read fresh "
                   "every time (%d of 3)", st.reuse_ok);
