@@ -120,6 +120,23 @@ cvars:
         its buffer) when a program or a library it uses changes memory by
         direct system calls that gdr cannot see.
 
+    - name        : MPIR_CVAR_CH4_GDR_RNDV_ZCOPY_MIN
+      category    : CH4_GDR
+      type        : int
+      default     : 0
+      class       : none
+      verbosity   : MPI_T_VERBOSITY_USER_BASIC
+      scope       : MPI_T_SCOPE_LOCAL
+      description : >-
+        A rendezvous message (larger than the 16-KiB eager buffer) of at least
+        this many bytes whose receive is matched is read with RDMA READ
+        straight into the receive buffer when that buffer is contiguous or in
+        at most 8 pieces, host memory or device memory the NIC registers
+        (GPUDirect dmabuf or peermem); other payloads land in gdr's buffers
+        and are copied (MPI_T gdr_am_rndv_zcopy_bytes, gdr_am_rndv_copied_bytes).
+        0 (the default): every such payload.  -1: none (every payload lands
+        and is copied, as before gdr read into receive buffers).
+
 === END_MPI_T_CVAR_INFO_BLOCK ===
 */
 
@@ -252,37 +269,154 @@ int MPIDI_GDR_am_send(int rank, MPIR_Comm * comm, int handler_id, const void *am
     goto fn_exit;
 }
 
+static void am_error(int err)
+{
+    if (err != MPI_SUCCESS && MPIDI_GDR_global.am_errno == MPI_SUCCESS)
+        MPIDI_GDR_global.am_errno = err;
+}
+
+/* A message's handler word from src names a VCI and handler this rank has: 1, else the
+ * error is kept for the next progress call and 0. */
+static int word_ok(int src, uint32_t word)
+{
+    int handler_id = GDR_AM_WORD_HANDLER(word), dst_vci = GDR_AM_WORD_DST_VCI(word);
+    int mpi_errno = MPI_SUCCESS;
+    if (dst_vci >= MPIDI_global.n_total_vcis) {
+        MPIR_ERR_SET2(mpi_errno, MPI_ERR_INTERN, "**gdr_bad_vci", "**gdr_bad_vci %d %d",
+                      dst_vci, src);
+    } else if (handler_id >= MPIDI_AM_HANDLERS_MAX
+               || MPIDIG_global.target_msg_cbs[handler_id] == NULL) {
+        MPIR_ERR_SET2(mpi_errno, MPI_ERR_INTERN, "**gdr_bad_handler", "**gdr_bad_handler %d %d",
+                      handler_id, src);
+    }
+    am_error(mpi_errno);
+    return mpi_errno == MPI_SUCCESS;
+}
+
 /* Channel callbacks: run inside gdr_verbs_am_progress(). */
 static void deliver(void *ctx, int src, uint32_t word, const void *am_hdr,
                     size_t am_hdr_sz, const void *data, size_t data_sz)
 {
     uint32_t attr = 0;
-    int handler_id = GDR_AM_WORD_HANDLER(word), dst_vci = GDR_AM_WORD_DST_VCI(word);
-    MPIDIG_AM_ATTR_SET_VCIS(attr, GDR_AM_WORD_SRC_VCI(word), dst_vci);
-    if (dst_vci >= MPIDI_global.n_total_vcis) {
-        if (MPIDI_GDR_global.am_errno == MPI_SUCCESS)
-            MPIR_ERR_SET2(MPIDI_GDR_global.am_errno, MPI_ERR_INTERN, "**gdr_bad_vci",
-                          "**gdr_bad_vci %d %d", dst_vci, src);
+    if (!word_ok(src, word))
         return;
+    MPIDIG_AM_ATTR_SET_VCIS(attr, GDR_AM_WORD_SRC_VCI(word), GDR_AM_WORD_DST_VCI(word));
+    am_error(MPIDIG_global.target_msg_cbs[GDR_AM_WORD_HANDLER(word)] ((void *) am_hdr,
+                                                                      (void *) data,
+                                                                      (MPI_Aint) data_sz, attr,
+                                                                      NULL));
+}
+
+/* Rendezvous into the matched receive buffer.  MPIDIG sends a large message as its own
+ * RTS (eager here), the receiver answers CTS once the receive is matched, and the data
+ * follows as MPIDIG_SEND_DATA, a rendezvous of this channel: so when the data's RTS
+ * arrives its receive is always matched, even for a message that arrived before its
+ * receive was posted.  Handed to MPIDIG with MPIDIG_AM_ATTR__IS_ASYNC, its handler
+ * (like the partitioned one's) only finds the request named in its header, and the
+ * transport places the data (mpidig_pt2pt_callbacks.c, MPIDIG_send_data_target_msg_cb).
+ * Every other handler acts on its whole message when it is delivered (an accumulate in
+ * order, a Put's acknowledgement), so those are delivered whole, after landing. */
+static int rts_wanted(void *ctx, uint32_t word)
+{
+    int handler_id = GDR_AM_WORD_HANDLER(word);
+    return MPIR_CVAR_CH4_GDR_RNDV_ZCOPY_MIN >= 0
+        && (handler_id == MPIDIG_SEND_DATA || handler_id == MPIDIG_PART_SEND_DATA);
+}
+
+/* Where the payload of a matched receive rreq can be read straight into: the pieces of
+ * its buffer (MPIDIG_get_recv_data), at most GDR_VERBS_AM_READ_SEGS_MAX, host memory or
+ * device memory the NIC registers (*device_id its buffer id).  0 pieces: the payload
+ * lands in the channel's buffer and is copied (a smaller message than
+ * MPIR_CVAR_CH4_GDR_RNDV_ZCOPY_MIN, a datatype of many pieces, device memory the NIC
+ * cannot reach, an empty buffer). */
+static int zcopy_segs(MPIR_Request * rreq, size_t data_sz, struct iovec *segs,
+                      uint64_t * device_id)
+{
+    int is_contig, is_gpu, n;
+    void *p;
+    MPI_Aint sz, room = 0;
+
+    *device_id = 0;
+    if ((MPI_Aint) data_sz < MPIR_CVAR_CH4_GDR_RNDV_ZCOPY_MIN)
+        return 0;
+    n = MPIDIG_get_recv_iov_count(rreq);
+    if (n < 1 || n > GDR_VERBS_AM_READ_SEGS_MAX)
+        return 0;
+    MPIDIG_get_recv_data(&is_contig, &is_gpu, &p, &sz, rreq);
+    if (is_contig) {
+        segs[0].iov_base = p;
+        segs[0].iov_len = (size_t) sz;
+        n = 1;
+    } else {
+        if (sz < 1 || sz > GDR_VERBS_AM_READ_SEGS_MAX)
+            return 0;
+        n = (int) sz;
+        memcpy(segs, p, (size_t) n * sizeof(struct iovec));
     }
-    if (handler_id >= MPIDI_AM_HANDLERS_MAX || MPIDIG_global.target_msg_cbs[handler_id] == NULL) {
-        if (MPIDI_GDR_global.am_errno == MPI_SUCCESS)
-            MPIR_ERR_SET2(MPIDI_GDR_global.am_errno, MPI_ERR_INTERN, "**gdr_bad_handler",
-                          "**gdr_bad_handler %d %d", (int) handler_id, src);
+    /* gdr's own query: MPICH's (is_gpu) cannot see the simulated GPU */
+    uint64_t id = MPIDI_GDR_gpu_buffer_id(segs[0].iov_base);
+    for (int k = 0; k < n; k++) {
+        if (MPIDI_GDR_gpu_buffer_id(segs[k].iov_base) != id)
+            return 0;           /* pieces of several device allocations: one tag each */
+        room += (MPI_Aint) segs[k].iov_len;
+    }
+    if (id != 0 && !MPIDI_GDR_nic_takes_gpu_memory())
+        return 0;
+    if (room == 0)
+        return 0;
+    /* a buffer too small: its part is read, the rest dropped (MPIDIG_recv_type_init may
+     * have said so already) */
+    if ((MPI_Aint) data_sz > room && rreq->status.MPI_ERROR == MPI_SUCCESS)
+        rreq->status.MPI_ERROR = MPIDIG_ERR_TRUNCATE(room, (MPI_Aint) data_sz);
+    *device_id = id;
+    return n;
+}
+
+/* A rendezvous message rts_wanted took, in its turn: MPIDIG matches nothing here (the
+ * receive was matched at MPIDIG's RTS) and returns the request the data belongs to. */
+static int rts_offered(void *ctx, int src, uint32_t word, const void *am_hdr, size_t am_hdr_sz,
+                       size_t data_sz, gdr_verbs_am_rts_t * rts)
+{
+    uint32_t attr = MPIDIG_AM_ATTR__IS_ASYNC;
+    MPIR_Request *rreq = NULL;
+    struct iovec segs[GDR_VERBS_AM_READ_SEGS_MAX];
+    uint64_t device_id = 0;
+    int nsegs = 0;
+
+    if (!word_ok(src, word))
+        return 0;               /* delivered whole later, and refused again there */
+    MPIDIG_AM_ATTR_SET_VCIS(attr, GDR_AM_WORD_SRC_VCI(word), GDR_AM_WORD_DST_VCI(word));
+    am_error(MPIDIG_global.target_msg_cbs[GDR_AM_WORD_HANDLER(word)] ((void *) am_hdr, NULL,
+                                                                      (MPI_Aint) data_sz, attr,
+                                                                      &rreq));
+    if (rreq != NULL)
+        nsegs = zcopy_segs(rreq, data_sz, segs, &device_id);
+    /* no request (the handler failed): the payload is read and dropped, so that the
+     * sender's buffer is released */
+    if (gdr_verbs_am_read_into(MPIDI_GDR_global.am, rts, segs, nsegs, device_id,
+                               (uint64_t) (uintptr_t) rreq) != 0)
+        am_error(MPIDI_GDR_transport_error());
+    return 1;
+}
+
+/* The payload of a message rts_offered took is in: copied from the landing buffer, or
+ * read in place; then MPIDIG completes the receive (recv_target_cmpl_cb). */
+static void read_done(void *ctx, uint64_t cookie, const void *landed, size_t len)
+{
+    MPIR_Request *rreq = (MPIR_Request *) (uintptr_t) cookie;
+    if (rreq == NULL)
         return;
-    }
-    int err = MPIDIG_global.target_msg_cbs[handler_id] ((void *) am_hdr, (void *) data,
-                                                        (MPI_Aint) data_sz, attr, NULL);
-    if (err != MPI_SUCCESS && MPIDI_GDR_global.am_errno == MPI_SUCCESS)
-        MPIDI_GDR_global.am_errno = err;
+    if (landed != NULL)
+        MPIDIG_recv_copy((void *) landed, rreq);
+    else
+        MPIDIG_recv_done((MPI_Aint) len, rreq);
+    am_error(MPIDIG_REQUEST(rreq, req->target_cmpl_cb) (rreq));
 }
 
 static void rndv_done(void *ctx, uint64_t cookie)
 {
     MPIR_Request *sreq = (MPIR_Request *) (uintptr_t) cookie;
-    int err = origin_done(sreq);
-    if (err != MPI_SUCCESS && MPIDI_GDR_global.am_errno == MPI_SUCCESS)
-        MPIDI_GDR_global.am_errno = err;
+    am_error(origin_done(sreq));
 }
 
 /* One poll of the channel; may_idle: it may yield or sleep after many empty polls */
@@ -432,6 +566,13 @@ void MPIDI_GDR_am_register_pvars(void)
          offsetof(gdr_verbs_am_stats_t, eager_sent), 0},
         {"gdr_am_rndv_sent", "active messages this rank sent by rendezvous (the receiver "
          "reads the payload with RDMA READ)", offsetof(gdr_verbs_am_stats_t, rndv_sent), 0},
+        {"gdr_am_rndv_zcopy_bytes", "rendezvous payload bytes this rank read straight into "
+         "the matched receive buffer, no host copy (MPIR_CVAR_CH4_GDR_RNDV_ZCOPY_MIN)",
+         offsetof(gdr_verbs_am_stats_t, rndv_zcopy_bytes), 0},
+        {"gdr_am_rndv_copied_bytes", "rendezvous payload bytes this rank read into gdr's "
+         "landing buffers and then copied on the host (receive buffers of many pieces or "
+         "that the NIC cannot reach, one-sided and other messages delivered whole)",
+         offsetof(gdr_verbs_am_stats_t, rndv_copied_bytes), 0},
     };
     MPIDI_GDR_register_stat_pvars(pv, sizeof(pv) / sizeof(pv[0]), am_stat_value);
     register_reg_cache_pvars();
@@ -500,7 +641,9 @@ int MPIDI_GDR_am_start(void)
             (uint32_t) MPIR_CVAR_CH4_GDR_CONNECT_TIMEOUT * 1000u : 0,
         .reg_cache_off = !MPIR_CVAR_CH4_GDR_REG_CACHE,
     };
-    gdr_verbs_am_ops_t ops = {.deliver = deliver,.rndv_done = rndv_done };
+    gdr_verbs_am_ops_t ops = {.deliver = deliver,.rndv_done = rndv_done,
+        .rts_wanted = rts_wanted,.rts = rts_offered,.read_done = read_done
+    };
     MPIDI_GDR_global.am = gdr_verbs_am_create(&MPIDI_GDR_global.device, rank, size, need_qp,
                                               &cfg, &ops, NULL, why, sizeof(why));
     MPIR_ERR_CHKANDJUMP1(MPIDI_GDR_global.am == NULL, mpi_errno, MPI_ERR_OTHER, "**gdr_device",
@@ -591,7 +734,8 @@ int MPIDI_GDR_am_stop(void)
                 "received, %llu queued for credits (%llu chained posts), %llu credit messages, "
                 "%llu empty polls, %llu sleeps (%llu woken by a completion); %llu connections "
                 "(%llu handshake datagrams, %llu address retries), %llu receive buffers, "
-                "%llu bytes pinned\n",
+                "%llu bytes pinned; rendezvous bytes %llu read in place, %llu landed and "
+                "copied (%llu receive buffers would not register)\n",
                 MPIR_Process.rank, (unsigned long long) st->eager_sent,
                 (unsigned long long) st->rndv_sent, (unsigned long long) st->eager_recv,
                 (unsigned long long) st->rndv_recv, (unsigned long long) st->queued,
@@ -600,7 +744,9 @@ int MPIDI_GDR_am_stop(void)
                 (unsigned long long) st->wakeups, (unsigned long long) st->connections,
                 (unsigned long long) st->handshakes_sent,
                 (unsigned long long) st->address_retries, (unsigned long long) st->recv_buffers,
-                (unsigned long long) st->pinned_bytes);
+                (unsigned long long) st->pinned_bytes, (unsigned long long) st->rndv_zcopy_bytes,
+                (unsigned long long) st->rndv_copied_bytes,
+                (unsigned long long) st->rndv_reg_fallbacks);
     }
     gdr_verbs_rma_destroy(MPIDI_GDR_global.rma);
     MPIDI_GDR_global.rma = NULL;
