@@ -212,10 +212,10 @@ GDR_EXPORT int shmdt(const void *addr)
     return (int) syscall(SYS_shmdt, addr);
 }
 
-/* The break moves: pages between the old and the new one come or go. */
+/* The break moved from old to now (both valid): pages between them came or went. */
 static void break_moved(char *old, char *now)
 {
-    if (old != (char *) -1 && now != old)
+    if (now != old)
         released(now < old ? now : old, (size_t) (now < old ? old - now : now - old),
                  GDR_VERBS_RCACHE_BRK);
 }
@@ -223,7 +223,7 @@ static void break_moved(char *old, char *now)
 GDR_EXPORT void *sbrk(intptr_t increment)
 {
     char *old = __sbrk(increment);
-    if (old != (char *) -1 && increment != 0)
+    if (old != (char *) -1)
         break_moved(old, old + increment);
     return old;
 }
