@@ -4,6 +4,8 @@
  *
  *   send-mmap    MPI_Send; mmap(MAP_FIXED) new pages over the buffer, fill; MPI_Send
  *   send-shm     MPI_Send from shmat memory; shmdt; shmat another segment there; MPI_Send
+ *   recv-mmap    MPI_Recv; mmap(MAP_FIXED) over the receive buffer; MPI_Recv (the payload
+ *                is read straight into a registered receive buffer)
  *   put-mmap     MPI_Put + flush; mmap(MAP_FIXED) over the origin buffer; MPI_Put + flush
  *   get-mmap     MPI_Get + flush; mmap(MAP_FIXED) over the result buffer; MPI_Get + flush
  * and, where a CUDA driver is named (MPIR_CVAR_CH4_GDR_CUDA_DRIVER: the simulated GPU),
@@ -84,6 +86,25 @@ static void send_mmap(unsigned char *rbuf)
     }
     if (b != NULL)
         munmap(b, N);
+}
+
+static void recv_mmap(void)
+{
+    gdr_test_set_context("recv-mmap");
+    unsigned char *b = map_anon();
+    for (int round = 0; round < 2; round++) {
+        if (rank == 0) {
+            fill(b, 80 + round);
+            MPI_Send(b, (int) N, MPI_BYTE, 1, round, MPI_COMM_WORLD);
+        } else if (rank == 1) {
+            if (round == 1)
+                replace_pages(b);
+            MPI_Recv(b, (int) N, MPI_BYTE, 0, round, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+            check(round ? "recv-mmap, after mmap(MAP_FIXED)" : "recv-mmap, first", b,
+                  80 + round, 0);
+        }
+    }
+    munmap(b, N);
 }
 
 static void send_shm(unsigned char *rbuf)
@@ -262,6 +283,7 @@ int main(int argc, char **argv)
     MPI_Win_allocate(rank == 1 ? (MPI_Aint) N : 0, 1, MPI_INFO_NULL, MPI_COMM_WORLD, &base, &win);
 
     send_mmap(rbuf);
+    recv_mmap();
     send_shm(rbuf);
     put_get(0, 0, win, base);
     put_get(1, 0, win, base);
