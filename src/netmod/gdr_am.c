@@ -4,6 +4,7 @@
 #include "gdr_internal.h"
 #include "gdr_noinline.h"
 #include <sched.h>
+#include "verbs/gdr_verbs_card.h"
 
 /*
 === BEGIN_MPI_T_CVAR_INFO_BLOCK ===
@@ -149,17 +150,22 @@ cvars:
 #define GDR_AM_WORD_HANDLER(w) ((int) ((w) & 0xff))
 #define GDR_AM_WORD_SRC_VCI(w) ((int) (((w) >> 8) & 0xff))
 #define GDR_AM_WORD_DST_VCI(w) ((int) (((w) >> 16) & 0xff))
-_Static_assert(MPIDI_AM_HANDLERS_MAX <= 256 && MPIDI_CH4_MAX_VCIS <= 256,
-               "gdr's AM word holds the handler and the VCIs in 8 bits each");
+_Static_assert(MPIDI_AM_HANDLERS_MAX <= MPIDI_GDR_DYNPROC_HANDLER && MPIDI_CH4_MAX_VCIS <= 256,
+               "gdr's AM word holds the handler and the VCIs in 8 bits each, and the "
+               "dynamic-process messages' handler is none of MPIDIG's");
 
-static int world_rank_of(MPIR_Comm * comm, int rank, int *peer)
+/* The channel's peer for rank of comm: its world rank, or, for a process of another job
+ * (spawned, connected), the peer its upid was given (gdr_spawn.c). */
+static int peer_of(MPIR_Comm * comm, int rank, int *peer)
 {
     int mpi_errno = MPI_SUCCESS;
-    int grank = MPIDIU_get_grank(rank, comm);   /* -1: not in MPI_COMM_WORLD */
+    int p = MPIDIU_get_grank(rank, comm);       /* -1: not in MPI_COMM_WORLD */
 
-    MPIR_ERR_CHKANDJUMP1(grank < 0 || MPIDI_GDR_global.am == NULL, mpi_errno,
+    if (p < 0)
+        p = MPIDI_GDR_foreign_peer(MPIR_comm_rank_to_lpid(comm, rank));
+    MPIR_ERR_CHKANDJUMP1(p < 0 || MPIDI_GDR_global.am == NULL, mpi_errno,
                          MPI_ERR_OTHER, "**gdr_no_transport", "**gdr_no_transport %d", rank);
-    *peer = grank;
+    *peer = p;
   fn_exit:
     return mpi_errno;
   fn_fail:
@@ -207,7 +213,7 @@ int MPIDI_GDR_am_send(int rank, MPIR_Comm * comm, int handler_id, const void *am
     const void *payload = NULL;
     void *pack_buf = NULL;
 
-    mpi_errno = world_rank_of(comm, rank, &peer);
+    mpi_errno = peer_of(comm, rank, &peer);
     MPIR_ERR_CHECK(mpi_errno);
     MPIR_ERR_CHKANDJUMP2(am_hdr_sz > MPIDI_GDR_AM_HDR_MAX_SZ, mpi_errno, MPI_ERR_OTHER,
                          "**gdr_am_hdr", "**gdr_am_hdr %d %d", (int) am_hdr_sz,
@@ -298,6 +304,10 @@ static void deliver(void *ctx, int src, uint32_t word, const void *am_hdr,
                     size_t am_hdr_sz, const void *data, size_t data_sz)
 {
     uint32_t attr = 0;
+    if (GDR_AM_WORD_HANDLER(word) == MPIDI_GDR_DYNPROC_HANDLER) {
+        am_error(MPIDI_GDR_dynproc_deliver(src, am_hdr, am_hdr_sz, data, data_sz));
+        return;
+    }
     if (!word_ok(src, word))
         return;
     MPIDIG_AM_ATTR_SET_VCIS(attr, GDR_AM_WORD_SRC_VCI(word), GDR_AM_WORD_DST_VCI(word));
@@ -618,15 +628,23 @@ int MPIDI_GDR_am_start(void)
         need_qp[i] = (i != rank && MPIR_Process.node_map[i] != MPIR_Process.node_map[rank]);
         remote += need_qp[i];
     }
-    if (remote == 0)
-        goto fn_exit;   /* one node: MPICH's shm module carries everything */
-    need_qp[rank] = 1;  /* loopback: atomics on our own window go through the NIC too */
+    /* one node: MPICH's shm module carries everything; a channel without peers is made
+     * only where a device is, for processes of other jobs (MPI_Comm_spawn, connect/accept),
+     * and its failure then only says why those cannot be reached */
+    if (remote == 0 && !MPIDI_GDR_global.have_device) {
+        snprintf(MPIDI_GDR_global.no_channel_why, sizeof(MPIDI_GDR_global.no_channel_why),
+                 "no RDMA device: %s", MPIDI_GDR_global.no_device_why);
+        goto fn_exit;
+    }
+    if (remote > 0)
+        need_qp[rank] = 1;      /* loopback: atomics on our own window go through the NIC too */
 
     MPIR_ERR_CHKANDJUMP1(!MPIDI_GDR_global.have_device, mpi_errno, MPI_ERR_OTHER,
                          "**gdr_nodevice", "**gdr_nodevice %s", MPIDI_GDR_global.no_device_why);
-    if (gdr_verbs_device_pick_gid(&MPIDI_GDR_global.device, MPIR_CVAR_CH4_GDR_GID_INDEX, why,
-                                  sizeof(why)) != 0)
-        MPIR_ERR_SETANDJUMP1(mpi_errno, MPI_ERR_OTHER, "**gdr_device", "**gdr_device %s", why);
+    int have_gid = gdr_verbs_device_pick_gid(&MPIDI_GDR_global.device,
+                                             MPIR_CVAR_CH4_GDR_GID_INDEX, why, sizeof(why)) == 0;
+    MPIR_ERR_CHKANDJUMP1(!have_gid && remote > 0, mpi_errno, MPI_ERR_OTHER, "**gdr_device",
+                         "**gdr_device %s", why);
 
     gdr_verbs_am_config_t cfg = {
         .buf_size = MPIDI_GDR_AM_EAGER_BUF_SZ,
@@ -644,21 +662,38 @@ int MPIDI_GDR_am_start(void)
     gdr_verbs_am_ops_t ops = {.deliver = deliver,.rndv_done = rndv_done,
         .rts_wanted = rts_wanted,.rts = rts_offered,.read_done = read_done
     };
-    MPIDI_GDR_global.am = gdr_verbs_am_create(&MPIDI_GDR_global.device, rank, size, need_qp,
-                                              &cfg, &ops, NULL, why, sizeof(why));
-    MPIR_ERR_CHKANDJUMP1(MPIDI_GDR_global.am == NULL, mpi_errno, MPI_ERR_OTHER, "**gdr_device",
-                         "**gdr_device %s", why);
+    if (have_gid)
+        MPIDI_GDR_global.am = gdr_verbs_am_create(&MPIDI_GDR_global.device, rank, size,
+                                                  need_qp, &cfg, &ops, NULL, why, sizeof(why));
+    MPIR_ERR_CHKANDJUMP1(MPIDI_GDR_global.am == NULL && remote > 0, mpi_errno, MPI_ERR_OTHER,
+                         "**gdr_device", "**gdr_device %s", why);
+    if (MPIDI_GDR_global.am == NULL) {
+        /* one node: its ranks still exchange cards (this one's empty), as every rank of
+         * the job does; only processes of other jobs are out of this rank's reach */
+        snprintf(MPIDI_GDR_global.no_channel_why, sizeof(MPIDI_GDR_global.no_channel_why),
+                 "%s", why);
+        if (MPIR_CVAR_CH4_GDR_VERBOSE > 0)
+            fprintf(stderr, "gdr[%d]: no channel for processes of other jobs: %s\n", rank,
+                    why);
+    } else {
+        /* this job, as processes of other jobs tell it apart: the process manager's name for
+         * it (hydra's holds its host, pid and a random number; Slurm's its job and step) */
+        MPIDI_GDR_global.job = MPIDI_GDR_job_id();
+        gdr_verbs_am_set_job(MPIDI_GDR_global.am, MPIDI_GDR_global.job);
+    }
 
     /* the channel's card, then one byte: the VCIs this rank will have (so that setting
      * MPI_COMM_WORLD's VCIs needs no allgather over it, which would connect every rank
      * to log(n) others before the program sends anything) */
-    int card_len = (int) gdr_verbs_am_card_size(MPIDI_GDR_global.am);
+    int card_len = GDR_VERBS_CARD_BYTES;
     bc_len = card_len + 1;
     card = MPL_malloc(bc_len, MPL_MEM_OTHER);
     MPIDI_GDR_global.world_vcis = MPL_malloc(size, MPL_MEM_OTHER);
     MPIR_ERR_CHKANDJUMP1(card == NULL || MPIDI_GDR_global.world_vcis == NULL, mpi_errno,
                          MPI_ERR_NO_MEM, "**nomem", "**nomem %s", "gdr business card");
-    gdr_verbs_am_card(MPIDI_GDR_global.am, card);
+    memset(card, 0, bc_len);
+    if (MPIDI_GDR_global.am != NULL)
+        gdr_verbs_am_card(MPIDI_GDR_global.am, card);
     ((uint8_t *) card)[card_len] = (uint8_t) MPIDI_GDR_total_vcis(MPIR_CVAR_CH4_RESERVE_VCIS);
     /* every rank's card, in rank order: a few bytes each, whatever the job size */
     table = MPL_malloc((size_t) bc_len * size, MPL_MEM_OTHER);
@@ -668,10 +703,15 @@ int MPIDI_GDR_am_start(void)
     MPIR_ERR_CHECK(mpi_errno);
     for (int i = 0; i < size; i++)
         MPIDI_GDR_global.world_vcis[i] = ((uint8_t *) table)[(size_t) i * bc_len + card_len];
+    /* kept: the upids of this job's ranks (gdr_spawn.c) */
+    MPIDI_GDR_global.world_cards = table;
+    MPIDI_GDR_global.world_card_stride = (size_t) bc_len;
+    table = NULL;
     for (int i = 0; i < size; i++) {
         if (!need_qp[i])
             continue;
-        if (gdr_verbs_am_add_peer(MPIDI_GDR_global.am, i, (char *) table + (size_t) i * bc_len,
+        if (gdr_verbs_am_add_peer(MPIDI_GDR_global.am, i,
+                                  (char *) MPIDI_GDR_global.world_cards + (size_t) i * bc_len,
                                   (size_t) card_len) != 0) {
             mpi_errno = MPIDI_GDR_transport_error();
             goto fn_fail;
@@ -686,9 +726,13 @@ int MPIDI_GDR_am_start(void)
         .chunk = MPIR_CVAR_CH4_GDR_RMA_CHUNK > 0 ? (uint64_t) MPIR_CVAR_CH4_GDR_RMA_CHUNK : 0,
         .hold = doorbell_hold(&MPIDI_GDR_global.device)
     };
-    MPIDI_GDR_global.rma = gdr_verbs_rma_create(MPIDI_GDR_global.am, &rcfg, why, sizeof(why));
-    MPIR_ERR_CHKANDJUMP1(MPIDI_GDR_global.rma == NULL, mpi_errno, MPI_ERR_OTHER,
-                         "**gdr_device", "**gdr_device %s", why);
+    /* (one node: no one-sided operations through the NIC, windows as without a channel) */
+    if (remote > 0) {
+        MPIDI_GDR_global.rma = gdr_verbs_rma_create(MPIDI_GDR_global.am, &rcfg, why,
+                                                    sizeof(why));
+        MPIR_ERR_CHKANDJUMP1(MPIDI_GDR_global.rma == NULL, mpi_errno, MPI_ERR_OTHER,
+                             "**gdr_device", "**gdr_device %s", why);
+    }
     /* every rank knows every card before anyone asks for a connection */
     mpi_errno = MPIR_pmi_barrier();
     MPIR_ERR_CHECK(mpi_errno);
@@ -703,6 +747,8 @@ int MPIDI_GDR_am_start(void)
     MPL_free(need_qp);
     return mpi_errno;
   fn_fail:
+    MPL_free(MPIDI_GDR_global.world_cards);
+    MPIDI_GDR_global.world_cards = NULL;
     MPL_free(MPIDI_GDR_global.world_vcis);
     MPIDI_GDR_global.world_vcis = NULL;
     gdr_verbs_rma_destroy(MPIDI_GDR_global.rma);
@@ -718,6 +764,8 @@ int MPIDI_GDR_am_start(void)
 int MPIDI_GDR_am_stop(void)
 {
     int mpi_errno = MPI_SUCCESS;
+    MPL_free(MPIDI_GDR_global.world_cards);
+    MPIDI_GDR_global.world_cards = NULL;
     if (MPIDI_GDR_global.am == NULL)
         return MPI_SUCCESS;
     while (gdr_verbs_am_busy(MPIDI_GDR_global.am)) {
@@ -754,6 +802,7 @@ int MPIDI_GDR_am_stop(void)
     gdr_verbs_am_reg_cache_stats(MPIDI_GDR_global.am, &MPIDI_GDR_global.reg_cache_stats_kept);
     MPL_free(MPIDI_GDR_global.world_vcis);
     MPIDI_GDR_global.world_vcis = NULL;
+    MPIDI_GDR_dynproc_stop();
     gdr_verbs_am_destroy(MPIDI_GDR_global.am);
     MPIDI_GDR_global.am = NULL;
     return mpi_errno;

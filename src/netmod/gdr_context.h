@@ -38,6 +38,15 @@ struct MPIDI_GDR_context {
     gdr_verbs_am_stats_t am_stats_kept; /* the channel's counters after it is gone (MPI_T) */
     gdr_verbs_rcache_stats_t reg_cache_stats_kept;      /* its registration cache's */
     uint8_t *world_vcis;        /* [world size]: each rank's VCIs, from the cards; NULL: none */
+    /* processes of other jobs (gdr_spawn.c) */
+    uint8_t *world_cards;       /* every rank's card as published (world_card_stride apart;
+                                 * all zero: that rank has no channel), or NULL: none */
+    size_t world_card_stride;
+    uint64_t job;               /* this job's identity (MPIDI_GDR_job_id); 0: no channel */
+    char no_channel_why[256];   /* why am is NULL, when it is */
+    struct MPIDI_GDR_lpid_peer *lpid_peers;     /* lpid -> channel peer, open addressing */
+    uint32_t lpid_peers_cap, lpid_peers_used;
+    struct MPIDI_GDR_dynmsg *dyn_head; /* dynamic-process messages not yet taken, in order */
     gdr_verbs_rma_t *rma;       /* one-sided operations on the channel's QPs */
     gdr_rma_engine_t engine;    /* the RMA engine over rma (its counters are MPI_T pvars) */
     int have_engine;            /* engine.net is set: rma exists */

@@ -20,6 +20,16 @@ int MPIDI_GDR_am_stop(void);
  * towards idling (MPIDI_GDR_progress_am may: MPIR_CVAR_CH4_GDR_YIELD_AFTER,
  * _IDLE_SLEEP_US): the progress guard's, which runs while another source has work. */
 int MPIDI_GDR_poll_am(int *made_progress);
+/* gdr_spawn.c: processes of other jobs.  The channel's peer for lpid, given when MPICH
+ * inserted its upid; -1: none.  The handler number of dynamic-process messages (none of
+ * MPIDIG's), their delivery (from gdr_am.c's deliver), and what is left of them at
+ * finalize.  This job's identity (the same on each of its ranks). */
+#define MPIDI_GDR_DYNPROC_HANDLER 255
+int MPIDI_GDR_foreign_peer(MPIR_Lpid lpid);
+int MPIDI_GDR_dynproc_deliver(int src, const void *am_hdr, size_t am_hdr_sz, const void *data,
+                              size_t data_sz);
+void MPIDI_GDR_dynproc_stop(void);
+uint64_t MPIDI_GDR_job_id(void);
 /* gdr_progress.c: the progress guard, an MPICH progress hook that runs gdr's round in a
  * pass that follows one in which MPICH skipped MPIDI_NM_progress (because shared memory
  * or a hook made progress), so that no source of progress starves gdr's; on from

@@ -2,7 +2,7 @@
  * can send a rank's UD queue pair a datagram, and each one that decodes drives a peer's
  * connection state.  Input: a script of events for one connection; each starts with a
  * byte choosing the event:
- *   0 start (this side has something to send)   1 a datagram: 16 bytes, decoded
+ *   0 start (this side has something to send)   1 a datagram: GDR_CONN_WIRE_BYTES, decoded
  *   2 traffic on the RC queue pair             3 the timer, 2 bytes of milliseconds later
  * Invariants: a decoded datagram encodes back to its bytes and names a real QP; the
  * queue pair is created once, connected once, to the QP that stays the peer's, after it

@@ -77,6 +77,12 @@ static void seeds_card(void)
     m[0] = 1;
     gdr_verbs_card_encode(&c, m + 2);
     write_seed("card", "ib-1-rank", m, sizeof(m));
+    c.nranks = 3;       /* another job's process: decoded for any job size */
+    c.rank = 2;
+    c.job = 0x0123456789abcdefull;
+    m[0] = 0;
+    gdr_verbs_card_encode(&c, m + 2);
+    write_seed("card", "other-job", m, sizeof(m));
 }
 
 /* ---- conn: scripts of events (fuzz_conn.c: 0 start, 1 datagram, 2 traffic, 3 timer) ------ */

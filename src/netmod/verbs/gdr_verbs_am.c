@@ -202,6 +202,8 @@ typedef struct qp_slot {
 struct gdr_verbs_am {
     gdr_verbs_device_t *dev;
     int rank, nranks;
+    int npeers;                 /* eps in use: the job's ranks, then processes of other jobs */
+    uint64_t job;               /* this job's identity (gdr_verbs_am_set_job), 0 until known */
     gdr_verbs_am_config_t cfg;
     gdr_verbs_am_ops_t ops;
     void *ctx;
@@ -483,6 +485,108 @@ static int ud_start(gdr_verbs_am_t *am, char *why, size_t why_len)
     return 0;
 }
 
+static void ep_init(gdr_verbs_am_t *am, int peer, int reach)
+{
+    ep_t *ep = &am->eps[peer];
+    ep->reach = reach != 0;
+    gdr_verbs_credit_init(&ep->credit, am->cfg.recv_depth);
+    ep->probe.kind = WR_PROBE;
+    ep->probe.peer = peer;
+}
+
+/* A process of another job (past the job's ranks). */
+static int is_foreign(const gdr_verbs_am_t *am, int peer)
+{
+    return peer >= am->nranks;
+}
+
+/* A process of another job is lost (it ended after MPI_Comm_disconnect, or its path broke):
+ * only its connection fails, the channel stays up for every other peer; sends to it fail
+ * from now on, saying so.  Returns 0. */
+static int foreign_lost(gdr_verbs_am_t *am, int peer, const char *why)
+{
+    ep_t *ep = &am->eps[peer];
+    ep->failed = 1;
+    snprintf(am->error, sizeof(am->error), "the connection to rank %u of job %016llx (another "
+             "job) failed: %s", ep->card.rank, (unsigned long long) ep->card.job,
+             why != NULL ? why : "?");
+    return 0;
+}
+
+/* The peer index of process `rank` of job `job`, made from its card if it is new; -1 when
+ * there is no more room (GDR_VERBS_AM_FOREIGN_MAX). */
+static int foreign_peer(gdr_verbs_am_t *am, const gdr_verbs_card_t *card)
+{
+    for (int i = am->nranks; i < am->npeers; i++) {
+        if (am->eps[i].card.job == card->job && am->eps[i].card.rank == card->rank) {
+            /* the same process: a new card only where the old one's queue pair is gone */
+            if (am->eps[i].qp == NULL || am->eps[i].failed)
+                am->eps[i].card = *card;
+            return i;
+        }
+    }
+    if (am->npeers - am->nranks >= GDR_VERBS_AM_FOREIGN_MAX)
+        return -1;
+    int peer = am->npeers++;
+    ep_init(am, peer, 1);
+    am->eps[peer].card = *card;
+    am->eps[peer].has_card = 1;
+    return peer;
+}
+
+/* A handshake datagram from another job's process: its peer index, made from the card it
+ * carries if this is its first; -1 to drop it (not a card, or no room). */
+static int foreign_from_msg(gdr_verbs_am_t *am, const gdr_verbs_conn_msg_t *m)
+{
+    gdr_verbs_card_t card;
+    if (gdr_verbs_card_decode(m->card, sizeof(m->card), 0, &card) != 0 || card.job != m->job
+        || card.rank != m->src_rank || card.job == 0)
+        return -1;
+    return foreign_peer(am, &card);
+}
+
+int gdr_verbs_am_add_foreign(gdr_verbs_am_t *am, const void *buf, size_t len)
+{
+    gdr_verbs_card_t card;
+    if (gdr_verbs_card_decode(buf, len, 0, &card) != 0 || card.job == 0)
+        return fail(am, "the address of a process of another job is not a gdr card (version "
+                    "%d; another build of gdr?)", GDR_VERBS_CARD_VERSION);
+    if (card.job == am->job) {
+        /* this job's rank, maybe one of this node that MPICH's shared memory serves: it is
+         * reached through the NIC too, for the dynamic messages of connect/accept */
+        if (card.rank >= (uint32_t) am->nranks || card.nranks != (uint32_t) am->nranks)
+            return fail(am, "a card of this job names rank %u of %u", card.rank, card.nranks);
+        ep_t *ep = &am->eps[card.rank];
+        if (!ep->reach || !ep->has_card) {
+            ep->reach = 1;
+            ep->card = card;
+            ep->has_card = 1;
+        }
+        return (int) card.rank;
+    }
+    int peer = foreign_peer(am, &card);
+    if (peer < 0) {
+        snprintf(am->error, sizeof(am->error), "this process already knows %d processes of "
+                 "other jobs, the most gdr keeps (GDR_VERBS_AM_FOREIGN_MAX)",
+                 GDR_VERBS_AM_FOREIGN_MAX);
+        return -1;
+    }
+    return peer;
+}
+
+int gdr_verbs_am_peer_card(const gdr_verbs_am_t *am, int peer, void *buf)
+{
+    if (peer < 0 || peer >= am->npeers || !am->eps[peer].has_card)
+        return -1;
+    gdr_verbs_card_encode(&am->eps[peer].card, buf);
+    return 0;
+}
+
+void gdr_verbs_am_set_job(gdr_verbs_am_t *am, uint64_t job)
+{
+    am->job = job;
+}
+
 /* The address handle for peer's handshake datagrams: 1 made, 0 the peer's address did
  * not resolve yet (under load a neighbour can miss the kernel's 1-s ARP wait: tried again
  * at the handshake's next datagram either way, until MPIR_CVAR_CH4_GDR_CONNECT_TIMEOUT),
@@ -516,7 +620,8 @@ static int ud_send(gdr_verbs_am_t *am, int peer, gdr_verbs_conn_msg_kind_t kind)
     if (b == NULL)
         return 0;
     gdr_verbs_conn_msg_t m = {.kind = kind,.src_rank = (uint32_t) am->rank,
-        .qpn = ep->qp->qp_num,.nranks = (uint32_t) am->nranks };
+        .qpn = ep->qp->qp_num,.nranks = (uint32_t) am->nranks,.job = am->job };
+    gdr_verbs_am_card(am, m.card);
     gdr_verbs_conn_msg_encode(&m, b->addr);
     struct ibv_sge sge = {.addr = (uintptr_t) b->addr,.length = GDR_CONN_WIRE_BYTES,
         .lkey = am->ud_mr->lkey };
@@ -594,6 +699,10 @@ static int conn_do(gdr_verbs_am_t *am, int peer, unsigned todo)
     }
     if (todo & GDR_CONN_DO_FAIL) {
         am->connecting--;
+        if (is_foreign(am, peer)) {
+            ep->failed = 1;
+            return foreign_lost(am, peer, ep->conn.why);
+        }
         /* any other address failure failed the peer at once, and a peer's datagrams are
          * answered only once its address resolved: no address handle means unresolved */
         if (ep->ah == NULL)
@@ -630,7 +739,7 @@ static int connect_self(gdr_verbs_am_t *am)
 
 int gdr_verbs_am_want_qp(gdr_verbs_am_t *am, int peer)
 {
-    if (peer < 0 || peer >= am->nranks || !am->eps[peer].reach || !am->eps[peer].has_card) {
+    if (peer < 0 || peer >= am->npeers || !am->eps[peer].reach || !am->eps[peer].has_card) {
         return fail(am, "no path to rank %d through %s for a queue pair", peer, am->dev->name);
     }
     ep_t *ep = &am->eps[peer];
@@ -652,22 +761,27 @@ static int on_ud_recv(gdr_verbs_am_t *am, ud_buf_t *b, const struct ibv_wc *wc)
 {
     gdr_verbs_conn_msg_t m;
     int rc = 0;
+    int peer = -1;
     if (wc->byte_len >= UD_GRH_BYTES
         && gdr_verbs_conn_msg_decode(b->addr + UD_GRH_BYTES, wc->byte_len - UD_GRH_BYTES,
-                                     &m) == 0
-        && m.nranks == (uint32_t) am->nranks && m.src_rank < (uint32_t) am->nranks
-        && (int) m.src_rank != am->rank) {
-        ep_t *ep = &am->eps[m.src_rank];
+                                     &m) == 0) {
+        if (m.job == am->job && m.nranks == (uint32_t) am->nranks
+            && m.src_rank < (uint32_t) am->nranks && (int) m.src_rank != am->rank)
+            peer = (int) m.src_rank;
+        else if (m.job != am->job && am->job != 0)
+            peer = foreign_from_msg(am, &m);
+    }
+    if (peer >= 0) {
+        ep_t *ep = &am->eps[peer];
         /* every answer needs the peer's address, and the queue pair's connection its MAC:
          * while that does not resolve the datagram is dropped, and the peer repeats it */
         int have_ah = 0;
         if (ep->reach && ep->has_card && ep->card.ud_qpn == wc->src_qp && !ep->failed)
-            have_ah = peer_ah(am, (int) m.src_rank);
+            have_ah = peer_ah(am, peer);
         if (have_ah < 0)
             rc = -1;
         else if (have_ah > 0)
-            rc = conn_do(am, (int) m.src_rank, gdr_verbs_conn_on_msg(&ep->conn, m.kind, m.qpn,
-                                                                     now_ns()));
+            rc = conn_do(am, peer, gdr_verbs_conn_on_msg(&ep->conn, m.kind, m.qpn, now_ns()));
     }
     if (rc == 0)
         rc = ud_post_recv(am, b);
@@ -795,8 +909,16 @@ static int commit(gdr_verbs_am_t *am, int peer, size_t len, send_slot_t *slot, p
  * or under way (started here: the message waits for it). */
 static int check_peer(gdr_verbs_am_t *am, int peer)
 {
-    if (peer < 0 || peer >= am->nranks || !am->eps[peer].reach || !am->eps[peer].has_card)
+    if (peer < 0 || peer >= am->npeers || !am->eps[peer].reach || !am->eps[peer].has_card)
         return fail(am, "no path to rank %d through %s", peer, am->dev->name);
+    if (am->eps[peer].failed && is_foreign(am, peer)) {
+        /* the channel stays up: only this process of another job is lost */
+        snprintf(am->error, sizeof(am->error), "the connection to rank %u of job %016llx "
+                 "(another job: spawned, or connected by MPI_Comm_connect/accept) has failed "
+                 "earlier: it ended or its network path broke", am->eps[peer].card.rank,
+                 (unsigned long long) am->eps[peer].card.job);
+        return -1;
+    }
     if (am->eps[peer].failed)
         return fail(am, "the connection to rank %d has failed earlier", peer);
     return gdr_verbs_am_want_qp(am, peer) < 0 ? -1 : 0;
@@ -836,21 +958,20 @@ gdr_verbs_am_t *gdr_verbs_am_create(gdr_verbs_device_t *dev, int rank, int nrank
     am->dev = dev;
     am->rank = rank;
     am->nranks = nranks;
+    am->npeers = nranks;
     clock_gettime(CLOCK_MONOTONIC, &am->quiet_since);
     am->last_look = am->quiet_since;
     am->clock_every = IDLE_CLOCK_EVERY_FIRST;
     am->cfg = *cfg;
     am->ops = *ops;
     am->ctx = ctx;
-    am->eps = calloc((size_t) nranks, sizeof(ep_t));
+    /* room for the processes of other jobs too, never moved: in-flight probes point
+     * into it (untouched room costs no memory) */
+    am->eps = calloc((size_t) nranks + GDR_VERBS_AM_FOREIGN_MAX, sizeof(ep_t));
     if (am->eps == NULL)
         goto oom;
-    for (int i = 0; i < nranks; i++) {
-        am->eps[i].reach = reach[i] != 0;
-        gdr_verbs_credit_init(&am->eps[i].credit, cfg->recv_depth);
-        am->eps[i].probe.kind = WR_PROBE;
-        am->eps[i].probe.peer = i;
-    }
+    for (int i = 0; i < nranks; i++)
+        ep_init(am, i, reach[i]);
     am->qp_send_wr = cfg->recv_depth + READ_CHUNKS_MAX * cfg->max_reads + 8 + cfg->rma_depth;
     am->max_sge = 16;
 
@@ -941,7 +1062,8 @@ void gdr_verbs_am_card(const gdr_verbs_am_t *am, void *buf)
     gdr_verbs_card_t card = {
         .port_num = am->dev->port_num,.link_layer = (uint8_t) am->dev->link_layer,
         .mtu = (uint8_t) am->dev->active_mtu,.lid = am->dev->lid,
-        .ud_qpn = am->ud->qp_num,.nranks = (uint32_t) am->nranks
+        .ud_qpn = am->ud->qp_num,.nranks = (uint32_t) am->nranks,.rank = (uint32_t) am->rank,
+        .job = am->job
     };
     memcpy(card.gid, am->dev->gid, 16);
     gdr_verbs_card_encode(&card, buf);
@@ -1534,6 +1656,8 @@ static int on_completion(gdr_verbs_am_t *am, const struct ibv_wc *wc)
         if (wc->status == IBV_WC_WR_FLUSH_ERR && am->eps[peer].failed)
             return 0;           /* the rest of a failed queue pair, already reported */
         am->eps[peer].failed = 1;
+        if (is_foreign(am, peer))
+            return foreign_lost(am, peer, ibv_wc_status_str(wc->status));
         if (wc->status == IBV_WC_REM_ACCESS_ERR)
             return fail(am, "rank %d refused a one-sided access (%s, status %d) on %s: the "
                         "window key is stale (window freed or region detached) or the range "
@@ -1580,6 +1704,8 @@ static int maybe_probe(gdr_verbs_am_t *am, int peer)
     wr.send_flags = IBV_SEND_SIGNALED;
     if (rma_held_out(am, peer) != 0 || ibv_post_send(ep->qp, &wr, &bad) != 0) {
         ep->failed = 1;
+        if (is_foreign(am, peer))
+            return foreign_lost(am, peer, strerror(errno));
         return fail(am, "probing rank %d failed: %s (queue pair in error?)", peer, strerror(errno));
     }
     ep->probe.in_flight = 1;
@@ -1768,14 +1894,14 @@ void gdr_verbs_am_attach_rma(gdr_verbs_am_t *am, gdr_verbs_am_rma_cb_t cb,
 
 struct ibv_qp *gdr_verbs_am_qp(gdr_verbs_am_t *am, int peer)
 {
-    if (peer < 0 || peer >= am->nranks || am->eps[peer].failed || !am->eps[peer].connected)
+    if (peer < 0 || peer >= am->npeers || am->eps[peer].failed || !am->eps[peer].connected)
         return NULL;
     return am->eps[peer].qp;
 }
 
 int gdr_verbs_am_reaches(gdr_verbs_am_t *am, int peer)
 {
-    return peer >= 0 && peer < am->nranks && am->eps[peer].reach && am->eps[peer].has_card
+    return peer >= 0 && peer < am->npeers && am->eps[peer].reach && am->eps[peer].has_card
         && !am->eps[peer].failed;
 }
 
@@ -1817,7 +1943,7 @@ void gdr_verbs_am_reg_cache_stats(gdr_verbs_am_t *am, gdr_verbs_rcache_stats_t *
 int gdr_verbs_am_fail_peer(gdr_verbs_am_t *am, int peer, const char *fmt, ...)
 {
     va_list ap;
-    if (peer >= 0 && peer < am->nranks)
+    if (peer >= 0 && peer < am->npeers)
         am->eps[peer].failed = 1;
     va_start(ap, fmt);
     vfail(am, fmt, ap);
@@ -1844,7 +1970,7 @@ void gdr_verbs_am_destroy(gdr_verbs_am_t *am)
 {
     if (am == NULL)
         return;
-    for (int i = 0; am->eps != NULL && i < am->nranks; i++) {
+    for (int i = 0; am->eps != NULL && i < am->npeers; i++) {
         ep_t *ep = &am->eps[i];
         if (ep->qp != NULL)
             ibv_destroy_qp(ep->qp);

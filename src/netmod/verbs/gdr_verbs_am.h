@@ -108,6 +108,26 @@ void gdr_verbs_am_card(const gdr_verbs_am_t *am, void *buf);
  * Returns 0 or -1 (see error). */
 int gdr_verbs_am_add_peer(gdr_verbs_am_t *am, int peer, const void *card, size_t len);
 
+/* Processes of other jobs (MPI_Comm_spawn, connect/accept, join) a channel may know:
+ * their peer numbers follow the job's ranks, nranks and up. */
+#define GDR_VERBS_AM_FOREIGN_MAX 1024
+
+/* This job's identity, the same on every rank and different in every other job (drawn by
+ * rank 0, spread with the cards): set it before any peer connects.  Cards and handshakes
+ * carry it; a handshake from another job's process makes it a peer. */
+void gdr_verbs_am_set_job(gdr_verbs_am_t *am, uint64_t job);
+
+/* The peer number of the process whose card (any job's) is buf: this job's rank for a card
+ * of this job, or a number past the job's ranks for another job's process (the same one
+ * each time it is given, and the one its own first handshake got).  Makes no connection.
+ * Returns -1 if buf is no card (see error) or too many processes of other jobs are known.
+ * Failures on such a peer's connection (it ends after MPI_Comm_disconnect) fail only sends
+ * to it, never the channel. */
+int gdr_verbs_am_add_foreign(gdr_verbs_am_t *am, const void *buf, size_t len);
+
+/* peer's card (GDR_VERBS_CARD_BYTES into buf) as this channel knows it: 0, or -1 if none. */
+int gdr_verbs_am_peer_card(const gdr_verbs_am_t *am, int peer, void *buf);
+
 /* Starts connecting to peer now, as its first message would (for connecting every
  * peer at start-up).  Returns 1 once connected, 0 while connecting (progress and ask
  * again), -1 if it cannot be or failed. */

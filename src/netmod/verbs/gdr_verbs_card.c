@@ -15,6 +15,10 @@ void gdr_verbs_card_encode(const gdr_verbs_card_t *card, void *buf)
     memcpy(p + 8, card->gid, 16);
     gdr_le_put32(p + 24, card->ud_qpn);
     gdr_le_put32(p + 28, card->nranks);
+    gdr_le_put32(p + 32, card->rank);
+    gdr_le_put32(p + 36, 0);
+    gdr_le_put32(p + 40, (uint32_t) card->job);
+    gdr_le_put32(p + 44, (uint32_t) (card->job >> 32));
 }
 
 int gdr_verbs_card_decode(const void *buf, size_t len, uint32_t expect_nranks,
@@ -22,7 +26,8 @@ int gdr_verbs_card_decode(const void *buf, size_t len, uint32_t expect_nranks,
 {
     const uint8_t *p = buf;
     if (len < GDR_VERBS_CARD_BYTES || p[0] != GDR_VERBS_CARD_VERSION
-        || gdr_le_get32(p + 28) != expect_nranks)
+        || (expect_nranks != 0 && gdr_le_get32(p + 28) != expect_nranks)
+        || gdr_le_get32(p + 32) >= gdr_le_get32(p + 28) || gdr_le_get32(p + 36) != 0)
         return -1;
     card->version = p[0];
     card->port_num = p[1];
@@ -31,6 +36,8 @@ int gdr_verbs_card_decode(const void *buf, size_t len, uint32_t expect_nranks,
     card->lid = gdr_le_get16(p + 4);
     memcpy(card->gid, p + 8, 16);
     card->ud_qpn = gdr_le_get32(p + 24);
-    card->nranks = expect_nranks;
+    card->nranks = gdr_le_get32(p + 28);
+    card->rank = gdr_le_get32(p + 32);
+    card->job = (uint64_t) gdr_le_get32(p + 40) | ((uint64_t) gdr_le_get32(p + 44) << 32);
     return 0;
 }

@@ -1,6 +1,8 @@
 #include "gdr_verbs_conn.h"
 #include "gdr_verbs_le.h"
 
+#include <string.h>
+
 static unsigned retry_after(gdr_verbs_conn_t *c, int64_t now_ns)
 {
     int64_t wait = GDR_CONN_RETRY_FIRST_NS;
@@ -115,6 +117,9 @@ void gdr_verbs_conn_msg_encode(const gdr_verbs_conn_msg_t *m, void *buf)
     gdr_le_put32(p + 4, m->src_rank);
     gdr_le_put32(p + 8, m->qpn);
     gdr_le_put32(p + 12, m->nranks);
+    gdr_le_put32(p + 16, (uint32_t) m->job);
+    gdr_le_put32(p + 20, (uint32_t) (m->job >> 32));
+    memcpy(p + GDR_CONN_WIRE_HDR_BYTES, m->card, GDR_VERBS_CARD_BYTES);
 }
 
 int gdr_verbs_conn_msg_decode(const void *buf, size_t len, gdr_verbs_conn_msg_t *m)
@@ -127,6 +132,8 @@ int gdr_verbs_conn_msg_decode(const void *buf, size_t len, gdr_verbs_conn_msg_t 
     m->src_rank = gdr_le_get32(p + 4);
     m->qpn = gdr_le_get32(p + 8);
     m->nranks = gdr_le_get32(p + 12);
+    m->job = (uint64_t) gdr_le_get32(p + 16) | ((uint64_t) gdr_le_get32(p + 20) << 32);
+    memcpy(m->card, p + GDR_CONN_WIRE_HDR_BYTES, GDR_VERBS_CARD_BYTES);
     /* QP numbers are 24 bits, and 0 is never an RC queue pair */
     return m->qpn == 0 || m->qpn > 0xffffff ? -1 : 0;
 }

@@ -18,6 +18,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include "gdr_verbs_card.h"
 
 typedef enum {
     GDR_CONN_IDLE = 0,          /* no queue pair */
@@ -69,16 +70,21 @@ unsigned gdr_verbs_conn_on_traffic(gdr_verbs_conn_t *c);
  * this side started without the connection being made (0: never give up). */
 unsigned gdr_verbs_conn_on_timer(gdr_verbs_conn_t *c, int64_t now_ns, int64_t timeout_ns);
 
-/* Handshake datagrams: 16 bytes, little-endian: magic "gC", version, kind, the
- * sender's rank, its QP number for the pair, the job size. */
-#define GDR_CONN_WIRE_BYTES 16
-#define GDR_CONN_WIRE_VERSION 1
+/* Handshake datagrams: GDR_CONN_WIRE_BYTES, little-endian: magic "gC", version, kind,
+ * the sender's rank, its QP number for the pair, its job's size and identity, then the
+ * sender's card as it publishes it (gdr_verbs_card.h): a process of another job
+ * (MPI_Comm_spawn, connect/accept) may ask first, and is answered through that card. */
+#define GDR_CONN_WIRE_HDR_BYTES 24
+#define GDR_CONN_WIRE_BYTES (GDR_CONN_WIRE_HDR_BYTES + GDR_VERBS_CARD_BYTES)
+#define GDR_CONN_WIRE_VERSION 2
 
 typedef struct gdr_verbs_conn_msg {
     gdr_verbs_conn_msg_kind_t kind;
     uint32_t src_rank;
     uint32_t qpn;
     uint32_t nranks;
+    uint64_t job;
+    uint8_t card[GDR_VERBS_CARD_BYTES]; /* encoded, as the sender sent it */
 } gdr_verbs_conn_msg_t;
 
 void gdr_verbs_conn_msg_encode(const gdr_verbs_conn_msg_t *m, void *buf);

@@ -184,14 +184,18 @@ int main(void)
 
     /* wire */
     gdr_verbs_conn_msg_t m = {.kind = GDR_CONN_MSG_REP,.src_rank = 70000,.qpn = 0xabcdef,
-        .nranks = 100000 }, got;
+        .nranks = 100000,.job = 0x1122334455667788ull }, got;
+    for (int i = 0; i < GDR_VERBS_CARD_BYTES; i++)
+        m.card[i] = (uint8_t) (7 * i + 1);
     unsigned char buf[GDR_CONN_WIRE_BYTES];
     gdr_verbs_conn_msg_encode(&m, buf);
     GDR_CHECK(buf[0] == 'g' && buf[1] == 'C' && buf[3] == GDR_CONN_MSG_REP && buf[8] == 0xef,
               "wire: magic, kind, little-endian QP number");
     GDR_CHECK(gdr_verbs_conn_msg_decode(buf, sizeof(buf), &got) == 0 && got.kind == m.kind
-              && got.src_rank == 70000 && got.qpn == 0xabcdef && got.nranks == 100000,
-              "wire: round trip");
+              && got.src_rank == 70000 && got.qpn == 0xabcdef && got.nranks == 100000
+              && got.job == 0x1122334455667788ull
+              && memcmp(got.card, m.card, GDR_VERBS_CARD_BYTES) == 0,
+              "wire: round trip, the job and the sender's card included");
     GDR_CHECK(gdr_verbs_conn_msg_decode(buf, sizeof(buf) - 1, &got) != 0, "wire: short refused");
     buf[3] = 9;
     GDR_CHECK(gdr_verbs_conn_msg_decode(buf, sizeof(buf), &got) != 0, "wire: unknown kind refused");
