@@ -545,6 +545,25 @@ static int foreign_from_msg(gdr_verbs_am_t *am, const gdr_verbs_conn_msg_t *m)
     return foreign_peer(am, &card);
 }
 
+/* A handshake datagram from a rank of this job: its peer.  A rank this one does not reach
+ * (one of its node, which MPICH's shared memory serves) may still ask, for the dynamic
+ * messages of a connect/accept between groups of the job: it is reached through the card
+ * it sent, as gdr_verbs_am_add_foreign does from its upid on the other side. */
+static int same_job_from_msg(gdr_verbs_am_t *am, const gdr_verbs_conn_msg_t *m)
+{
+    ep_t *ep = &am->eps[m->src_rank];
+    gdr_verbs_card_t card;
+    if (ep->reach && ep->has_card)
+        return (int) m->src_rank;
+    if (am->job == 0 || gdr_verbs_card_decode(m->card, sizeof(m->card), (uint32_t) am->nranks,
+                                              &card) != 0 || card.rank != m->src_rank)
+        return -1;
+    ep->reach = 1;
+    ep->card = card;
+    ep->has_card = 1;
+    return (int) m->src_rank;
+}
+
 int gdr_verbs_am_add_foreign(gdr_verbs_am_t *am, const void *buf, size_t len)
 {
     gdr_verbs_card_t card;
@@ -767,7 +786,7 @@ static int on_ud_recv(gdr_verbs_am_t *am, ud_buf_t *b, const struct ibv_wc *wc)
                                      &m) == 0) {
         if (m.job == am->job && m.nranks == (uint32_t) am->nranks
             && m.src_rank < (uint32_t) am->nranks && (int) m.src_rank != am->rank)
-            peer = (int) m.src_rank;
+            peer = same_job_from_msg(am, &m);
         else if (m.job != am->job && am->job != 0)
             peer = foreign_from_msg(am, &m);
     }
