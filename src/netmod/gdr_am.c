@@ -224,7 +224,14 @@ int MPIDI_GDR_am_send(int rank, MPIR_Comm * comm, int handler_id, const void *am
         if (data_sz > 0) {
             MPL_pointer_attr_t attr;
             MPIR_GPU_query_pointer_attr(data, &attr);
-            if (dt_contig && attr.type != MPL_GPU_POINTER_DEV) {
+            /* contiguous device data of a rendezvous is read by the peer's NIC in place
+             * where the NIC takes GPU memory (dmabuf, peermem: registered by buffer id) */
+            int in_place = dt_contig && (attr.type != MPL_GPU_POINTER_DEV
+                                         || (MPIDI_GDR_nic_takes_gpu_memory()
+                                             && (size_t) data_sz >
+                                             gdr_verbs_am_eager_limit(MPIDI_GDR_global.am,
+                                                                      (size_t) am_hdr_sz)));
+            if (in_place) {
                 payload = MPIR_get_contig_ptr(data, dt_true_lb);
             } else {
                 /* the NIC reads host memory here: pack (yaksa copies device data) */
@@ -237,6 +244,7 @@ int MPIDI_GDR_am_send(int rank, MPIR_Comm * comm, int handler_id, const void *am
                 MPIR_ERR_CHECK(mpi_errno);
                 MPIR_Assert(packed == data_sz);
                 payload = pack_buf;
+                MPIDI_GDR_global.am_packed_bytes += (unsigned long long) data_sz;
             }
         }
         GDR_AM_REQ(sreq).handler_id = handler_id;
@@ -585,6 +593,16 @@ void MPIDI_GDR_am_register_pvars(void)
          offsetof(gdr_verbs_am_stats_t, rndv_copied_bytes), 0},
     };
     MPIDI_GDR_register_stat_pvars(pv, sizeof(pv) / sizeof(pv[0]), am_stat_value);
+    MPIR_T_PVAR_REGISTER_impl(MPI_T_PVAR_CLASS_COUNTER, MPI_UNSIGNED_LONG_LONG,
+                              "gdr_am_send_packed_bytes", &MPIDI_GDR_global.am_packed_bytes, 1,
+                              NULL, MPI_T_VERBOSITY_USER_BASIC, MPI_T_BIND_NO_OBJECT,
+                              MPIR_T_PVAR_FLAG_READONLY | MPIR_T_PVAR_FLAG_CONTINUOUS, NULL,
+                              NULL, "CH4_GDR", "message payload bytes this rank packed into a "
+                              "host buffer before sending (a host copy on the sender: "
+                              "non-contiguous datatypes, and device data the NIC cannot read in "
+                              "place or small enough to go eagerly); contiguous host data, and "
+                              "contiguous device rendezvous data under GPUDirect dmabuf or "
+                              "peermem, are sent in place");
     register_reg_cache_pvars();
 }
 

@@ -17,8 +17,9 @@
  * With GDR_TEST_EXPECT_NATIVE=1 (maint/check-rxe: every rank on its own node) rank 1 also
  * asserts through MPI_T that a posted contiguous 4-MiB receive was read in place (MPI_T
  * gdr_am_rndv_zcopy_bytes grew by 4 MiB, gdr_am_rndv_copied_bytes not at all), a
- * 4-piece vector too, and that a vector of many pieces was landed and copied.
- * Exactly 2 ranks. */
+ * 4-piece vector too, and that a vector of many pieces was landed and copied; and rank 0
+ * that a contiguous 4-MiB send packed nothing and a 1-MiB vector send packed 1 MiB (MPI_T
+ * gdr_am_send_packed_bytes).  Exactly 2 ranks. */
 #define _POSIX_C_SOURCE 200809L /* nanosleep */
 #include "gdr_mpi_test.h"
 
@@ -487,6 +488,67 @@ static void native(MPI_T_pvar_session session)
     free(in);
 }
 
+/* The sender's side, MPI_T gdr_am_send_packed_bytes (rank 0, where every rank is remote):
+ * a contiguous 4-MiB send is sent in place (no bytes packed); a vector of 1024 blocks of 256
+ * ints (stride 512) is packed whole (1 MiB), and arrives intact in a contiguous receive. */
+#define NB 1024
+#define BL 256
+static void native_send(MPI_T_pvar_session session)
+{
+    int check = me == 0 && gdr_test_expect_native();
+    unsigned long long p0 = 0, p1 = 0, p2 = 0;
+    size_t len = 4 * MIB;
+    gdr_test_set_context("op=Send of contiguous host data and of a vector, MPI_T packed bytes");
+    if (me == 0) {
+        unsigned char *out = make_out(len, 8100);
+        int *vec_out = malloc(sizeof(int) * NB * 2 * BL);
+        if (vec_out == NULL)
+            gdr_test_die("malloc", MPI_ERR_NO_MEM);
+        for (int i = 0; i < NB * 2 * BL; i++)
+            vec_out[i] = (i / BL) % 2 ? -1 : 5 * i + 3;
+        MPI_Datatype vec;
+        MPI_Type_vector(NB, BL, 2 * BL, MPI_INT, &vec);
+        MPI_Type_commit(&vec);
+        if (check)
+            p0 = gdr_pvar_value(session, "gdr_am_send_packed_bytes");
+        gdr_check_mpi("MPI_Send", MPI_Send(out, (int) len, MPI_BYTE, 1, TAG_NATIVE + 1,
+                                           MPI_COMM_WORLD));
+        if (check)
+            p1 = gdr_pvar_value(session, "gdr_am_send_packed_bytes");
+        gdr_check_mpi("MPI_Send(vector)", MPI_Send(vec_out, 1, vec, 1, TAG_NATIVE + 2,
+                                                   MPI_COMM_WORLD));
+        if (check) {
+            p2 = gdr_pvar_value(session, "gdr_am_send_packed_bytes");
+            gdr_check_long("bytes packed for a contiguous 4-MiB host send", 0, 0,
+                           (long long) (p1 - p0));
+            gdr_check_long("bytes packed for a 1-MiB vector send", 0,
+                           (long long) sizeof(int) * NB * BL, (long long) (p2 - p1));
+        }
+        MPI_Type_free(&vec);
+        free(vec_out);
+        free(out);
+        return;
+    }
+    unsigned char *in = make_in(len);
+    int *vin = malloc(sizeof(int) * NB * BL);
+    if (vin == NULL)
+        gdr_test_die("malloc", MPI_ERR_NO_MEM);
+    MPI_Status st;
+    gdr_check_mpi("MPI_Recv", MPI_Recv(in, (int) len, MPI_BYTE, 0, TAG_NATIVE + 1,
+                                       MPI_COMM_WORLD, &st));
+    check_status(&st, 0, TAG_NATIVE + 1, len);
+    check_in(in, len, len, 8100);
+    gdr_check_mpi("MPI_Recv(vector)", MPI_Recv(vin, NB * BL, MPI_INT, 0, TAG_NATIVE + 2,
+                                               MPI_COMM_WORLD, &st));
+    for (int b = 0, bad = 0; b < NB && bad < 5; b++)
+        for (int j = 0; j < BL && bad < 5; j++)
+            if (!gdr_check_long("vector payload", (long) b * BL + j,
+                                5 * (2 * BL * b + j) + 3, vin[b * BL + j]))
+                bad++;
+    free(vin);
+    free(in);
+}
+
 int main(int argc, char **argv)
 {
     int n, provided;
@@ -513,6 +575,7 @@ int main(int argc, char **argv)
         early();
         truncated();
         native(session);
+        native_send(session);
     }
     MPI_T_pvar_session_free(&session);
     MPI_T_finalize();
