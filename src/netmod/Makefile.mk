@@ -56,15 +56,15 @@ noinst_HEADERS += src/mpid/ch4/netmod/gdr/gdr_pre.h \
                   src/mpid/ch4/netmod/gdr/rma/gdr_rma_plan.h \
                   src/mpid/ch4/netmod/gdr/rma/gdr_rma_issue.h \
                   src/mpid/ch4/netmod/gdr/rma/gdr_rma_stage.h \
-                  src/mpid/ch4/netmod/gdr/rma/gdr_rma_dev_wire.h \
-                  src/mpid/ch4/netmod/gdr/rma/gdr_rma_dev.h \
-                  src/mpid/ch4/netmod/gdr/rma/gdr_rma_dev_internal.h \
+                  src/mpid/ch4/netmod/gdr/rma/gdr_rma_staged_wire.h \
+                  src/mpid/ch4/netmod/gdr/rma/gdr_rma_staged.h \
+                  src/mpid/ch4/netmod/gdr/rma/gdr_rma_staged_internal.h \
                   src/mpid/ch4/netmod/gdr/rma/gdr_rma_signal.h \
                   src/mpid/ch4/netmod/gdr/rma/gdr_rma_trigger_ring.h \
                   src/mpid/ch4/netmod/gdr/rma/gdr_rma_trigger_done.h \
                   src/mpid/ch4/netmod/gdr/rma/gdr_rma_trigger_proxy.h \
                   src/mpid/ch4/netmod/gdr/rma/gdr_rma_trigger_exec.h \
-                  src/mpid/ch4/netmod/gdr/rma/gdr_rma_dev_api.h \
+                  src/mpid/ch4/netmod/gdr/rma/gdr_rma_kernel_api.h \
                   src/mpid/ch4/netmod/gdr/rma/gdr_rma_stream_queue.h \
                   src/mpid/ch4/netmod/gdr/rma/gdr_rma_lock.h \
                   src/mpid/ch4/netmod/gdr/gpu/gdr_gpu_rma_device.h \
@@ -83,6 +83,8 @@ mpi_core_sources += src/mpid/ch4/netmod/gdr/func_table.c \
                     src/mpid/ch4/netmod/gdr/gdr_rma_host.c \
                     src/mpid/ch4/netmod/gdr/gdr_layout.c \
                     src/mpid/ch4/netmod/gdr/gdr_spawn.c \
+                    src/mpid/ch4/netmod/gdr/gdr_peers.c \
+                    src/mpid/ch4/netmod/gdr/gdr_dynmsg.c \
                     src/mpid/ch4/netmod/gdr/gdr_hooks.c \
                     src/mpid/ch4/netmod/gdr/verbs/gdr_verbs_select.c \
                     src/mpid/ch4/netmod/gdr/verbs/gdr_verbs_topo.c \
@@ -115,11 +117,11 @@ mpi_core_sources += src/mpid/ch4/netmod/gdr/func_table.c \
                     src/mpid/ch4/netmod/gdr/rma/gdr_rma_plan.c \
                     src/mpid/ch4/netmod/gdr/rma/gdr_rma_issue.c \
                     src/mpid/ch4/netmod/gdr/rma/gdr_rma_stage.c \
-                    src/mpid/ch4/netmod/gdr/rma/gdr_rma_dev_wire.c \
-                    src/mpid/ch4/netmod/gdr/rma/gdr_rma_dev_core.c \
-                    src/mpid/ch4/netmod/gdr/rma/gdr_rma_dev_origin.c \
-                    src/mpid/ch4/netmod/gdr/rma/gdr_rma_dev_target.c \
-                    src/mpid/ch4/netmod/gdr/rma/gdr_rma_dev.c \
+                    src/mpid/ch4/netmod/gdr/rma/gdr_rma_staged_wire.c \
+                    src/mpid/ch4/netmod/gdr/rma/gdr_rma_staged_core.c \
+                    src/mpid/ch4/netmod/gdr/rma/gdr_rma_staged_origin.c \
+                    src/mpid/ch4/netmod/gdr/rma/gdr_rma_staged_target.c \
+                    src/mpid/ch4/netmod/gdr/rma/gdr_rma_staged.c \
                     src/mpid/ch4/netmod/gdr/rma/gdr_rma_trigger_done.c \
                     src/mpid/ch4/netmod/gdr/rma/gdr_rma_trigger_proxy.c \
                     src/mpid/ch4/netmod/gdr/rma/gdr_rma_trigger_exec.c \
@@ -144,7 +146,7 @@ errnames_txt_files += src/mpid/ch4/netmod/gdr/errnames.txt
 # __host__ __device__ protocol it is written over in include/gdr/
 include_HEADERS += src/mpid/ch4/netmod/gdr/mpix_gdr_device.cuh
 gdrdevincludedir = $(includedir)/gdr
-gdrdevinclude_HEADERS = src/mpid/ch4/netmod/gdr/rma/gdr_rma_dev_api.h \
+gdrdevinclude_HEADERS = src/mpid/ch4/netmod/gdr/rma/gdr_rma_kernel_api.h \
                         src/mpid/ch4/netmod/gdr/rma/gdr_rma_signal.h \
                         src/mpid/ch4/netmod/gdr/rma/gdr_rma_trigger_ring.h
 # the accumulate steps MPIX_Dev_accumulate applies (include/gdr/gpu/)

@@ -313,7 +313,7 @@ static void deliver(void *ctx, int src, uint32_t word, const void *am_hdr,
 {
     uint32_t attr = 0;
     if (GDR_AM_WORD_HANDLER(word) == MPIDI_GDR_DYNPROC_HANDLER) {
-        am_error(MPIDI_GDR_dynproc_deliver(src, am_hdr, am_hdr_sz, data, data_sz));
+        am_error(MPIDI_GDR_dynmsg_deliver(src, am_hdr, am_hdr_sz, data, data_sz));
         return;
     }
     if (!word_ok(src, word))
@@ -820,7 +820,8 @@ int MPIDI_GDR_am_stop(void)
     gdr_verbs_am_reg_cache_stats(MPIDI_GDR_global.am, &MPIDI_GDR_global.reg_cache_stats_kept);
     MPL_free(MPIDI_GDR_global.world_vcis);
     MPIDI_GDR_global.world_vcis = NULL;
-    MPIDI_GDR_dynproc_stop();
+    MPIDI_GDR_dynmsg_free_all();
+    MPIDI_GDR_peers_free();
     gdr_verbs_am_destroy(MPIDI_GDR_global.am);
     MPIDI_GDR_global.am = NULL;
     return mpi_errno;

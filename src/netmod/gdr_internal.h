@@ -20,16 +20,35 @@ int MPIDI_GDR_am_stop(void);
  * towards idling (MPIDI_GDR_progress_am may: MPIR_CVAR_CH4_GDR_YIELD_AFTER,
  * _IDLE_SLEEP_US): the progress guard's, which runs while another source has work. */
 int MPIDI_GDR_poll_am(int *made_progress);
-/* gdr_spawn.c: processes of other jobs.  The channel's peer for lpid, given when MPICH
- * inserted its upid; -1: none.  The handler number of dynamic-process messages (none of
- * MPIDIG's), their delivery (from gdr_am.c's deliver), and what is left of them at
- * finalize.  This job's identity (the same on each of its ranks). */
+/* Processes of other jobs (gdr_spawn.c).  gdr_peers.c: the channel's peer for lpid, given
+ * when MPICH inserted its upid (-1: none), and this job's identity (the same on each of its
+ * ranks).  gdr_dynmsg.c: the dynamic messages of connect/accept, under a handler number
+ * none of MPIDIG's is; delivered by gdr_am.c's deliver, taken whole by tag, context and
+ * source (-1: any), in arrival order; NULL while none is whole. */
 #define MPIDI_GDR_DYNPROC_HANDLER 255
 int MPIDI_GDR_foreign_peer(MPIR_Lpid lpid);
-int MPIDI_GDR_dynproc_deliver(int src, const void *am_hdr, size_t am_hdr_sz, const void *data,
-                              size_t data_sz);
-void MPIDI_GDR_dynproc_stop(void);
+int MPIDI_GDR_foreign_peer_put(MPIR_Lpid lpid, int peer);
+void MPIDI_GDR_peers_free(void);
 uint64_t MPIDI_GDR_job_id(void);
+
+struct MPIDI_GDR_dynmsg {
+    struct MPIDI_GDR_dynmsg *next;
+    int src;                    /* the channel's peer it came from */
+    int32_t tag, context_id;
+    size_t size, filled;        /* whole once filled == size */
+    char data[];
+};
+/* The header of each piece. */
+typedef struct {
+    int32_t tag, context_id;
+    uint32_t size, offset;      /* the whole message's bytes; this piece's place in them */
+} MPIDI_GDR_dynmsg_hdr_t;
+/* Larger messages are refused: a group of 100,000 processes is ~6 MB of upids and lpids. */
+#define MPIDI_GDR_DYNMSG_MAX ((size_t) 1 << 28)
+int MPIDI_GDR_dynmsg_deliver(int src, const void *am_hdr, size_t am_hdr_sz, const void *data,
+                             size_t data_sz);
+struct MPIDI_GDR_dynmsg *MPIDI_GDR_dynmsg_take(int src, int tag, int context_id);
+void MPIDI_GDR_dynmsg_free_all(void);
 /* gdr_progress.c: the progress guard, an MPICH progress hook that runs gdr's round in a
  * pass that follows one in which MPICH skipped MPIDI_NM_progress (because shared memory
  * or a hook made progress), so that no source of progress starves gdr's; on from

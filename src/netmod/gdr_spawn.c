@@ -3,40 +3,17 @@
  * its rank, and its job's identity.  A process of another job becomes a peer of the
  * channel when MPICH inserts its upid, or when its first handshake datagram arrives,
  * numbered past the job's own ranks; the lpids MPICH gives such processes map to those
- * peers here (lpid_peers), and queue pairs are made on first use, as between the job's
- * own ranks.
+ * peers (gdr_peers.c), and queue pairs are made on first use, as between the job's own
+ * ranks.
  *
  * Before an intercommunicator exists, the roots of connect/accept exchange their cards and
  * groups by dynamic messages: eager messages of the channel under a handler number MPIDIG
  * never uses (MPIDI_GDR_DYNPROC_HANDLER), in pieces when large, kept in arrival order
- * until a dynamic receive takes them by tag (and by source, for the exchange of groups). */
+ * (gdr_dynmsg.c) until a dynamic receive takes them by tag (and by source, for the
+ * exchange of groups). */
 #include "gdr_internal.h"
 #include "gdr_noinline.h"
 #include "verbs/gdr_verbs_card.h"
-
-struct MPIDI_GDR_lpid_peer {
-    MPIR_Lpid lpid;
-    int peer;
-    int used;
-};
-
-/* A dynamic message (whole once filled == size) from the channel's peer src. */
-struct MPIDI_GDR_dynmsg {
-    struct MPIDI_GDR_dynmsg *next;
-    int src;
-    int32_t tag, context_id;
-    size_t size, filled;
-    char data[];
-};
-
-/* The header of each piece. */
-typedef struct {
-    int32_t tag, context_id;
-    uint32_t size, offset;      /* the whole message's bytes; this piece's place in them */
-} dynmsg_hdr_t;
-
-/* Larger messages are refused: a group of 100,000 processes is ~6 MB of upids and lpids. */
-#define DYNMSG_MAX ((size_t) 1 << 28)
 
 static int spawn_error(int class, const char *what)
 {
@@ -55,65 +32,6 @@ static int need_channel(void)
              "and this process has none (%s)", MPIDI_GDR_global.no_channel_why[0] ?
              MPIDI_GDR_global.no_channel_why : "no channel");
     return spawn_error(MPI_ERR_SPAWN, what);
-}
-
-uint64_t MPIDI_GDR_job_id(void)
-{
-    /* FNV-1a of the process manager's name for the job */
-    uint64_t h = 0xcbf29ce484222325ull;
-    for (const char *c = MPIR_Worlds[0].namespace; *c != '\0'; c++)
-        h = (h ^ (uint8_t) * c) * 0x100000001b3ull;
-    return h != 0 ? h : 1;
-}
-
-/* ---- lpid -> peer ------------------------------------------------------------------------ */
-
-static uint32_t lpid_slot(MPIR_Lpid lpid, uint32_t cap)
-{
-    return (uint32_t) (((uint64_t) lpid * 0x9e3779b97f4a7c15ull) >> 32) & (cap - 1);
-}
-
-int MPIDI_GDR_foreign_peer(MPIR_Lpid lpid)
-{
-    uint32_t cap = MPIDI_GDR_global.lpid_peers_cap;
-    if (cap == 0)
-        return -1;
-    for (uint32_t i = lpid_slot(lpid, cap);; i = (i + 1) & (cap - 1)) {
-        struct MPIDI_GDR_lpid_peer *e = &MPIDI_GDR_global.lpid_peers[i];
-        if (!e->used)
-            return -1;
-        if (e->lpid == lpid)
-            return e->peer;
-    }
-}
-
-static int lpid_put(MPIR_Lpid lpid, int peer)
-{
-    uint32_t cap = MPIDI_GDR_global.lpid_peers_cap;
-    if (2 * (MPIDI_GDR_global.lpid_peers_used + 1) > cap) {
-        uint32_t ncap = cap ? 2 * cap : 64;
-        struct MPIDI_GDR_lpid_peer *old = MPIDI_GDR_global.lpid_peers, *t;
-        t = MPL_calloc(ncap, sizeof(*t), MPL_MEM_ADDRESS);
-        if (t == NULL)
-            return MPI_ERR_NO_MEM;
-        MPIDI_GDR_global.lpid_peers = t;
-        MPIDI_GDR_global.lpid_peers_cap = ncap;
-        MPIDI_GDR_global.lpid_peers_used = 0;
-        for (uint32_t i = 0; i < cap; i++)
-            if (old[i].used)
-                lpid_put(old[i].lpid, old[i].peer);
-        MPL_free(old);
-        cap = ncap;
-    }
-    for (uint32_t i = lpid_slot(lpid, cap);; i = (i + 1) & (cap - 1)) {
-        struct MPIDI_GDR_lpid_peer *e = &MPIDI_GDR_global.lpid_peers[i];
-        if (e->used && e->lpid != lpid)
-            continue;
-        if (!e->used)
-            MPIDI_GDR_global.lpid_peers_used++;
-        *e = (struct MPIDI_GDR_lpid_peer) {.lpid = lpid,.peer = peer,.used = 1 };
-        return MPI_SUCCESS;
-    }
 }
 
 /* ---- upids ------------------------------------------------------------------------------- */
@@ -199,7 +117,7 @@ int MPIDI_GDR_insert_upid(MPIR_Lpid lpid, const char *upid, int upid_len)
         mpi_errno = spawn_error(MPI_ERR_SPAWN, gdr_verbs_am_error(MPIDI_GDR_global.am));
         goto fn_fail;
     }
-    mpi_errno = lpid_put(lpid, peer);
+    mpi_errno = MPIDI_GDR_foreign_peer_put(lpid, peer);
     MPIR_ERR_CHKANDJUMP1(mpi_errno != MPI_SUCCESS, mpi_errno, MPI_ERR_NO_MEM, "**nomem",
                          "**nomem %s", "gdr lpid map");
   fn_exit:
@@ -209,65 +127,6 @@ int MPIDI_GDR_insert_upid(MPIR_Lpid lpid, const char *upid, int upid_len)
 }
 
 /* ---- dynamic messages -------------------------------------------------------------------- */
-
-int MPIDI_GDR_dynproc_deliver(int src, const void *am_hdr, size_t am_hdr_sz, const void *data,
-                              size_t data_sz)
-{
-    dynmsg_hdr_t h;
-    struct MPIDI_GDR_dynmsg *m = NULL, **tail = &MPIDI_GDR_global.dyn_head;
-    if (am_hdr_sz != sizeof(h))
-        return spawn_error(MPI_ERR_INTERN, "a dynamic-process message with a bad header");
-    memcpy(&h, am_hdr, sizeof(h));
-    /* the piece continues the last message from src that is not whole yet */
-    for (struct MPIDI_GDR_dynmsg * p = MPIDI_GDR_global.dyn_head; p != NULL; p = p->next) {
-        if (p->src == src && p->filled < p->size)
-            m = p;
-        tail = &p->next;
-    }
-    if (h.offset == 0 && m == NULL) {
-        if (h.size > DYNMSG_MAX)
-            return spawn_error(MPI_ERR_INTERN, "a dynamic-process message too large");
-        m = MPL_malloc(sizeof(*m) + h.size, MPL_MEM_OTHER);
-        if (m == NULL)
-            return spawn_error(MPI_ERR_NO_MEM, "out of memory for a dynamic-process message");
-        *m = (struct MPIDI_GDR_dynmsg) {.src = src,.tag = h.tag,.context_id = h.context_id,
-            .size = h.size
-        };
-        *tail = m;
-    }
-    if (m == NULL || h.offset != m->filled || h.size != m->size || data_sz > m->size - m->filled)
-        return spawn_error(MPI_ERR_INTERN, "a piece of a dynamic-process message out of order");
-    memcpy(m->data + m->filled, data, data_sz);
-    m->filled += data_sz;
-    return MPI_SUCCESS;
-}
-
-void MPIDI_GDR_dynproc_stop(void)
-{
-    while (MPIDI_GDR_global.dyn_head != NULL) {
-        struct MPIDI_GDR_dynmsg *m = MPIDI_GDR_global.dyn_head;
-        MPIDI_GDR_global.dyn_head = m->next;
-        MPL_free(m);
-    }
-    MPL_free(MPIDI_GDR_global.lpid_peers);
-    MPIDI_GDR_global.lpid_peers = NULL;
-    MPIDI_GDR_global.lpid_peers_cap = MPIDI_GDR_global.lpid_peers_used = 0;
-}
-
-/* The first whole message with tag and context_id (from src; -1: any), unlinked; NULL. */
-static struct MPIDI_GDR_dynmsg *dyn_take(int src, int tag, int context_id)
-{
-    for (struct MPIDI_GDR_dynmsg ** p = &MPIDI_GDR_global.dyn_head; *p != NULL;
-         p = &(*p)->next) {
-        struct MPIDI_GDR_dynmsg *m = *p;
-        if (m->filled == m->size && m->tag == tag && m->context_id == context_id
-            && (src < 0 || m->src == src)) {
-            *p = m->next;
-            return m;
-        }
-    }
-    return NULL;
-}
 
 /* Waiting, under VCI 0's lock (MPICH holds it around these calls): one progress poll of
  * the channel, and whether the timeout (seconds; 0: none) passed since start. */
@@ -292,12 +151,12 @@ static int dyn_send(int peer, int tag, int context_id, const void *buf, size_t s
 {
     int mpi_errno = MPI_SUCCESS;
     gdr_verbs_am_t *am = MPIDI_GDR_global.am;
-    size_t piece = gdr_verbs_am_eager_limit(am, sizeof(dynmsg_hdr_t)), off = 0;
-    if (size > DYNMSG_MAX)
+    size_t piece = gdr_verbs_am_eager_limit(am, sizeof(MPIDI_GDR_dynmsg_hdr_t)), off = 0;
+    if (size > MPIDI_GDR_DYNMSG_MAX)
         return spawn_error(MPI_ERR_OTHER, "a dynamic-process message too large");
     do {
         size_t len = size - off < piece ? size - off : piece;
-        dynmsg_hdr_t h = {.tag = tag,.context_id = context_id,.size = (uint32_t) size,
+        MPIDI_GDR_dynmsg_hdr_t h = {.tag = tag,.context_id = context_id,.size = (uint32_t) size,
             .offset = (uint32_t) off
         };
         if (gdr_verbs_am_send_eager(am, peer, MPIDI_GDR_DYNPROC_HANDLER, &h, sizeof(h),
@@ -328,7 +187,7 @@ static int dyn_recv(int src, int tag, int context_id, void *buf, size_t size, in
     struct MPIDI_GDR_dynmsg *m;
     MPL_time_t start;
     MPL_wtime(&start);
-    while ((m = dyn_take(src, tag, context_id)) == NULL) {
+    while ((m = MPIDI_GDR_dynmsg_take(src, tag, context_id)) == NULL) {
         mpi_errno = wait_step(&start, timeout, "waiting for the other side of connect/accept");
         if (mpi_errno != MPI_SUCCESS)
             return mpi_errno;
