@@ -18,6 +18,12 @@ int gdr_rma_tracker_init(gdr_rma_tracker_t *t, int n, gdr_rma_regions_t *regions
 
 void gdr_rma_tracker_free(gdr_rma_tracker_t *t)
 {
+    while (t->free_ops != NULL) {
+        gdr_rma_op_t *op = t->free_ops;
+        t->free_ops = op->next_free;
+        free(op);
+    }
+    t->free_count = 0;
     free(t->remote);
     free(t->local);
     free(t->reading);
@@ -62,9 +68,14 @@ void gdr_rma_op_local_done(gdr_rma_op_t *op)
 gdr_rma_op_t *gdr_rma_op_new(const gdr_rma_engine_t *eng, gdr_rma_tracker_t *t, int target,
                              int holds_local)
 {
-    gdr_rma_op_t *op = calloc(1, sizeof(*op));
-    if (op == NULL)
+    gdr_rma_op_t *op = t->free_ops;
+    if (op != NULL) {
+        t->free_ops = op->next_free;
+        t->free_count--;
+        *op = (gdr_rma_op_t) { 0 };
+    } else if ((op = calloc(1, sizeof(*op))) == NULL) {
         return NULL;
+    }
     op->eng = eng;
     op->tracker = t;
     op->target = target;
@@ -100,7 +111,13 @@ static void op_release(gdr_rma_op_t *op)
         op->eng->net.unpin(op->eng->net.ctx, op->pin);
     free(op->temp);
     free(op->origin_temp);
-    free(op);
+    if (t->free_count < GDR_RMA_OP_POOL_MAX) {
+        op->next_free = t->free_ops;
+        t->free_ops = op;
+        t->free_count++;
+    } else {
+        free(op);
+    }
 }
 
 void gdr_rma_op_abandon(gdr_rma_op_t *op)

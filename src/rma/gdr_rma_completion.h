@@ -19,7 +19,13 @@ typedef struct gdr_rma_tracker {
     unsigned long total_remote, total_local;
     int failed;                 /* a transport operation failed: waits report it */
     gdr_rma_regions_t *regions; /* dynamic windows: told of remote completions */
+    struct gdr_rma_op *free_ops;        /* finished operations kept for the next ones: no
+                                         * heap allocation per operation once warm */
+    unsigned free_count;
 } gdr_rma_tracker_t;
+
+/* Finished operations a tracker keeps for reuse, at most (more are freed). */
+#define GDR_RMA_OP_POOL_MAX 256
 
 /* The host's callback when an operation completes: status 0 or GDR_RMA_ERROR; landed is
  * the engine's landing buffer (results to unpack), or NULL. */
@@ -41,6 +47,7 @@ typedef struct gdr_rma_op {
     gdr_rma_complete_fn complete;
     void *complete_arg;
     int remote_news;            /* completion tells the host it is remote: forget regions */
+    struct gdr_rma_op *next_free;       /* in the tracker's pool, once finished */
 } gdr_rma_op_t;
 
 int gdr_rma_tracker_init(gdr_rma_tracker_t *t, int n, gdr_rma_regions_t *regions);

@@ -368,6 +368,20 @@ static void test_completion(void)
               && d[0].calls == 1 && d[1].calls == 1 && d[2].calls == 1
               && w.tracker.total_remote == 0, "out of order: flush of rank 1 sees all 3 puts");
     fk.lifo = 0;
+    /* finished operations are kept by the window's tracker and reused: no heap allocation
+     * per operation once warm, and a reused one starts clean */
+    GDR_CHECK(w.tracker.free_count == 4 && w.tracker.free_ops != NULL,
+              "pool: the 4 finished operations are kept");
+    gdr_rma_op_t *kept = w.tracker.free_ops;
+    gdr_rma_op_t *reused = gdr_rma_op_new(&eng, &w.tracker, 2, 1);
+    GDR_CHECK(reused == kept && w.tracker.free_count == 3 && reused->parts == 1
+              && reused->status == 0 && reused->complete == NULL && reused->temp == NULL
+              && reused->pin == NULL && reused->target == 2 && reused->local_held
+              && w.tracker.remote[2] == 1 && w.tracker.local[2] == 1,
+              "pool: the next operation reuses the last one kept, counted afresh");
+    gdr_rma_op_posted(reused);
+    GDR_CHECK(w.tracker.free_count == 4 && w.tracker.remote[2] == 0,
+              "pool: back in the pool when done");
 
     /* a failed work completion: the op completes in error and the next wait reports it,
      * once (a freed buffer fails the flush that covers it, not every later epoch) */
