@@ -31,7 +31,7 @@
 #include <unistd.h>
 
 #include "gdr_cuda_test.h"
-#include "gdr/gdr_rma_dev_api.h"
+#include "gdr/gdr_rma_kernel_api.h"
 
 #define REPS 5                          /* timed repetitions per size; p50 is their median */
 enum { HALO = 64 };                     /* the halo's offset in the window; the signal at 0 */

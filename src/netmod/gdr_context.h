@@ -14,8 +14,8 @@
 #include "gpu/gdr_gpu_ipc.h"
 #include "gpu/gdr_gpu_rma_device.h"
 
-struct gdr_rma_dev;             /* the staged protocol (rma/gdr_rma_dev.h) */
-struct gdr_rma_dev_win;
+struct gdr_rma_staged;             /* the staged protocol (rma/gdr_rma_staged.h) */
+struct gdr_rma_staged_win;
 
 /* How the NIC reaches GPU memory (MPIR_CVAR_CH4_GDR_GPUDIRECT), chosen once at init. */
 typedef enum {
@@ -64,7 +64,7 @@ struct MPIDI_GDR_context {
     int region_reply_handler;
     unsigned long long region_queries;  /* questions asked (an MPI_T pvar) */
     /* the staged protocol for device memory (gdr_rma_staged.c); NULL: off */
-    struct gdr_rma_dev *staged;
+    struct gdr_rma_staged *staged;
     int staged_handler;
     gdr_gpu_rma_device_t gpu_device;    /* its device seam over gpu */
     gdr_rma_device_t device_seam;
@@ -94,7 +94,7 @@ struct MPIDI_GDR_peer_ipc {
 struct MPIDI_GDR_win_state {
     gdr_rma_win_t rma;
     struct MPIDI_GDR_peer_ipc *peer_ipc;        /* per rank (gdr_win.c), or NULL: none */
-    struct gdr_rma_dev_win *staged;     /* the staged protocol's part, or NULL */
+    struct gdr_rma_staged_win *staged;     /* the staged protocol's part, or NULL */
     struct MPIDI_GDR_enqueue *enqueue;  /* stream-ordered RMA (gdr_enqueue.c), or NULL */
     struct MPIDI_GDR_device_win *device;        /* kernel-triggered RMA (gdr_device_win.c) */
     struct MPIDI_GDR_local_win *local;  /* same-node device path (gdr_rma_local.c), or NULL */

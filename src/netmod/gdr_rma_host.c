@@ -7,7 +7,7 @@
 #include "gdr_engine_lock.h"
 #include "gdr_rma_local.h"
 #include "verbs/gdr_verbs_rma_transport.h"
-#include "rma/gdr_rma_dev.h"
+#include "rma/gdr_rma_staged.h"
 
 static int host_progress(void *ctx)
 {
@@ -109,9 +109,9 @@ int MPIDI_GDR_rma_error(int rc)
         default:
             /* a staged operation's failure says why itself (a freed buffer, a refusal) */
             if (MPIDI_GDR_global.staged != NULL
-                && gdr_rma_dev_error(MPIDI_GDR_global.staged)[0] != '\0')
+                && gdr_rma_staged_error(MPIDI_GDR_global.staged)[0] != '\0')
                 MPIR_ERR_SET1(mpi_errno, MPI_ERR_OTHER, "**gdr_transport", "**gdr_transport %s",
-                              gdr_rma_dev_error(MPIDI_GDR_global.staged));
+                              gdr_rma_staged_error(MPIDI_GDR_global.staged));
             else
                 mpi_errno = MPIDI_GDR_transport_error();
             break;

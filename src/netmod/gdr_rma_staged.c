@@ -1,5 +1,5 @@
 /* Device memory the NIC cannot reach goes through gdr's staged protocol (src/rma/
- * gdr_rma_dev.h), never through MPICH's active-message RMA, which would read and write
+ * gdr_rma_staged.h), never through MPICH's active-message RMA, which would read and write
  * device memory on the host.  This file is the protocol's MPICH side: its CVARs, the
  * context at start-up over src/gpu's device seam, its one active-message handler, each
  * window's part, and the translation of an MPI call (datatypes as piece lists, MPI_Op
@@ -11,7 +11,7 @@
 #include "gdr_rma.h"
 #include "gdr_rma_local.h"
 #include "gdr_acc_map.h"
-#include "rma/gdr_rma_dev.h"
+#include "rma/gdr_rma_staged.h"
 #include "gpu/gdr_gpu_module.h"
 #include "gpu/gdr_gpu_kernels_image.h"
 
@@ -87,12 +87,12 @@ static int staged_msg_cb(void *am_hdr, void *data, MPI_Aint data_sz, uint32_t at
     if (attr & MPIDIG_AM_ATTR__IS_ASYNC)
         *req = NULL;
     memcpy(&p, am_hdr, sizeof(p));
-    if (p.len > GDR_RMA_DEV_MSG_MAX || gdr_rma_dev_peek(msg, p.len, &win_id, &origin) != 0)
+    if (p.len > GDR_RMA_STAGED_MSG_MAX || gdr_rma_staged_peek(msg, p.len, &win_id, &origin) != 0)
         return MPI_SUCCESS;
     MPIR_Win *win = MPIDIU_map_lookup_shared(MPIDI_global.win_map, win_id);
     if (win == MPIDIU_MAP_NOT_FOUND || GDR_WIN(win).staged == NULL)
         return MPI_SUCCESS;
-    if (gdr_rma_dev_deliver(GDR_WIN(win).staged, msg, p.len) != GDR_RMA_OK)
+    if (gdr_rma_staged_deliver(GDR_WIN(win).staged, msg, p.len) != GDR_RMA_OK)
         return MPIDI_GDR_rma_error(GDR_RMA_HOST_ERROR);
     return MPI_SUCCESS;
 }
@@ -102,9 +102,9 @@ static int staged_send(void *ctx, void *host_win, int target, const void *msg, s
 {
     (void) ctx;
     MPIR_Win *win = host_win;
-    uint8_t buf[sizeof(staged_prefix_t) + GDR_RMA_DEV_MSG_MAX];
+    uint8_t buf[sizeof(staged_prefix_t) + GDR_RMA_STAGED_MSG_MAX];
     staged_prefix_t p = {.len = (uint32_t) len };
-    if (len > GDR_RMA_DEV_MSG_MAX)
+    if (len > GDR_RMA_STAGED_MSG_MAX)
         return 1;
     memcpy(buf, &p, sizeof(p));
     memcpy(buf + sizeof(p), msg, len);
@@ -141,12 +141,12 @@ void MPIDI_GDR_staged_start(void)
     if (why[0] == '\0') {
         MPIDI_GDR_global.engine.host.send_msg = staged_send;
         gdr_gpu_rma_device_init(&MPIDI_GDR_global.gpu_device, g, &MPIDI_GDR_global.device_seam);
-        gdr_rma_dev_config_t cfg = {
+        gdr_rma_staged_config_t cfg = {
             .inline_max = (size_t) MPL_MAX(0, MPIR_CVAR_CH4_GDR_STAGE_INLINE),
             .chunk_bytes = (size_t) MPL_MAX(0, MPIR_CVAR_CH4_GDR_STAGE_CHUNK),
             .slots_per_pool = (unsigned) MPL_MAX(0, MPIR_CVAR_CH4_GDR_STAGE_SLOTS)
         };
-        MPIDI_GDR_global.staged = gdr_rma_dev_new(&MPIDI_GDR_global.engine,
+        MPIDI_GDR_global.staged = gdr_rma_staged_new(&MPIDI_GDR_global.engine,
                                                   &MPIDI_GDR_global.device_seam, &cfg, why,
                                                   sizeof(why));
         if (MPIDI_GDR_global.staged == NULL) {
@@ -163,7 +163,7 @@ void MPIDI_GDR_staged_stop(void)
 {
     if (MPIDI_GDR_global.staged == NULL)
         return;
-    gdr_rma_dev_free(MPIDI_GDR_global.staged);
+    gdr_rma_staged_free(MPIDI_GDR_global.staged);
     gdr_gpu_rma_device_fini(&MPIDI_GDR_global.gpu_device);
     MPIDI_GDR_global.staged = NULL;
 }
@@ -172,12 +172,12 @@ int MPIDI_GDR_staged_progress(void)
 {
     if (MPIDI_GDR_global.staged == NULL)
         return MPI_SUCCESS;
-    int rc = gdr_rma_dev_progress(MPIDI_GDR_global.staged);
+    int rc = gdr_rma_staged_progress(MPIDI_GDR_global.staged);
     if (rc == GDR_RMA_OK)
         return MPI_SUCCESS;
     int mpi_errno = MPI_SUCCESS;
     MPIR_ERR_SET1(mpi_errno, MPI_ERR_OTHER, "**gdr_transport", "**gdr_transport %s",
-                  gdr_rma_dev_error(MPIDI_GDR_global.staged));
+                  gdr_rma_staged_error(MPIDI_GDR_global.staged));
     return mpi_errno;
 }
 
@@ -188,14 +188,14 @@ void MPIDI_GDR_staged_win_new(MPIR_Win * win)
         return;
     /* NULL when out of memory: device data on this window then goes as MPICH's messages */
     GDR_WIN(win).staged =
-        gdr_rma_dev_win_new(MPIDI_GDR_global.staged, w, MPIDIG_WIN(win, win_id),
+        gdr_rma_staged_win_new(MPIDI_GDR_global.staged, w, MPIDIG_WIN(win, win_id),
                             w->dynamic ? NULL : win->base, w->dynamic ? 0 : (uint64_t) win->size,
                             !w->dynamic && MPIDI_GDR_gpu_buffer_id(win->base) != 0);
 }
 
 void MPIDI_GDR_staged_win_free(MPIR_Win * win)
 {
-    gdr_rma_dev_win_free(GDR_WIN(win).staged);
+    gdr_rma_staged_win_free(GDR_WIN(win).staged);
     GDR_WIN(win).staged = NULL;
 }
 
@@ -212,7 +212,7 @@ static void staged_done(void *arg, int status, const void *landed, size_t len)
     (void) len;
     if (status != GDR_RMA_OK)
         MPIR_ERR_SET1(d->req->status.MPI_ERROR, MPI_ERR_OTHER, "**gdr_transport",
-                      "**gdr_transport %s", gdr_rma_dev_error(MPIDI_GDR_global.staged));
+                      "**gdr_transport %s", gdr_rma_staged_error(MPIDI_GDR_global.staged));
     MPID_Request_complete(d->req);
     MPL_free(d);
 }
@@ -221,7 +221,7 @@ static int rma_staged(const MPIDI_GDR_rma_args_t * a, MPIR_Win * win, MPIR_Reque
                       int *handled)
 {
     int mpi_errno = MPI_SUCCESS;
-    gdr_rma_dev_win_t *dw = GDR_WIN(win).staged;
+    gdr_rma_staged_win_t *dw = GDR_WIN(win).staged;
     gdr_rma_win_t *w = &GDR_WIN(win).rma;
     int t = a->target;
     gdr_rma_access_t acc = { 0 };
@@ -283,7 +283,7 @@ static int rma_staged(const MPIDI_GDR_rma_args_t * a, MPIR_Win * win, MPIR_Reque
         mpi_errno = MPIR_Typerep_iov_len(a->tcount, a->ttype, t_size * a->tcount, &niov,
                                          &iov_bytes);
         MPIR_ERR_CHECK(mpi_errno);
-        MPIR_ERR_CHKANDJUMP1(niov > GDR_RMA_DEV_PIECES_MAX, mpi_errno,
+        MPIR_ERR_CHKANDJUMP1(niov > GDR_RMA_STAGED_PIECES_MAX, mpi_errno,
                              MPI_ERR_UNSUPPORTED_OPERATION, "**gdr_transport",
                              "**gdr_transport %s", "a target datatype of more than 512 pieces "
                              "on device memory is not supported yet (issue 19)");
@@ -330,14 +330,14 @@ static int rma_staged(const MPIDI_GDR_rma_args_t * a, MPIR_Win * win, MPIR_Reque
         d->req = MPIR_Request_create_from_pool(MPIR_REQUEST_KIND__RMA, 0, 2);
         MPIR_ERR_CHKANDJUMP(d->req == NULL, mpi_errno, MPIX_ERR_NOREQ, "**nomemreq");
     }
-    /* an operation of no bytes completes inside gdr_rma_dev_start, and staged_done frees d:
+    /* an operation of no bytes completes inside gdr_rma_staged_start, and staged_done frees d:
      * its request is taken first (an enqueued zero-count put_signal read it from freed
      * memory, and its progress crashed on the garbage, 2026-11-29) */
     MPIR_Request *made = d != NULL ? d->req : NULL;
-    int rc = gdr_rma_dev_start(dw, &acc, d != NULL ? staged_done : NULL, d);
+    int rc = gdr_rma_staged_start(dw, &acc, d != NULL ? staged_done : NULL, d);
     if (rc == GDR_RMA_ERROR)
         MPIR_ERR_SETANDJUMP1(mpi_errno, MPI_ERR_OTHER, "**gdr_transport", "**gdr_transport %s",
-                             gdr_rma_dev_error(MPIDI_GDR_global.staged));
+                             gdr_rma_staged_error(MPIDI_GDR_global.staged));
     mpi_errno = MPIDI_GDR_rma_error(rc);
     MPIR_ERR_CHECK(mpi_errno);
     if (req != NULL)

@@ -30,7 +30,7 @@
 #define MPIX_GDR_DEVICE_CUH
 
 #include <mpi.h>
-#include "gdr/gdr_rma_dev_api.h"
+#include "gdr/gdr_rma_kernel_api.h"
 
 static_assert(sizeof(gdr_dev_win_t) <= sizeof(MPIX_Win_device),
               "MPIX_Win_device must hold gdr's device handle");

@@ -55,7 +55,7 @@ typedef struct gdr_rma_access {
     gdr_rma_buf_t origin, result;
     const void *compare;        /* compare-and-swap */
     uint64_t compare_device_id; /* 0: compare is host memory */
-    /* the staged protocol's accumulates (gdr_rma_dev.h): gdr_gpu_op_t, gdr_gpu_type_t */
+    /* the staged protocol's accumulates (gdr_rma_staged.h): gdr_gpu_op_t, gdr_gpu_type_t */
     int gpu_op, gpu_type;
 } gdr_rma_access_t;
 

@@ -110,9 +110,9 @@ typedef struct gdr_rma_host {
     int (*am_accumulates_pending)(void *ctx, void *host_win, int target);
     /* called every 4096 polls of a wait (may be NULL) */
     void (*stalled)(void *ctx, gdr_rma_stall_t *st, const char *what, int peer);
-    /* the staged protocol (gdr_rma_dev.h): sends len <= GDR_RMA_DEV_MSG_MAX bytes to
+    /* the staged protocol (gdr_rma_staged.h): sends len <= GDR_RMA_STAGED_MSG_MAX bytes to
      * target (another rank of host_win), copied before return, delivered in send order
-     * per (sender, target) to the target's gdr_rma_dev_deliver; never waits for progress
+     * per (sender, target) to the target's gdr_rma_staged_deliver; never waits for progress
      * (handlers may call it).  0, or nonzero on failure.  NULL: no staged protocol */
     int (*send_msg)(void *ctx, void *host_win, int target, const void *msg, size_t len);
 } gdr_rma_host_t;

@@ -67,8 +67,8 @@ void gdr_trig_executor_init(gdr_trig_executor_t *x, gdr_rma_win_t *win, uint32_t
     x->device_by_nic = device_by_nic;
 }
 
-void gdr_trig_executor_set_staged(gdr_trig_executor_t *x, gdr_rma_dev_t *d,
-                                  gdr_rma_dev_win_t *dw)
+void gdr_trig_executor_set_staged(gdr_trig_executor_t *x, gdr_rma_staged_t *d,
+                                  gdr_rma_staged_win_t *dw)
 {
     x->staged = d;
     x->staged_win = dw;
@@ -129,11 +129,11 @@ static int post_staged(gdr_trig_exec_op_t *op, gdr_rma_access_t *a, char *why, s
             return say(why, why_len, "waiting for earlier accumulates to rank %d failed",
                        a->target);
     }
-    int rc = gdr_rma_dev_start(x->staged_win, a, op_done, op);
+    int rc = gdr_rma_staged_start(x->staged_win, a, op_done, op);
     if (rc == GDR_RMA_OK)
         return 0;
     return say(why, why_len, "the staged protocol refused it (%s)",
-               rc == GDR_RMA_ERROR ? gdr_rma_dev_error(x->staged)
+               rc == GDR_RMA_ERROR ? gdr_rma_staged_error(x->staged)
                : rc == GDR_RMA_NOMEM ? "out of memory" : "the host's progress failed");
 }
 

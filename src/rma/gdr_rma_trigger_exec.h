@@ -10,7 +10,7 @@
  *                value lands at the descriptor's address, or nowhere when that is 0 (an
  *                element of a device-API accumulate)
  *
- * What the NIC cannot take goes through the staged protocol (gdr_rma_dev.h) when the
+ * What the NIC cannot take goes through the staged protocol (gdr_rma_staged.h) when the
  * executor has one (gdr_trig_executor_set_staged) and device memory is involved: a device
  * target window whose accumulate rule keeps NIC atomics off (ranks sharing a node: the
  * target's GPU then applies the fetch-add with the same atomic steps as those ranks' own
@@ -29,7 +29,7 @@
 #ifndef GDR_RMA_TRIGGER_EXEC_H
 #define GDR_RMA_TRIGGER_EXEC_H
 
-#include "gdr_rma_dev.h"
+#include "gdr_rma_staged.h"
 #include "gdr_rma_trigger_proxy.h"
 #include "gdr_rma_win.h"
 
@@ -41,8 +41,8 @@ typedef struct gdr_trig_executor {
     const gdr_rma_device_t *dev;        /* buffer ids of local memory; NULL: all host memory */
     int device_by_nic;          /* the transport may register device memory (GPUDirect) */
     gdr_trig_proxy_t *proxy;    /* where completions go (gdr_trig_executor_bind) */
-    gdr_rma_dev_t *staged;      /* the staged protocol and this window's side of it, or */
-    gdr_rma_dev_win_t *staged_win;      /* NULL: RDMA only */
+    gdr_rma_staged_t *staged;      /* the staged protocol and this window's side of it, or */
+    gdr_rma_staged_win_t *staged_win;      /* NULL: RDMA only */
     gdr_trig_exec_op_t *signals;        /* puts whose signal is next (posted by progress) */
     unsigned long inflight;     /* descriptors started, not complete */
     int failed;
@@ -58,8 +58,8 @@ void gdr_trig_executor_init(gdr_trig_executor_t *x, gdr_rma_win_t *win, uint32_t
 void gdr_trig_executor_bind(gdr_trig_executor_t *x, gdr_trig_proxy_t *proxy);
 /* Lets what the NIC cannot take go through the staged protocol d (dw: this window's side
  * of it), before the first progress. */
-void gdr_trig_executor_set_staged(gdr_trig_executor_t *x, gdr_rma_dev_t *d,
-                                  gdr_rma_dev_win_t *dw);
+void gdr_trig_executor_set_staged(gdr_trig_executor_t *x, gdr_rma_staged_t *d,
+                                  gdr_rma_staged_win_t *dw);
 /* Descriptors started and not complete: the window may be freed at 0 only. */
 unsigned long gdr_trig_executor_inflight(const gdr_trig_executor_t *x);
 

@@ -1,4 +1,4 @@
-/* Kernel-triggered RMA (gdr_rma_dev_api.h) from real CUDA kernels, on a real GPU.
+/* Kernel-triggered RMA (gdr_rma_kernel_api.h) from real CUDA kernels, on a real GPU.
  *
  * 1. Other-node path: the kernel's threads post put_signal / fetch_add / flush descriptors
  *    to a trigger ring in host-pinned memory mapped into the device (the layout
@@ -24,7 +24,7 @@ extern "C" {
 #include "gdr_unit.h"
 #include "dev_kernel_host.h"
 }
-#include "rma/gdr_rma_dev_api.h"
+#include "rma/gdr_rma_kernel_api.h"
 
 #define CELL_SIGNAL 0           /* the ADD signal word of each target */
 #define CELL_COUNTER 8          /* the fetch_add counter */

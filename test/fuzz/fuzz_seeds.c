@@ -8,12 +8,12 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-#include "rma/gdr_rma_dev.h"
+#include "rma/gdr_rma_staged.h"
 #include "verbs/gdr_verbs_card.h"
 #include "verbs/gdr_verbs_conn.h"
 #include "verbs/gdr_verbs_wire.h"
 
-#define WIN_ID 0x5157ull        /* fuzz_dev_target.c's */
+#define WIN_ID 0x5157ull        /* fuzz_staged_target.c's */
 #define ORIGIN_BASE 0x7000000000ull
 #define ORIGIN_RKEY 0x5151u
 
@@ -140,19 +140,19 @@ static void seeds_conn(void)
     write_seed("conn", "timeout", s.b, s.n);
 }
 
-/* ---- dev_wire and dev_target ---------------------------------------------------------------- */
+/* ---- staged_wire and staged_target ---------------------------------------------------------------- */
 
 typedef struct seq {
     uint8_t b[16384];
     size_t n;
 } seq_t;
 
-static size_t enc(uint8_t *out, size_t cap, gdr_rma_dev_hdr_t h, const gdr_rma_dev_piece_t *pc,
+static size_t enc(uint8_t *out, size_t cap, gdr_rma_staged_hdr_t h, const gdr_rma_staged_piece_t *pc,
                   const void *inl)
 {
     h.win_id = WIN_ID;
     h.origin = h.origin ? h.origin : 1;
-    size_t n = gdr_rma_dev_encode(out, cap, &h, pc, inl);
+    size_t n = gdr_rma_staged_encode(out, cap, &h, pc, inl);
     if (n == 0) {
         fprintf(stderr, "fuzz_seeds: a seed message does not encode\n");
         exit(1);
@@ -160,10 +160,10 @@ static size_t enc(uint8_t *out, size_t cap, gdr_rma_dev_hdr_t h, const gdr_rma_d
     return n;
 }
 
-/* a step of fuzz_dev_target's input: the message */
-static void msg(seq_t *s, gdr_rma_dev_hdr_t h, const gdr_rma_dev_piece_t *pc, const void *inl)
+/* a step of fuzz_staged_target's input: the message */
+static void msg(seq_t *s, gdr_rma_staged_hdr_t h, const gdr_rma_staged_piece_t *pc, const void *inl)
 {
-    uint8_t m[GDR_RMA_DEV_MSG_MAX];
+    uint8_t m[GDR_RMA_STAGED_MSG_MAX];
     size_t n = enc(m, sizeof(m), h, pc, inl);
     s->b[s->n++] = 0;
     s->b[s->n++] = (uint8_t) n;
@@ -178,17 +178,17 @@ static void step(seq_t *s, uint8_t what, int times)
         s->b[s->n++] = what;
 }
 
-static gdr_rma_dev_hdr_t req(uint32_t seq, int kind, int op, int elem, uint64_t taddr,
+static gdr_rma_staged_hdr_t req(uint32_t seq, int kind, int op, int elem, uint64_t taddr,
                              uint64_t tbytes, uint32_t npieces, uint16_t flags, uint32_t inl)
 {
-    return (gdr_rma_dev_hdr_t) {.type = GDR_RMA_DEV_REQ,.seq = seq,.kind = (uint8_t) kind,
+    return (gdr_rma_staged_hdr_t) {.type = GDR_RMA_STAGED_REQ,.seq = seq,.kind = (uint8_t) kind,
         .op = (uint8_t) op,.elem = (uint8_t) elem,.op_id = 0x1000 + seq,.taddr = taddr,
         .tbytes = tbytes,.npieces = npieces,.flags = flags,.inline_len = inl };
 }
 
-static gdr_rma_dev_hdr_t chunk(uint32_t seq, uint64_t off, uint32_t len, uint32_t slot)
+static gdr_rma_staged_hdr_t chunk(uint32_t seq, uint64_t off, uint32_t len, uint32_t slot)
 {
-    return (gdr_rma_dev_hdr_t) {.type = GDR_RMA_DEV_CHUNK,.op_id = 0x1000 + seq,.off = off,
+    return (gdr_rma_staged_hdr_t) {.type = GDR_RMA_STAGED_CHUNK,.op_id = 0x1000 + seq,.off = off,
         .len = len,.slot = slot,.raddr = ORIGIN_BASE + (uint64_t) slot * 512,.rkey = ORIGIN_RKEY };
 }
 
@@ -199,11 +199,11 @@ static void seeds_dev(void)
     uint8_t data[4096];
     for (size_t i = 0; i < sizeof(data); i++)
         data[i] = (uint8_t) (i * 5 + 1);
-    gdr_rma_dev_piece_t one = {.off = 0,.len = 16 }, two[2] = { {0, 64}, {128, 64} };
-    gdr_rma_dev_piece_t big = {.off = 0,.len = 200 }, get = {.off = 0,.len = 300 };
-    gdr_rma_dev_piece_t elem8 = {.off = 0,.len = 8 }, elem4 = {.off = 0,.len = 4 };
+    gdr_rma_staged_piece_t one = {.off = 0,.len = 16 }, two[2] = { {0, 64}, {128, 64} };
+    gdr_rma_staged_piece_t big = {.off = 0,.len = 200 }, get = {.off = 0,.len = 300 };
+    gdr_rma_staged_piece_t elem8 = {.off = 0,.len = 8 }, elem4 = {.off = 0,.len = 4 };
     seq_t s;
-    uint8_t m[GDR_RMA_DEV_MSG_MAX];
+    uint8_t m[GDR_RMA_STAGED_MSG_MAX];
 
     for (int host = 0; host < 2; host++) {
         const char *sfx = host ? "-host" : "";
@@ -211,14 +211,14 @@ static void seeds_dev(void)
         /* Put inline, then a Put in two chunks, then progress */
         s.n = 0;
         s.b[s.n++] = host ? host_cfg : dev_cfg;
-        msg(&s, req(0, GDR_RMA_PUT, 0, 0, 32, 16, 1, GDR_RMA_DEV_F_INLINE, 16), &one, data);
+        msg(&s, req(0, GDR_RMA_PUT, 0, 0, 32, 16, 1, GDR_RMA_STAGED_F_INLINE, 16), &one, data);
         msg(&s, req(1, GDR_RMA_PUT, 0, 0, 100, 200, 1, 0, 0), &big, NULL);
         msg(&s, chunk(1, 0, 128, 0), NULL, NULL);
         step(&s, 1, 2);
         msg(&s, chunk(1, 128, 72, 1), NULL, NULL);
         step(&s, 1, 3);
         snprintf(name, sizeof(name), "put-inline-then-chunks%s", sfx);
-        write_seed("dev_target", name, s.b, s.n);
+        write_seed("staged_target", name, s.b, s.n);
 
         /* Get of 300 bytes, nothing inline: results lent in slots, then taken back */
         s.n = 0;
@@ -226,41 +226,41 @@ static void seeds_dev(void)
         msg(&s, req(0, GDR_RMA_GET, 0, 0, 500, 300, 1, 0, 0), &get, NULL);
         step(&s, 1, 3);
         for (uint32_t slot = 0; slot < 6; slot++)
-            msg(&s, (gdr_rma_dev_hdr_t) {.type = GDR_RMA_DEV_TAKEN,.op_id = 0x1000,.slot = slot },
+            msg(&s, (gdr_rma_staged_hdr_t) {.type = GDR_RMA_STAGED_TAKEN,.op_id = 0x1000,.slot = slot },
                 NULL, NULL);
         step(&s, 1, 3);
         snprintf(name, sizeof(name), "get-results-in-slots%s", sfx);
-        write_seed("dev_target", name, s.b, s.n);
+        write_seed("staged_target", name, s.b, s.n);
 
         /* Accumulate SUM of int32 over two pieces, inline; Fetch_and_op; Compare_and_swap */
         s.n = 0;
         s.b[s.n++] = host ? host_cfg : dev_cfg;
         msg(&s, req(0, GDR_RMA_ACC, GDR_GPU_OP_SUM, GDR_GPU_T_INT32, 256, 128, 2,
-                    GDR_RMA_DEV_F_INLINE, 128), two, data);
+                    GDR_RMA_STAGED_F_INLINE, 128), two, data);
         msg(&s, req(1, GDR_RMA_FOP, GDR_GPU_OP_SUM, GDR_GPU_T_INT64, 8, 8, 1,
-                    GDR_RMA_DEV_F_INLINE, 8), &elem8, data);
+                    GDR_RMA_STAGED_F_INLINE, 8), &elem8, data);
         msg(&s, req(2, GDR_RMA_CAS, GDR_GPU_OP_CSWAP, GDR_GPU_T_INT32, 16, 4, 1,
-                    GDR_RMA_DEV_F_INLINE, 8), &elem4, data);
+                    GDR_RMA_STAGED_F_INLINE, 8), &elem4, data);
         msg(&s, req(3, GDR_RMA_GET_ACC, GDR_GPU_OP_NO_OP, GDR_GPU_T_DOUBLE, 512, 8, 1, 0, 0),
             &elem8, NULL);
         step(&s, 1, 4);
         snprintf(name, sizeof(name), "accumulates%s", sfx);
-        write_seed("dev_target", name, s.b, s.n);
+        write_seed("staged_target", name, s.b, s.n);
 
         /* Get_accumulate MAX of doubles in chunks, results back; one chunk read fails */
         s.n = 0;
         s.b[s.n++] = host ? host_cfg : dev_cfg;
-        gdr_rma_dev_piece_t ga = {.off = 0,.len = 256 };
+        gdr_rma_staged_piece_t ga = {.off = 0,.len = 256 };
         msg(&s, req(0, GDR_RMA_GET_ACC, GDR_GPU_OP_MAX, GDR_GPU_T_DOUBLE, 0, 256, 1, 0, 0), &ga,
             NULL);
         msg(&s, chunk(0, 0, 128, 0), NULL, NULL);
-        gdr_rma_dev_hdr_t bad = chunk(0, 128, 128, 1);
+        gdr_rma_staged_hdr_t bad = chunk(0, 128, 128, 1);
         bad.rkey = 0x999;
         msg(&s, bad, NULL, NULL);
         step(&s, 2, 1);
         step(&s, 1, 4);
         snprintf(name, sizeof(name), "get-acc-chunks-one-bad%s", sfx);
-        write_seed("dev_target", name, s.b, s.n);
+        write_seed("staged_target", name, s.b, s.n);
     }
 
     /* an origin that gives up, and requests the target must refuse */
@@ -268,37 +268,37 @@ static void seeds_dev(void)
     s.b[s.n++] = dev_cfg;
     msg(&s, req(0, GDR_RMA_PUT, 0, 0, 0, 200, 1, 0, 0), &big, NULL);
     msg(&s, chunk(0, 0, 128, 0), NULL, NULL);
-    msg(&s, (gdr_rma_dev_hdr_t) {.type = GDR_RMA_DEV_ABORT,.seq = 1,.op_id = 0x1000 }, NULL, NULL);
-    gdr_rma_dev_piece_t outside = {.off = 1000,.len = 100 };
-    msg(&s, req(1, GDR_RMA_PUT, 0, 0, 0, 100, 1, GDR_RMA_DEV_F_INLINE, 100), &outside, data);
-    msg(&s, req(7, GDR_RMA_PUT, 0, 0, 0, 16, 1, GDR_RMA_DEV_F_INLINE, 16), &one, data);
+    msg(&s, (gdr_rma_staged_hdr_t) {.type = GDR_RMA_STAGED_ABORT,.seq = 1,.op_id = 0x1000 }, NULL, NULL);
+    gdr_rma_staged_piece_t outside = {.off = 1000,.len = 100 };
+    msg(&s, req(1, GDR_RMA_PUT, 0, 0, 0, 100, 1, GDR_RMA_STAGED_F_INLINE, 100), &outside, data);
+    msg(&s, req(7, GDR_RMA_PUT, 0, 0, 0, 16, 1, GDR_RMA_STAGED_F_INLINE, 16), &one, data);
     msg(&s, req(3, GDR_RMA_ACC, GDR_GPU_OP_SUM, GDR_GPU_T_INT32, 1, 4, 1,
-                GDR_RMA_DEV_F_INLINE, 4), &elem4, data);
+                GDR_RMA_STAGED_F_INLINE, 4), &elem4, data);
     step(&s, 1, 3);
-    write_seed("dev_target", "abort-and-refusals", s.b, s.n);
+    write_seed("staged_target", "abort-and-refusals", s.b, s.n);
 
-    /* dev_wire: one message of each type */
+    /* staged_wire: one message of each type */
     size_t n = enc(m, sizeof(m), req(0, GDR_RMA_ACC, GDR_GPU_OP_SUM, GDR_GPU_T_INT32, 256, 128, 2,
-                                     GDR_RMA_DEV_F_INLINE, 128), two, data);
-    write_seed("dev_wire", "req-inline", m, n);
-    n = enc(m, sizeof(m), req(0, GDR_RMA_GET, 0, 0, 500, 300, 1, GDR_RMA_DEV_F_DYNAMIC, 0), &get,
+                                     GDR_RMA_STAGED_F_INLINE, 128), two, data);
+    write_seed("staged_wire", "req-inline", m, n);
+    n = enc(m, sizeof(m), req(0, GDR_RMA_GET, 0, 0, 500, 300, 1, GDR_RMA_STAGED_F_DYNAMIC, 0), &get,
             NULL);
-    write_seed("dev_wire", "req-dynamic", m, n);
+    write_seed("staged_wire", "req-dynamic", m, n);
     n = enc(m, sizeof(m), chunk(1, 128, 72, 1), NULL, NULL);
-    write_seed("dev_wire", "chunk", m, n);
-    n = enc(m, sizeof(m), (gdr_rma_dev_hdr_t) {.type = GDR_RMA_DEV_TAKEN,.slot = 3 }, NULL, NULL);
-    write_seed("dev_wire", "taken", m, n);
-    n = enc(m, sizeof(m), (gdr_rma_dev_hdr_t) {.type = GDR_RMA_DEV_RESULT,.flags =
-            GDR_RMA_DEV_F_INLINE,.off = 8,.len = 8,.inline_len = 8 }, NULL, data);
-    write_seed("dev_wire", "result-inline", m, n);
-    n = enc(m, sizeof(m), (gdr_rma_dev_hdr_t) {.type = GDR_RMA_DEV_RESULT,.off = 0,.len = 128,
+    write_seed("staged_wire", "chunk", m, n);
+    n = enc(m, sizeof(m), (gdr_rma_staged_hdr_t) {.type = GDR_RMA_STAGED_TAKEN,.slot = 3 }, NULL, NULL);
+    write_seed("staged_wire", "taken", m, n);
+    n = enc(m, sizeof(m), (gdr_rma_staged_hdr_t) {.type = GDR_RMA_STAGED_RESULT,.flags =
+            GDR_RMA_STAGED_F_INLINE,.off = 8,.len = 8,.inline_len = 8 }, NULL, data);
+    write_seed("staged_wire", "result-inline", m, n);
+    n = enc(m, sizeof(m), (gdr_rma_staged_hdr_t) {.type = GDR_RMA_STAGED_RESULT,.off = 0,.len = 128,
             .slot = 2,.raddr = 0x7000,.rkey = 9 }, NULL, NULL);
-    write_seed("dev_wire", "result-slot", m, n);
-    n = enc(m, sizeof(m), (gdr_rma_dev_hdr_t) {.type = GDR_RMA_DEV_DONE,.status =
-            GDR_RMA_DEV_E_RANGE }, NULL, NULL);
-    write_seed("dev_wire", "done", m, n);
-    n = enc(m, sizeof(m), (gdr_rma_dev_hdr_t) {.type = GDR_RMA_DEV_ABORT,.seq = 4 }, NULL, NULL);
-    write_seed("dev_wire", "abort", m, n);
+    write_seed("staged_wire", "result-slot", m, n);
+    n = enc(m, sizeof(m), (gdr_rma_staged_hdr_t) {.type = GDR_RMA_STAGED_DONE,.status =
+            GDR_RMA_STAGED_E_RANGE }, NULL, NULL);
+    write_seed("staged_wire", "done", m, n);
+    n = enc(m, sizeof(m), (gdr_rma_staged_hdr_t) {.type = GDR_RMA_STAGED_ABORT,.seq = 4 }, NULL, NULL);
+    write_seed("staged_wire", "abort", m, n);
 }
 
 /* ---- win_range --------------------------------------------------------------------------- */

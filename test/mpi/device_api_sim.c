@@ -1,6 +1,6 @@
 /* Kernel-triggered RMA (MPIX_Win_get_device_handle, the MPIX_Dev_ calls) on the simulated
  * GPU (test/gpusim, host-visible mode), with host threads playing the kernel: the device
- * calls are gdr's __host__ __device__ protocol (gdr/gdr_rma_dev_api.h, installed beside
+ * calls are gdr's __host__ __device__ protocol (gdr/gdr_rma_kernel_api.h, installed beside
  * mpix_gdr_device.cuh), so a C thread runs the very code a CUDA thread would.
  *
  * Every rank exposes a window in device memory (cuMemAlloc, MPI_Win_create), opens a
@@ -26,7 +26,7 @@
 
 #include "gdr_mpi_test.h"
 #include "gdr_cuda_test.h"
-#include "gdr/gdr_rma_dev_api.h"
+#include "gdr/gdr_rma_kernel_api.h"
 
 enum {
     THREADS = 4,

@@ -1,6 +1,6 @@
 /* The executor of kernel-triggered RMA (gdr_rma_trigger_exec.h) between a trigger ring
  * and the RMA engine over the in-memory transport of fake_engine.h: descriptors posted by
- * the device calls (gdr_rma_dev_api.h) become RDMA writes, reads and NIC atomics whose
+ * the device calls (gdr_rma_kernel_api.h) become RDMA writes, reads and NIC atomics whose
  * values are read back; a put_signal's signal is posted only after its data completed;
  * a descriptor completes at the ring only when its whole operation has; bad descriptors
  * and transport failures stop the proxy with a reason and post nothing; and producer
@@ -12,7 +12,7 @@
 #include <unistd.h>
 #include "gdr_unit.h"
 #include "fake_engine.h"
-#include "rma/gdr_rma_dev_api.h"
+#include "rma/gdr_rma_kernel_api.h"
 #include "rma/gdr_rma_trigger_exec.h"
 
 #define NRANKS 4

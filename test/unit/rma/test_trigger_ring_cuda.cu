@@ -7,7 +7,7 @@
 extern "C" {
 #include "gdr_unit.h"
 }
-#include "rma/gdr_rma_dev_api.h"
+#include "rma/gdr_rma_kernel_api.h"
 #include "rma/gdr_rma_signal.h"
 #include "rma/gdr_rma_trigger_ring.h"
 
@@ -34,7 +34,7 @@ __global__ void post_and_wait(gdr_trig_ring_t r, uint64_t *signal, int rank)
     }
 }
 
-/* What a kernel does with a window's device handle (gdr_rma_dev_api.h). */
+/* What a kernel does with a window's device handle (gdr_rma_kernel_api.h). */
 __global__ void dev_api_calls(gdr_dev_win_t w, const uint64_t *src, uint64_t *dst, uint64_t *res)
 {
     int peer = (w.rank + 1) % w.nranks;

@@ -1,13 +1,13 @@
-/* The staged protocol's internals, shared by its four files (src/rma/gdr_rma_dev.h):
- *   gdr_rma_dev_core.c    span lists, slots, messages, copies between spans and slots
- *   gdr_rma_dev_origin.c  an origin's operations: request, staging, results, completion
- *   gdr_rma_dev_target.c  a target's operations: validation, reads, work, answers
- *   gdr_rma_dev.c         the context, windows, message dispatch and progress
+/* The staged protocol's internals, shared by its four files (src/rma/gdr_rma_staged.h):
+ *   gdr_rma_staged_core.c    span lists, slots, messages, copies between spans and slots
+ *   gdr_rma_staged_origin.c  an origin's operations: request, staging, results, completion
+ *   gdr_rma_staged_target.c  a target's operations: validation, reads, work, answers
+ *   gdr_rma_staged.c         the context, windows, message dispatch and progress
  * Not part of the API: only these files include it. */
-#ifndef GDR_RMA_DEV_INTERNAL_H
-#define GDR_RMA_DEV_INTERNAL_H
+#ifndef GDR_RMA_STAGED_INTERNAL_H
+#define GDR_RMA_STAGED_INTERNAL_H
 
-#include "gdr_rma_dev.h"
+#include "gdr_rma_staged.h"
 
 /* Chunks of one operation in flight per direction and side: one is copied while the
  * next is read (double buffering). */
@@ -67,7 +67,7 @@ typedef struct work {
 
 typedef struct origin_op {
     struct origin_op *prev, *next;      /* in call order: earlier operations stage first */
-    gdr_rma_dev_win_t *dw;
+    gdr_rma_staged_win_t *dw;
     int target;
     gdr_rma_kind_t kind;
     uint64_t op_id;
@@ -106,7 +106,7 @@ typedef struct target_op {
     uint64_t queued_off;        /* work queued up to here, in order */
     uint64_t finished;          /* work retired up to here (retired in order) */
     work_t wk[DEPTH];
-    int status;                 /* 0, or GDR_RMA_DEV_E_*: feed no more */
+    int status;                 /* 0, or GDR_RMA_STAGED_E_*: feed no more */
 } target_op_t;
 
 typedef struct inbound {
@@ -114,8 +114,8 @@ typedef struct inbound {
     target_op_t *head, *tail;
 } inbound_t;
 
-struct gdr_rma_dev_win {
-    gdr_rma_dev_t *d;
+struct gdr_rma_staged_win {
+    gdr_rma_staged_t *d;
     gdr_rma_win_t *w;
     uint64_t win_id;
     char *base;
@@ -125,26 +125,26 @@ struct gdr_rma_dev_win {
     uint32_t *seq_out;          /* per target */
     inbound_t *in;              /* per origin */
     unsigned long n_target_ops;
-    gdr_rma_dev_win_t *next;
+    gdr_rma_staged_win_t *next;
 };
 
 typedef struct self_msg {
     struct self_msg *next;
-    gdr_rma_dev_win_t *dw;
+    gdr_rma_staged_win_t *dw;
     size_t len;
     uint8_t bytes[];
 } self_msg_t;
 
 /* Who may say TAKEN for a send slot lent with CHUNK or RESULT. */
 typedef struct lent {
-    gdr_rma_dev_win_t *dw;      /* NULL: not lent */
+    gdr_rma_staged_win_t *dw;      /* NULL: not lent */
     int rank;
 } lent_t;
 
-struct gdr_rma_dev {
+struct gdr_rma_staged {
     gdr_rma_engine_t *eng;
     const gdr_rma_device_t *dev;
-    gdr_rma_dev_config_t cfg;
+    gdr_rma_staged_config_t cfg;
     int staged;                 /* stage set up */
     gdr_rma_stage_t stage;
     lent_t *lent;
@@ -153,11 +153,11 @@ struct gdr_rma_dev {
     origin_op_t *first, *last;  /* in call order */
     uint32_t ops_cap, n_ops;
     uint32_t generation;
-    gdr_rma_dev_win_t *wins;
+    gdr_rma_staged_win_t *wins;
     self_msg_t *self_head, *self_tail;
-    gdr_rma_dev_counts_t counts;
-    uint8_t msg[GDR_RMA_DEV_MSG_MAX];
-    gdr_rma_dev_piece_t pieces[GDR_RMA_DEV_PIECES_MAX];
+    gdr_rma_staged_counts_t counts;
+    uint8_t msg[GDR_RMA_STAGED_MSG_MAX];
+    gdr_rma_staged_piece_t pieces[GDR_RMA_STAGED_PIECES_MAX];
     char error[256];
 };
 
@@ -214,43 +214,43 @@ typedef struct iov_pairs {
     size_t n, cap;
 } iov_pairs_t;
 
-/* gdr_rma_dev_core.c */
+/* gdr_rma_staged_core.c */
 /* Appends (d, s) of n bytes each; -1 when out of memory. */
-int gdr_dev_pairs_add(iov_pairs_t *p, void *d, void *s, uint64_t n);
-void gdr_dev_pairs_free(iov_pairs_t *p);
-int gdr_dev_spans_each(spans_t *s, uint64_t off, uint64_t len, part_fn fn, void *arg);
-void gdr_dev_spans_free(spans_t *s);
-void gdr_dev_set_error(gdr_rma_dev_t *d, const char *fmt, ...);
-int gdr_dev_ensure_stage(gdr_rma_dev_t *d);
-int gdr_dev_ensure_queue(gdr_rma_dev_t *d, void **queue);
-int gdr_dev_mark_reached(gdr_rma_dev_t *d, void **mark);
-void gdr_dev_give(gdr_rma_dev_t *d, gdr_rma_slot_t **slot);
-gdr_rma_dev_hdr_t gdr_dev_hdr_of(const gdr_rma_dev_win_t *dw, int type, uint64_t op_id);
-int gdr_dev_send_hdr(gdr_rma_dev_win_t *dw, int rank, const gdr_rma_dev_hdr_t *h,
-                     const gdr_rma_dev_piece_t *pieces, const void *inline_data);
-int gdr_dev_send_taken(gdr_rma_dev_win_t *dw, int rank, uint64_t op_id, uint32_t slot);
-int gdr_dev_send_done(gdr_rma_dev_win_t *dw, int rank, uint64_t op_id, int status);
-void gdr_dev_lend(gdr_rma_dev_t *d, const gdr_rma_slot_t *s, gdr_rma_dev_win_t *dw, int rank);
-int gdr_dev_slot_returned(gdr_rma_dev_t *d, gdr_rma_dev_win_t *dw, int rank, uint32_t index);
-int gdr_dev_read_slot(gdr_rma_dev_win_t *dw, int rank, uint64_t raddr, uint32_t rkey,
+int gdr_staged_pairs_add(iov_pairs_t *p, void *d, void *s, uint64_t n);
+void gdr_staged_pairs_free(iov_pairs_t *p);
+int gdr_staged_spans_each(spans_t *s, uint64_t off, uint64_t len, part_fn fn, void *arg);
+void gdr_staged_spans_free(spans_t *s);
+void gdr_staged_set_error(gdr_rma_staged_t *d, const char *fmt, ...);
+int gdr_staged_ensure_stage(gdr_rma_staged_t *d);
+int gdr_staged_ensure_queue(gdr_rma_staged_t *d, void **queue);
+int gdr_staged_mark_reached(gdr_rma_staged_t *d, void **mark);
+void gdr_staged_give(gdr_rma_staged_t *d, gdr_rma_slot_t **slot);
+gdr_rma_staged_hdr_t gdr_staged_hdr_of(const gdr_rma_staged_win_t *dw, int type, uint64_t op_id);
+int gdr_staged_send_hdr(gdr_rma_staged_win_t *dw, int rank, const gdr_rma_staged_hdr_t *h,
+                     const gdr_rma_staged_piece_t *pieces, const void *inline_data);
+int gdr_staged_send_taken(gdr_rma_staged_win_t *dw, int rank, uint64_t op_id, uint32_t slot);
+int gdr_staged_send_done(gdr_rma_staged_win_t *dw, int rank, uint64_t op_id, int status);
+void gdr_staged_lend(gdr_rma_staged_t *d, const gdr_rma_slot_t *s, gdr_rma_staged_win_t *dw, int rank);
+int gdr_staged_slot_returned(gdr_rma_staged_t *d, gdr_rma_staged_win_t *dw, int rank, uint32_t index);
+int gdr_staged_read_slot(gdr_rma_staged_win_t *dw, int rank, uint64_t raddr, uint32_t rkey,
                       uint32_t index, gdr_rma_slot_t *into, uint32_t len, work_t *wk);
-int gdr_dev_slot_copy(gdr_rma_dev_t *d, void **queue, spans_t *s, uint64_t off, uint64_t len,
+int gdr_staged_slot_copy(gdr_rma_staged_t *d, void **queue, spans_t *s, uint64_t off, uint64_t len,
                       char *slot, int to_slot, int check_ids, void **mark);
-int gdr_dev_take_waiting(gdr_rma_dev_t *d, gdr_rma_stage_pool_t pool, gdr_rma_slot_t **slot);
-int gdr_dev_wait_mark(gdr_rma_dev_t *d, void **mark);
-int gdr_dev_lent_to(const gdr_rma_dev_t *d, const gdr_rma_dev_win_t *dw);
+int gdr_staged_take_waiting(gdr_rma_staged_t *d, gdr_rma_stage_pool_t pool, gdr_rma_slot_t **slot);
+int gdr_staged_wait_mark(gdr_rma_staged_t *d, void **mark);
+int gdr_staged_lent_to(const gdr_rma_staged_t *d, const gdr_rma_staged_win_t *dw);
 
-/* gdr_rma_dev_origin.c */
-int gdr_dev_origin_step(gdr_rma_dev_t *d, origin_op_t *o);
-int gdr_dev_on_result(gdr_rma_dev_win_t *dw, const gdr_rma_dev_hdr_t *h, const uint8_t *inl);
-int gdr_dev_on_done(gdr_rma_dev_win_t *dw, const gdr_rma_dev_hdr_t *h);
+/* gdr_rma_staged_origin.c */
+int gdr_staged_origin_step(gdr_rma_staged_t *d, origin_op_t *o);
+int gdr_staged_on_result(gdr_rma_staged_win_t *dw, const gdr_rma_staged_hdr_t *h, const uint8_t *inl);
+int gdr_staged_on_done(gdr_rma_staged_win_t *dw, const gdr_rma_staged_hdr_t *h);
 
-/* gdr_rma_dev_target.c */
-void gdr_dev_target_op_free(target_op_t *t);
-int gdr_dev_on_req(gdr_rma_dev_win_t *dw, const gdr_rma_dev_hdr_t *h, const uint8_t *pieces,
+/* gdr_rma_staged_target.c */
+void gdr_staged_target_op_free(target_op_t *t);
+int gdr_staged_on_req(gdr_rma_staged_win_t *dw, const gdr_rma_staged_hdr_t *h, const uint8_t *pieces,
                    const uint8_t *inl);
-int gdr_dev_on_chunk(gdr_rma_dev_win_t *dw, const gdr_rma_dev_hdr_t *h);
-int gdr_dev_inbound_step(gdr_rma_dev_win_t *dw, inbound_t *q);
-int gdr_dev_on_abort(gdr_rma_dev_win_t *dw, const gdr_rma_dev_hdr_t *h);
+int gdr_staged_on_chunk(gdr_rma_staged_win_t *dw, const gdr_rma_staged_hdr_t *h);
+int gdr_staged_inbound_step(gdr_rma_staged_win_t *dw, inbound_t *q);
+int gdr_staged_on_abort(gdr_rma_staged_win_t *dw, const gdr_rma_staged_hdr_t *h);
 
-#endif /* GDR_RMA_DEV_INTERNAL_H */
+#endif /* GDR_RMA_STAGED_INTERNAL_H */

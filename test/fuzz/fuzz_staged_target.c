@@ -1,4 +1,4 @@
-/* A target of the staged protocol (src/rma/gdr_rma_dev.h) fed by a hostile origin: the
+/* A target of the staged protocol (src/rma/gdr_rma_staged.h) fed by a hostile origin: the
  * input is what rank 1 sends to rank 0's window, message by message, interleaved with
  * progress rounds and RDMA-read completions in any order.  Rank 0 runs the real protocol
  * over fakes: its device runs copies and accumulate kernels at once on host memory, its
@@ -22,7 +22,7 @@
 #include <sys/mman.h>
 #include <unistd.h>
 #include "gdr_fuzz.h"
-#include "rma/gdr_rma_dev.h"
+#include "rma/gdr_rma_staged.h"
 #include "gpu/gdr_gpu_acc_atomic.h"
 
 #define WIN_ID 0x5157ull
@@ -52,8 +52,8 @@ typedef struct fuzz_target {
     gdr_rma_engine_t eng;
     gdr_rma_device_t seam;
     gdr_rma_win_t w;
-    gdr_rma_dev_t *d;
-    gdr_rma_dev_win_t *dw;
+    gdr_rma_staged_t *d;
+    gdr_rma_staged_win_t *dw;
     struct { void *p; size_t n; uint32_t rkey; } blocks[BLOCKS_MAX];
     int queues_out, marks_out;
     read_op_t reads[READS_MAX];
@@ -317,31 +317,31 @@ static int h_progress(void *ctx)
     F.in_progress = 1;
     while (F.n_reads > 0)
         complete_read(0);
-    int rc = gdr_rma_dev_progress(F.d);
+    int rc = gdr_rma_staged_progress(F.d);
     F.in_progress = 0;
     return rc != GDR_RMA_OK;
 }
 
 static int h_send(void *ctx, void *host_win, int target, const void *msg, size_t len)
 {
-    gdr_rma_dev_hdr_t h;
+    gdr_rma_staged_hdr_t h;
     const uint8_t *pieces, *inl;
     const char *why = "";
     (void) ctx;
     FUZZ_REQUIRE(host_win == &F && target == 1, "a message to rank %d", target);
-    FUZZ_REQUIRE(gdr_rma_dev_decode(msg, len, &h, &pieces, &inl, &why) == 0,
+    FUZZ_REQUIRE(gdr_rma_staged_decode(msg, len, &h, &pieces, &inl, &why) == 0,
                  "rank 0 sent a message that does not decode: %s", why);
     FUZZ_REQUIRE(h.win_id == WIN_ID && h.origin == 0, "window %#llx, origin %u",
                  (unsigned long long) h.win_id, h.origin);
-    FUZZ_REQUIRE(h.type == GDR_RMA_DEV_DONE || h.type == GDR_RMA_DEV_TAKEN
-                 || h.type == GDR_RMA_DEV_RESULT, "a target sent message type %d", h.type);
+    FUZZ_REQUIRE(h.type == GDR_RMA_STAGED_DONE || h.type == GDR_RMA_STAGED_TAKEN
+                 || h.type == GDR_RMA_STAGED_RESULT, "a target sent message type %d", h.type);
     if (getenv("GDR_FUZZ_VERBOSE") != NULL)
         fprintf(stderr, "rank 0 sends type %d op %#llx: status %d, off %llu len %u slot %u\n",
                 h.type, (unsigned long long) h.op_id, h.status, (unsigned long long) h.off,
                 h.len, h.slot);
-    if (h.type == GDR_RMA_DEV_DONE)
+    if (h.type == GDR_RMA_STAGED_DONE)
         FUZZ_REQUIRE(++F.dones <= F.reqs, "%lu DONEs for %lu requests", F.dones, F.reqs);
-    if (h.type == GDR_RMA_DEV_RESULT && !(h.flags & GDR_RMA_DEV_F_INLINE)) {
+    if (h.type == GDR_RMA_STAGED_RESULT && !(h.flags & GDR_RMA_STAGED_F_INLINE)) {
         FUZZ_REQUIRE(in_block((void *) (uintptr_t) h.raddr, h.len) && h.rkey == 0x3300,
                      "a RESULT lends %u bytes outside the staging block", h.len);
         if (F.n_lent < LENT_MAX) {
@@ -354,15 +354,15 @@ static int h_send(void *ctx, void *host_win, int target, const void *msg, size_t
 
 static void deliver(const uint8_t *m, size_t len)
 {
-    gdr_rma_dev_hdr_t h;
+    gdr_rma_staged_hdr_t h;
     const uint8_t *pieces, *inl;
     const char *why;
     uint8_t *exact = fuzz_exact_copy(m, len);
-    if (gdr_rma_dev_decode(exact, len, &h, &pieces, &inl, &why) == 0 && h.type == GDR_RMA_DEV_REQ
+    if (gdr_rma_staged_decode(exact, len, &h, &pieces, &inl, &why) == 0 && h.type == GDR_RMA_STAGED_REQ
         && h.win_id == WIN_ID && h.origin < 2)
         F.reqs++;
-    int rc = gdr_rma_dev_deliver(F.dw, exact, len);
-    FUZZ_REQUIRE(rc == GDR_RMA_OK, "deliver failed (%d): %s", rc, gdr_rma_dev_error(F.d));
+    int rc = gdr_rma_staged_deliver(F.dw, exact, len);
+    FUZZ_REQUIRE(rc == GDR_RMA_OK, "deliver failed (%d): %s", rc, gdr_rma_staged_error(F.d));
     free(exact);
 }
 
@@ -370,10 +370,10 @@ static void deliver(const uint8_t *m, size_t len)
 static void return_lent(void)
 {
     for (int i = 0; i < F.n_lent; i++) {
-        gdr_rma_dev_hdr_t h = {.type = GDR_RMA_DEV_TAKEN,.origin = 1,.win_id = WIN_ID,
+        gdr_rma_staged_hdr_t h = {.type = GDR_RMA_STAGED_TAKEN,.origin = 1,.win_id = WIN_ID,
             .op_id = F.lent_ops[i],.slot = F.lent_slots[i] };
-        uint8_t m[GDR_RMA_DEV_HDR_BYTES];
-        size_t n = gdr_rma_dev_encode(m, sizeof(m), &h, NULL, NULL);
+        uint8_t m[GDR_RMA_STAGED_HDR_BYTES];
+        size_t n = gdr_rma_staged_encode(m, sizeof(m), &h, NULL, NULL);
         FUZZ_REQUIRE(n == sizeof(m), "encoding a TAKEN");
         deliver(m, n);
     }
@@ -399,7 +399,7 @@ static void setup(uint8_t config)
         F.win[i] = (char) i;
     F.device = config & 1;
     size_t chunk = (size_t) 64 << ((config >> 1) & 3);
-    gdr_rma_dev_config_t cfg = {.chunk_bytes = chunk,.slots_per_pool = 1 + ((config >> 3) & 3),
+    gdr_rma_staged_config_t cfg = {.chunk_bytes = chunk,.slots_per_pool = 1 + ((config >> 3) & 3),
         .inline_max = (config & 32) ? chunk : 0 };
 
     F.eng.net = (gdr_rma_transport_t) {.ctx = &F,.put = t_put,.get = t_get,.writev = t_vec,
@@ -411,28 +411,28 @@ static void setup(uint8_t config)
         .mark = d_mark,.reached = d_reached,.mark_free = d_mark_free,.buffer_id = d_buffer_id,
         .error = d_error };
     char why[256] = "";
-    F.d = gdr_rma_dev_new(&F.eng, &F.seam, &cfg, why, sizeof(why));
-    FUZZ_REQUIRE(F.d != NULL, "gdr_rma_dev_new: %s", why);
+    F.d = gdr_rma_staged_new(&F.eng, &F.seam, &cfg, why, sizeof(why));
+    FUZZ_REQUIRE(F.d != NULL, "gdr_rma_staged_new: %s", why);
     FUZZ_REQUIRE(gdr_rma_win_init(&F.w, &F.eng, &F, 2, 0, 0, 1) == 0, "window registry");
     gdr_rma_win_set_peer(&F.w, 1, ORIGIN_PEER);
-    F.dw = gdr_rma_dev_win_new(F.d, &F.w, WIN_ID, F.win, WIN_BYTES, F.device);
-    FUZZ_REQUIRE(F.dw != NULL, "gdr_rma_dev_win_new");
+    F.dw = gdr_rma_staged_win_new(F.d, &F.w, WIN_ID, F.win, WIN_BYTES, F.device);
+    FUZZ_REQUIRE(F.dw != NULL, "gdr_rma_staged_win_new");
 }
 
 static void teardown(void)
 {
     long pg = sysconf(_SC_PAGESIZE);
     for (int round = 0; round < 64; round++)
-        FUZZ_REQUIRE(h_progress(NULL) == 0, "progress: %s", gdr_rma_dev_error(F.d));
+        FUZZ_REQUIRE(h_progress(NULL) == 0, "progress: %s", gdr_rma_staged_error(F.d));
     return_lent();
     for (int round = 0; round < 64; round++)
-        FUZZ_REQUIRE(h_progress(NULL) == 0, "progress: %s", gdr_rma_dev_error(F.d));
+        FUZZ_REQUIRE(h_progress(NULL) == 0, "progress: %s", gdr_rma_staged_error(F.d));
     return_lent();
-    gdr_rma_dev_win_free(F.dw);
+    gdr_rma_staged_win_free(F.dw);
     while (F.n_reads > 0)
         complete_read(0);
     FUZZ_REQUIRE(F.n_reads == 0, "%d reads still posted after the window was freed", F.n_reads);
-    gdr_rma_dev_free(F.d);
+    gdr_rma_staged_free(F.d);
     gdr_rma_win_free(&F.w);
     for (int i = 0; i < BLOCKS_MAX; i++)
         FUZZ_REQUIRE(F.blocks[i].p == NULL, "staging memory of %zu bytes left allocated",
@@ -459,15 +459,15 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
                 break;
             }
         case 1:
-            FUZZ_REQUIRE(h_progress(NULL) == 0, "progress: %s", gdr_rma_dev_error(F.d));
+            FUZZ_REQUIRE(h_progress(NULL) == 0, "progress: %s", gdr_rma_staged_error(F.d));
             break;
         case 2:
             while (F.n_reads > 0)
                 complete_read(F.n_reads - 1);
             break;
         case 3:
-            FUZZ_REQUIRE(gdr_rma_dev_progress(F.d) == GDR_RMA_OK, "progress: %s",
-                         gdr_rma_dev_error(F.d));
+            FUZZ_REQUIRE(gdr_rma_staged_progress(F.d) == GDR_RMA_OK, "progress: %s",
+                         gdr_rma_staged_error(F.d));
             break;
         }
     }

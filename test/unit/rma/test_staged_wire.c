@@ -1,4 +1,4 @@
-/* The staged protocol's messages (src/rma/gdr_rma_dev_wire.h): every type round trips, the
+/* The staged protocol's messages (src/rma/gdr_rma_staged_wire.h): every type round trips, the
  * header is the documented little-endian layout, every malformed message is refused with a
  * reason, and decoding random or mutated bytes accepts only what re-encodes to the same
  * bytes.  Every message sits in exactly its length of malloc'd memory, so valgrind or ASan
@@ -6,13 +6,13 @@
 #include <stdlib.h>
 #include <string.h>
 #include "gdr_unit.h"
-#include "rma/gdr_rma_dev_wire.h"
+#include "rma/gdr_rma_staged_wire.h"
 
-#define HDR GDR_RMA_DEV_HDR_BYTES
-#define PIECE GDR_RMA_DEV_PIECE_BYTES
+#define HDR GDR_RMA_STAGED_HDR_BYTES
+#define PIECE GDR_RMA_STAGED_PIECE_BYTES
 
-static gdr_rma_dev_piece_t pool_pieces[GDR_RMA_DEV_PIECES_MAX + 1];
-static uint8_t pool_inline[GDR_RMA_DEV_MSG_MAX];
+static gdr_rma_staged_piece_t pool_pieces[GDR_RMA_STAGED_PIECES_MAX + 1];
+static uint8_t pool_inline[GDR_RMA_STAGED_MSG_MAX];
 
 static uint64_t rng = 0x9e3779b97f4a7c15ull;
 
@@ -40,18 +40,18 @@ static uint8_t *exact(const void *src, size_t n)
 }
 
 /* h with the pools' pieces and inline bytes, in exactly its length; *n: the length. */
-static uint8_t *encode_exact(const gdr_rma_dev_hdr_t *h, size_t *n)
+static uint8_t *encode_exact(const gdr_rma_staged_hdr_t *h, size_t *n)
 {
-    size_t want = gdr_rma_dev_msg_bytes(h);
+    size_t want = gdr_rma_staged_msg_bytes(h);
     uint8_t *p = malloc(want);
-    *n = gdr_rma_dev_encode(p, want, h, pool_pieces, pool_inline);
+    *n = gdr_rma_staged_encode(p, want, h, pool_pieces, pool_inline);
     return p;
 }
 
 /* A valid message of the type, every field distinctive. */
-static gdr_rma_dev_hdr_t base(int type)
+static gdr_rma_staged_hdr_t base(int type)
 {
-    gdr_rma_dev_hdr_t h = {
+    gdr_rma_staged_hdr_t h = {
         .type = (uint8_t) type,.kind = (uint8_t) (0xa0 + type),.op = (uint8_t) (0xb0 + type),
         .elem = (uint8_t) (0xc0 + type),.origin = 0x01020304u * (uint32_t) type,
         .seq = 0x0a0b0c0du + (uint32_t) type,.win_id = 0x1122334455667788ull + (uint64_t) type,
@@ -63,24 +63,24 @@ static gdr_rma_dev_hdr_t base(int type)
         .rkey = 0xdeadbe00u + (uint32_t) type
     };
     switch (type) {
-        case GDR_RMA_DEV_REQ:
-            h.flags = GDR_RMA_DEV_F_INLINE | GDR_RMA_DEV_F_DYNAMIC;
+        case GDR_RMA_STAGED_REQ:
+            h.flags = GDR_RMA_STAGED_F_INLINE | GDR_RMA_STAGED_F_DYNAMIC;
             h.npieces = 3;
             h.inline_len = 40;
             break;
-        case GDR_RMA_DEV_RESULT:
-            h.flags = GDR_RMA_DEV_F_INLINE;
+        case GDR_RMA_STAGED_RESULT:
+            h.flags = GDR_RMA_STAGED_F_INLINE;
             h.len = h.inline_len = 24;
             break;
-        case GDR_RMA_DEV_DONE:
-            h.status = GDR_RMA_DEV_E_DEVICE;
+        case GDR_RMA_STAGED_DONE:
+            h.status = GDR_RMA_STAGED_E_DEVICE;
             break;
     }
     return h;
 }
 
 /* The first field of a and b that differs, or NULL. */
-static const char *hdr_diff(const gdr_rma_dev_hdr_t *a, const gdr_rma_dev_hdr_t *b)
+static const char *hdr_diff(const gdr_rma_staged_hdr_t *a, const gdr_rma_staged_hdr_t *b)
 {
     const struct {
         const char *name;
@@ -103,25 +103,25 @@ static const char *hdr_diff(const gdr_rma_dev_hdr_t *a, const gdr_rma_dev_hdr_t 
     return NULL;
 }
 
-static void round_trip(const char *name, gdr_rma_dev_hdr_t h)
+static void round_trip(const char *name, gdr_rma_staged_hdr_t h)
 {
     size_t n;
     uint8_t *m = encode_exact(&h, &n);
-    gdr_rma_dev_hdr_t d;
+    gdr_rma_staged_hdr_t d;
     const uint8_t *pc = NULL, *in = NULL;
     const char *why = "unset";
 
     GDR_CHECK(n == HDR + (size_t) h.npieces * PIECE + h.inline_len
-              && n == gdr_rma_dev_msg_bytes(&h), "%s: encodes to %zu bytes", name, n);
-    GDR_CHECK(gdr_rma_dev_decode(m, n, &d, &pc, &in, &why) == 0 && why == NULL,
+              && n == gdr_rma_staged_msg_bytes(&h), "%s: encodes to %zu bytes", name, n);
+    GDR_CHECK(gdr_rma_staged_decode(m, n, &d, &pc, &in, &why) == 0 && why == NULL,
               "%s: decodes (%s)", name, why ? why : "no reason");
-    h.version = GDR_RMA_DEV_WIRE_VERSION;
+    h.version = GDR_RMA_STAGED_WIRE_VERSION;
     const char *diff = hdr_diff(&h, &d);
     GDR_CHECK(diff == NULL, "%s: every header field as sent, version %d (%s differs)", name,
               d.version, diff ? diff : "none");
     int pieces_ok = h.npieces == 0 ? pc == NULL : pc == m + HDR;
     for (uint32_t i = 0; pieces_ok && i < h.npieces; i++) {
-        gdr_rma_dev_piece_t p = gdr_rma_dev_piece_at(pc, i);
+        gdr_rma_staged_piece_t p = gdr_rma_staged_piece_at(pc, i);
         pieces_ok = p.off == pool_pieces[i].off && p.len == pool_pieces[i].len;
     }
     GDR_CHECK(pieces_ok, "%s: %u pieces as sent, right after the header", name, h.npieces);
@@ -133,29 +133,29 @@ static void round_trip(const char *name, gdr_rma_dev_hdr_t h)
 
 static void test_round_trips(void)
 {
-    gdr_rma_dev_hdr_t h;
+    gdr_rma_staged_hdr_t h;
 
-    round_trip("REQ, inline and dynamic", base(GDR_RMA_DEV_REQ));
-    round_trip("CHUNK", base(GDR_RMA_DEV_CHUNK));
-    round_trip("TAKEN", base(GDR_RMA_DEV_TAKEN));
-    round_trip("RESULT, inline", base(GDR_RMA_DEV_RESULT));
-    round_trip("DONE, status E_DEVICE", base(GDR_RMA_DEV_DONE));
-    round_trip("ABORT", base(GDR_RMA_DEV_ABORT));
+    round_trip("REQ, inline and dynamic", base(GDR_RMA_STAGED_REQ));
+    round_trip("CHUNK", base(GDR_RMA_STAGED_CHUNK));
+    round_trip("TAKEN", base(GDR_RMA_STAGED_TAKEN));
+    round_trip("RESULT, inline", base(GDR_RMA_STAGED_RESULT));
+    round_trip("DONE, status E_DEVICE", base(GDR_RMA_STAGED_DONE));
+    round_trip("ABORT", base(GDR_RMA_STAGED_ABORT));
 
-    h = base(GDR_RMA_DEV_RESULT);
+    h = base(GDR_RMA_STAGED_RESULT);
     h.flags = 0;
     h.inline_len = 0;
     h.len = 0xfffffff0u;
     round_trip("RESULT in a slot", h);
-    h = base(GDR_RMA_DEV_DONE);
+    h = base(GDR_RMA_STAGED_DONE);
     h.status = INT32_MIN;
     round_trip("DONE, status INT32_MIN", h);
-    h = base(GDR_RMA_DEV_REQ);
-    h.flags = GDR_RMA_DEV_F_INLINE;
-    h.npieces = GDR_RMA_DEV_PIECES_MAX;
-    h.inline_len = GDR_RMA_DEV_MSG_MAX - HDR - GDR_RMA_DEV_PIECES_MAX * PIECE;
+    h = base(GDR_RMA_STAGED_REQ);
+    h.flags = GDR_RMA_STAGED_F_INLINE;
+    h.npieces = GDR_RMA_STAGED_PIECES_MAX;
+    h.inline_len = GDR_RMA_STAGED_MSG_MAX - HDR - GDR_RMA_STAGED_PIECES_MAX * PIECE;
     round_trip("REQ at both limits: PIECES_MAX pieces, MSG_MAX bytes", h);
-    h = base(GDR_RMA_DEV_REQ);
+    h = base(GDR_RMA_STAGED_REQ);
     h.flags = 0;
     h.npieces = 1;
     h.inline_len = 0;
@@ -182,20 +182,20 @@ static void test_layout(void)
         /* 96 */ 0x78, 0x79, 0x7a, 0x7b, 0x7c, 0x7d, 0x7e, 0x7f,  /* piece 0: len */
         /* 104 */ 0xe1, 0xe2, 0xe3 /* inline */
     };
-    const gdr_rma_dev_hdr_t h = {
-        .version = 9,.type = GDR_RMA_DEV_REQ,.kind = 2,.op = 3,.elem = 4,
-        .flags = GDR_RMA_DEV_F_INLINE | GDR_RMA_DEV_F_DYNAMIC,.origin = 0x0d0c0b0a,
+    const gdr_rma_staged_hdr_t h = {
+        .version = 9,.type = GDR_RMA_STAGED_REQ,.kind = 2,.op = 3,.elem = 4,
+        .flags = GDR_RMA_STAGED_F_INLINE | GDR_RMA_STAGED_F_DYNAMIC,.origin = 0x0d0c0b0a,
         .seq = 0x1d1c1b1a,.win_id = 0x2726252423222120ull,.op_id = 0x2f2e2d2c2b2a2928ull,
         .taddr = 0x3736353433323130ull,.tbytes = 0x3f3e3d3c3b3a3938ull,.npieces = 1,
         .slot = 0x43424140,.off = 0x4f4e4d4c4b4a4948ull,.raddr = 0x5756555453525150ull,
         .len = 0x63626160,.rkey = 0x67666564,.status = -2,.inline_len = 3
     };
-    const gdr_rma_dev_piece_t piece = {.off = 0x7776757473727170ull,.len = 0x7f7e7d7c7b7a7978ull };
+    const gdr_rma_staged_piece_t piece = {.off = 0x7776757473727170ull,.len = 0x7f7e7d7c7b7a7978ull };
     const uint8_t data[3] = { 0xe1, 0xe2, 0xe3 };
     uint8_t buf[sizeof(want) + 8];
 
     memset(buf, 0xa5, sizeof(buf));
-    size_t n = gdr_rma_dev_encode(buf, sizeof(buf), &h, &piece, data);
+    size_t n = gdr_rma_staged_encode(buf, sizeof(buf), &h, &piece, data);
     GDR_CHECK(n == sizeof(want), "the 1-piece, 3-byte message is %zu bytes (%zu)", sizeof(want),
               n);
     size_t at = 0;
@@ -208,39 +208,39 @@ static void test_layout(void)
 
 static void test_encode_limits(void)
 {
-    gdr_rma_dev_hdr_t h = base(GDR_RMA_DEV_REQ);
-    size_t n = gdr_rma_dev_msg_bytes(&h);
-    uint8_t *buf = malloc(GDR_RMA_DEV_MSG_MAX + 64);
+    gdr_rma_staged_hdr_t h = base(GDR_RMA_STAGED_REQ);
+    size_t n = gdr_rma_staged_msg_bytes(&h);
+    uint8_t *buf = malloc(GDR_RMA_STAGED_MSG_MAX + 64);
 
     GDR_CHECK(n == HDR + 3 * PIECE + 40, "msg_bytes: header, 3 pieces, 40 inline bytes (%zu)",
               n);
     memset(buf, 0xa5, n + 8);
     int untouched = 1;
-    GDR_CHECK(gdr_rma_dev_encode(buf, n - 1, &h, pool_pieces, pool_inline) == 0,
+    GDR_CHECK(gdr_rma_staged_encode(buf, n - 1, &h, pool_pieces, pool_inline) == 0,
               "a cap one byte short: refused");
     for (size_t i = n - 1; i < n + 8; i++)
         untouched &= buf[i] == 0xa5;
     GDR_CHECK(untouched, "nothing written at or past the cap");
-    GDR_CHECK(gdr_rma_dev_encode(buf, n, &h, pool_pieces, pool_inline) == n, "a cap of exactly"
+    GDR_CHECK(gdr_rma_staged_encode(buf, n, &h, pool_pieces, pool_inline) == n, "a cap of exactly"
               " the message: encoded");
 
     h.npieces = 1;
-    h.inline_len = GDR_RMA_DEV_MSG_MAX - HDR - PIECE + 1;
-    GDR_CHECK(gdr_rma_dev_encode(buf, GDR_RMA_DEV_MSG_MAX + 64, &h, pool_pieces,
-                                 pool_inline) == 0, "one byte over GDR_RMA_DEV_MSG_MAX: refused"
+    h.inline_len = GDR_RMA_STAGED_MSG_MAX - HDR - PIECE + 1;
+    GDR_CHECK(gdr_rma_staged_encode(buf, GDR_RMA_STAGED_MSG_MAX + 64, &h, pool_pieces,
+                                 pool_inline) == 0, "one byte over GDR_RMA_STAGED_MSG_MAX: refused"
               " whatever the cap");
     h.inline_len--;
-    GDR_CHECK(gdr_rma_dev_encode(buf, GDR_RMA_DEV_MSG_MAX + 64, &h, pool_pieces,
-                                 pool_inline) == GDR_RMA_DEV_MSG_MAX,
-              "exactly GDR_RMA_DEV_MSG_MAX: encoded");
+    GDR_CHECK(gdr_rma_staged_encode(buf, GDR_RMA_STAGED_MSG_MAX + 64, &h, pool_pieces,
+                                 pool_inline) == GDR_RMA_STAGED_MSG_MAX,
+              "exactly GDR_RMA_STAGED_MSG_MAX: encoded");
 
     h.npieces = UINT32_MAX;
     h.inline_len = UINT32_MAX;
     uint64_t huge = HDR + (uint64_t) UINT32_MAX * PIECE + UINT32_MAX;
-    GDR_CHECK(sizeof(size_t) < 8 || gdr_rma_dev_msg_bytes(&h) == huge,
+    GDR_CHECK(sizeof(size_t) < 8 || gdr_rma_staged_msg_bytes(&h) == huge,
               "msg_bytes of 2^32-1 pieces and inline bytes does not wrap (%zu)",
-              gdr_rma_dev_msg_bytes(&h));
-    GDR_CHECK(gdr_rma_dev_encode(buf, SIZE_MAX, &h, NULL, NULL) == 0,
+              gdr_rma_staged_msg_bytes(&h));
+    GDR_CHECK(gdr_rma_staged_encode(buf, SIZE_MAX, &h, NULL, NULL) == 0,
               "2^32-1 pieces and inline bytes with an unbounded cap: refused, nothing read");
     free(buf);
 }
@@ -248,17 +248,17 @@ static void test_encode_limits(void)
 /* Decoding the len bytes at msg (malloc'd, exactly len) fails, the reason naming `word`. */
 static void refused(const char *rule, const uint8_t *msg, size_t len, const char *word)
 {
-    gdr_rma_dev_hdr_t d;
+    gdr_rma_staged_hdr_t d;
     const uint8_t *pc, *in;
     const char *why = NULL;
-    int rc = gdr_rma_dev_decode(msg, len, &d, &pc, &in, &why);
+    int rc = gdr_rma_staged_decode(msg, len, &d, &pc, &in, &why);
 
     GDR_CHECK(rc == -1 && why != NULL && strstr(why, word) != NULL, "refused: %s (%s)", rule,
               why ? why : "no reason");
 }
 
 /* h encoded (encode checks nothing but size), then the `bytes` at `at` set to v. */
-static void refused_patched(const char *rule, gdr_rma_dev_hdr_t h, size_t at, int bytes,
+static void refused_patched(const char *rule, gdr_rma_staged_hdr_t h, size_t at, int bytes,
                             uint64_t v, const char *word)
 {
     size_t n;
@@ -269,15 +269,15 @@ static void refused_patched(const char *rule, gdr_rma_dev_hdr_t h, size_t at, in
     free(m);
 }
 
-static void refused_msg(const char *rule, gdr_rma_dev_hdr_t h, const char *word)
+static void refused_msg(const char *rule, gdr_rma_staged_hdr_t h, const char *word)
 {
     refused_patched(rule, h, 0, 0, 0, word);
 }
 
-static gdr_rma_dev_hdr_t with(int type, uint16_t flags, uint32_t npieces, uint32_t inline_len,
+static gdr_rma_staged_hdr_t with(int type, uint16_t flags, uint32_t npieces, uint32_t inline_len,
                               uint32_t len, int32_t status)
 {
-    gdr_rma_dev_hdr_t h = base(type);
+    gdr_rma_staged_hdr_t h = base(type);
     h.flags = flags;
     h.npieces = npieces;
     h.inline_len = inline_len;
@@ -288,10 +288,10 @@ static gdr_rma_dev_hdr_t with(int type, uint16_t flags, uint32_t npieces, uint32
 
 static void test_refusals(void)
 {
-    const int REQ = GDR_RMA_DEV_REQ, CHUNK = GDR_RMA_DEV_CHUNK, TAKEN = GDR_RMA_DEV_TAKEN,
-        RESULT = GDR_RMA_DEV_RESULT, DONE = GDR_RMA_DEV_DONE, ABORT = GDR_RMA_DEV_ABORT;
-    const uint16_t INL = GDR_RMA_DEV_F_INLINE, DYN = GDR_RMA_DEV_F_DYNAMIC;
-    gdr_rma_dev_hdr_t req = base(REQ);
+    const int REQ = GDR_RMA_STAGED_REQ, CHUNK = GDR_RMA_STAGED_CHUNK, TAKEN = GDR_RMA_STAGED_TAKEN,
+        RESULT = GDR_RMA_STAGED_RESULT, DONE = GDR_RMA_STAGED_DONE, ABORT = GDR_RMA_STAGED_ABORT;
+    const uint16_t INL = GDR_RMA_STAGED_F_INLINE, DYN = GDR_RMA_STAGED_F_DYNAMIC;
+    gdr_rma_staged_hdr_t req = base(REQ);
     size_t n;
     uint8_t *m, *t;
 
@@ -316,22 +316,22 @@ static void test_refusals(void)
     refused_patched("npieces one more than sent", req, 48, 4, req.npieces + 1,
                     "length disagrees");
     /* 88 + 16 + 0xffffffff is 103 in 32-bit arithmetic */
-    m = encode_exact(&(gdr_rma_dev_hdr_t) {.type = (uint8_t) REQ,.flags = INL,.npieces = 1 },
+    m = encode_exact(&(gdr_rma_staged_hdr_t) {.type = (uint8_t) REQ,.flags = INL,.npieces = 1 },
                      &n);
     set_le(m + 84, UINT32_MAX, 4);
     t = exact(m, 103);
     refused("103 bytes claiming 1 piece and 2^32-1 inline bytes", t, 103, "length disagrees");
     free(t);
     free(m);
-    m = malloc(GDR_RMA_DEV_MSG_MAX + 1);
-    gdr_rma_dev_hdr_t big = with(REQ, INL, 1, GDR_RMA_DEV_MSG_MAX - HDR - PIECE, 0, 0);
-    n = gdr_rma_dev_encode(m, GDR_RMA_DEV_MSG_MAX, &big, pool_pieces, pool_inline);
+    m = malloc(GDR_RMA_STAGED_MSG_MAX + 1);
+    gdr_rma_staged_hdr_t big = with(REQ, INL, 1, GDR_RMA_STAGED_MSG_MAX - HDR - PIECE, 0, 0);
+    n = gdr_rma_staged_encode(m, GDR_RMA_STAGED_MSG_MAX, &big, pool_pieces, pool_inline);
     set_le(m + 84, big.inline_len + 1, 4);
     m[n] = 0;
-    refused("GDR_RMA_DEV_MSG_MAX + 1 bytes", m, n + 1, "longer than GDR_RMA_DEV_MSG_MAX");
+    refused("GDR_RMA_STAGED_MSG_MAX + 1 bytes", m, n + 1, "longer than GDR_RMA_STAGED_MSG_MAX");
     free(m);
-    refused_msg("PIECES_MAX + 1 pieces", with(REQ, 0, GDR_RMA_DEV_PIECES_MAX + 1, 0, 0, 0),
-                "more than GDR_RMA_DEV_PIECES_MAX");
+    refused_msg("PIECES_MAX + 1 pieces", with(REQ, 0, GDR_RMA_STAGED_PIECES_MAX + 1, 0, 0, 0),
+                "more than GDR_RMA_STAGED_PIECES_MAX");
 
     refused_msg("REQ without pieces", with(REQ, INL, 0, 8, 0, 0), "without target");
     refused_msg("CHUNK with 2 pieces", with(CHUNK, 0, 2, 0, 100, 0), "target pieces on");
@@ -358,18 +358,18 @@ static void test_refusals(void)
 /* Every proper prefix of a valid message is refused, with a reason. */
 static void test_truncation(void)
 {
-    gdr_rma_dev_hdr_t big = with(GDR_RMA_DEV_REQ, GDR_RMA_DEV_F_INLINE, 20, 300, 0, 0);
+    gdr_rma_staged_hdr_t big = with(GDR_RMA_STAGED_REQ, GDR_RMA_STAGED_F_INLINE, 20, 300, 0, 0);
 
-    for (int type = GDR_RMA_DEV_REQ; type <= GDR_RMA_DEV_ABORT + 1; type++) {
-        gdr_rma_dev_hdr_t h = type <= GDR_RMA_DEV_ABORT ? base(type) : big;
+    for (int type = GDR_RMA_STAGED_REQ; type <= GDR_RMA_STAGED_ABORT + 1; type++) {
+        gdr_rma_staged_hdr_t h = type <= GDR_RMA_STAGED_ABORT ? base(type) : big;
         size_t n, refusals = 0;
         uint8_t *m = encode_exact(&h, &n);
         for (size_t len = 0; len < n; len++) {
             uint8_t *t = exact(m, len);
-            gdr_rma_dev_hdr_t d;
+            gdr_rma_staged_hdr_t d;
             const uint8_t *pc, *in;
             const char *why = NULL;
-            refusals += gdr_rma_dev_decode(t, len, &d, &pc, &in, &why) == -1 && why != NULL;
+            refusals += gdr_rma_staged_decode(t, len, &d, &pc, &in, &why) == -1 && why != NULL;
             free(t);
         }
         GDR_CHECK(refusals == n, "type %d, %zu bytes: each of its %zu prefixes refused (%zu)",
@@ -379,31 +379,31 @@ static void test_truncation(void)
 }
 
 /* A random valid message. */
-static gdr_rma_dev_hdr_t random_valid(void)
+static gdr_rma_staged_hdr_t random_valid(void)
 {
-    int type = GDR_RMA_DEV_REQ + (int) (rnd() % 6);
-    gdr_rma_dev_hdr_t h = {
+    int type = GDR_RMA_STAGED_REQ + (int) (rnd() % 6);
+    gdr_rma_staged_hdr_t h = {
         .type = (uint8_t) type,.kind = (uint8_t) rnd(),.op = (uint8_t) rnd(),
         .elem = (uint8_t) rnd(),.origin = (uint32_t) rnd(),.seq = (uint32_t) rnd(),
         .win_id = rnd(),.op_id = rnd(),.taddr = rnd(),.tbytes = rnd(),.slot = (uint32_t) rnd(),
         .off = rnd(),.raddr = rnd(),.len = (uint32_t) rnd(),.rkey = (uint32_t) rnd()
     };
     switch (type) {
-        case GDR_RMA_DEV_REQ:
+        case GDR_RMA_STAGED_REQ:
             h.flags = (uint16_t) (rnd() % 4);
-            h.npieces = 1 + (uint32_t) (rnd() % (rnd() % 8 == 0 ? GDR_RMA_DEV_PIECES_MAX : 4));
-            if (h.flags & GDR_RMA_DEV_F_INLINE)
+            h.npieces = 1 + (uint32_t) (rnd() % (rnd() % 8 == 0 ? GDR_RMA_STAGED_PIECES_MAX : 4));
+            if (h.flags & GDR_RMA_STAGED_F_INLINE)
                 h.inline_len = 1 + (uint32_t) (rnd() % 200);
             break;
-        case GDR_RMA_DEV_RESULT:
+        case GDR_RMA_STAGED_RESULT:
             h.flags = (uint16_t) (rnd() % 2);
             if (h.flags)
                 h.len = h.inline_len = 1 + (uint32_t) (rnd() % 200);
             /* fall through */
-        case GDR_RMA_DEV_CHUNK:
+        case GDR_RMA_STAGED_CHUNK:
             h.len += h.len == 0;
             break;
-        case GDR_RMA_DEV_DONE:
+        case GDR_RMA_STAGED_DONE:
             h.status = rnd() % 8 == 0 ? INT32_MIN : -(int32_t) (rnd() % 7);
             break;
     }
@@ -417,12 +417,12 @@ typedef struct fuzz_counts {
 /* Decodes the len bytes at m; an accepted message lies inside them and re-encodes to them. */
 static void fuzz_one(const uint8_t *m, size_t len, fuzz_counts_t *c)
 {
-    static gdr_rma_dev_piece_t pieces[GDR_RMA_DEV_PIECES_MAX];
-    static uint8_t again[GDR_RMA_DEV_MSG_MAX];
-    gdr_rma_dev_hdr_t d;
+    static gdr_rma_staged_piece_t pieces[GDR_RMA_STAGED_PIECES_MAX];
+    static uint8_t again[GDR_RMA_STAGED_MSG_MAX];
+    gdr_rma_staged_hdr_t d;
     const uint8_t *pc, *in;
     const char *why = NULL;
-    int rc = gdr_rma_dev_decode(m, len, &d, &pc, &in, &why);
+    int rc = gdr_rma_staged_decode(m, len, &d, &pc, &in, &why);
 
     if (rc == -1) {
         c->refused++;
@@ -430,15 +430,15 @@ static void fuzz_one(const uint8_t *m, size_t len, fuzz_counts_t *c)
         return;
     }
     c->accepted++;
-    if (rc != 0 || d.npieces > GDR_RMA_DEV_PIECES_MAX
+    if (rc != 0 || d.npieces > GDR_RMA_STAGED_PIECES_MAX
         || (d.npieces > 0 && (pc != m + HDR || pc + (size_t) d.npieces * PIECE > m + len))
         || (d.inline_len > 0 && (in < m + HDR || in + d.inline_len != m + len))) {
         c->bad++;
         return;
     }
     for (uint32_t i = 0; i < d.npieces; i++)
-        pieces[i] = gdr_rma_dev_piece_at(pc, i);
-    c->bad += gdr_rma_dev_encode(again, sizeof(again), &d, pieces, in) != len
+        pieces[i] = gdr_rma_staged_piece_at(pc, i);
+    c->bad += gdr_rma_staged_encode(again, sizeof(again), &d, pieces, in) != len
         || memcmp(again, m, len) != 0;
 }
 
@@ -448,10 +448,10 @@ static void test_fuzz(void)
     unsigned long iters = env ? strtoul(env, NULL, 10) : 200000;
     uint64_t seed = rng;
     fuzz_counts_t c = { 0 };
-    uint8_t scratch[GDR_RMA_DEV_MSG_MAX + 64];
+    uint8_t scratch[GDR_RMA_STAGED_MSG_MAX + 64];
 
     for (size_t i = 0; i < sizeof(pool_pieces) / sizeof(pool_pieces[0]); i++)
-        pool_pieces[i] = (gdr_rma_dev_piece_t) {.off = rnd(),.len = rnd() };
+        pool_pieces[i] = (gdr_rma_staged_piece_t) {.off = rnd(),.len = rnd() };
     for (size_t i = 0; i < sizeof(pool_inline); i++)
         pool_inline[i] = (uint8_t) rnd();
     for (unsigned long it = 0; it < iters; it++) {
@@ -461,7 +461,7 @@ static void test_fuzz(void)
             for (size_t i = 0; i < len; i++)
                 scratch[i] = (uint8_t) rnd();
             if (len >= HDR && rnd() % 2) {
-                scratch[0] = GDR_RMA_DEV_WIRE_VERSION;
+                scratch[0] = GDR_RMA_STAGED_WIRE_VERSION;
                 scratch[1] = (uint8_t) (1 + rnd() % 6);
                 scratch[5] = 0;
                 set_le(scratch + 6, rnd() % 4, 2);
@@ -470,8 +470,8 @@ static void test_fuzz(void)
                 set_le(scratch + 84, len - HDR - np * PIECE, 4);
             }
         } else {                /* a valid message, then mutated */
-            gdr_rma_dev_hdr_t h = random_valid();
-            len = gdr_rma_dev_encode(scratch, sizeof(scratch), &h,
+            gdr_rma_staged_hdr_t h = random_valid();
+            len = gdr_rma_staged_encode(scratch, sizeof(scratch), &h,
                                      pool_pieces + rnd() % 2, pool_inline + rnd() % 1000);
             uint8_t *m = exact(scratch, len);
             fuzz_counts_t v = { 0 };
@@ -509,7 +509,7 @@ static void test_fuzz(void)
 
 static void test_peek(void)
 {
-    gdr_rma_dev_hdr_t h = base(GDR_RMA_DEV_TAKEN);
+    gdr_rma_staged_hdr_t h = base(GDR_RMA_STAGED_TAKEN);
     size_t n;
     uint8_t *m = encode_exact(&h, &n);
     int short_refused = 1;
@@ -518,19 +518,19 @@ static void test_peek(void)
         uint8_t *t = exact(m, len);
         uint64_t win = 1;
         uint32_t origin = 2;
-        short_refused &= gdr_rma_dev_peek(t, len, &win, &origin) == -1 && win == 1
+        short_refused &= gdr_rma_staged_peek(t, len, &win, &origin) == -1 && win == 1
             && origin == 2;
         free(t);
     }
     GDR_CHECK(short_refused, "peek: each of the 88 lengths below the header: -1, nothing set");
     uint64_t win = 0;
     uint32_t origin = 0;
-    GDR_CHECK(gdr_rma_dev_peek(m, n, &win, &origin) == 0 && win == h.win_id
+    GDR_CHECK(gdr_rma_staged_peek(m, n, &win, &origin) == 0 && win == h.win_id
               && origin == h.origin, "peek: window id %#llx and origin %#x",
               (unsigned long long) win, origin);
     m[0] = 2;
     win = origin = 0;
-    GDR_CHECK(gdr_rma_dev_peek(m, n, &win, &origin) == 0 && win == h.win_id
+    GDR_CHECK(gdr_rma_staged_peek(m, n, &win, &origin) == 0 && win == h.win_id
               && origin == h.origin, "peek validates nothing: a version 2 message's ids");
     free(m);
 }

@@ -1,4 +1,4 @@
-/* The kernel-triggered RMA calls (gdr_rma_dev_api.h) run by CPU threads standing in for
+/* The kernel-triggered RMA calls (gdr_rma_kernel_api.h) run by CPU threads standing in for
  * GPU threads, as the simulated GPU runs kernels.  Three ranks: 0 (us) and 1 share a node
  * (their windows are mapped here), rank 2 is on another node, reached through the trigger
  * ring and a proxy thread whose executor applies each operation to rank 2's memory.
@@ -15,7 +15,7 @@
 #include <string.h>
 #include <unistd.h>
 #include "gdr_unit.h"
-#include "rma/gdr_rma_dev_api.h"
+#include "rma/gdr_rma_kernel_api.h"
 #include "rma/gdr_rma_trigger_proxy.h"
 
 #define NRANKS 3

@@ -1,4 +1,4 @@
-/* The staged protocol (src/rma/gdr_rma_dev.h) over the real device seam
+/* The staged protocol (src/rma/gdr_rma_staged.h) over the real device seam
  * (src/gpu/gdr_gpu_rma_device.h) on the simulated GPU, in both of its modes.  In strict
  * mode device memory is PROT_NONE for the host: if the protocol dereferenced window,
  * origin or result memory on the host, this test would die of SIGSEGV.  Accumulates run
@@ -31,7 +31,7 @@
 #include "gpu/gdr_gpu_module.h"
 #include "gpu/gdr_gpu_rma_device.h"
 #include "gpu/gdr_gpu_stream.h"
-#include "rma/gdr_rma_dev.h"
+#include "rma/gdr_rma_staged.h"
 
 enum {
     RANKS = 2,
@@ -59,8 +59,8 @@ typedef struct rank {
     gdr_rma_device_t dev;
     gdr_rma_engine_t eng;
     gdr_rma_win_t w;
-    gdr_rma_dev_t *d;
-    gdr_rma_dev_win_t *dw;
+    gdr_rma_staged_t *d;
+    gdr_rma_staged_win_t *dw;
     void *base;                 /* the window: device memory */
     gdr_rma_mr_t reg;           /* the one registration (the staging block) */
     int regs, pins, unpins;
@@ -91,7 +91,7 @@ static struct {
     read_req_t reads[64];
     int n_reads;
     unsigned long ticks, sent, self_sends, bad_reads, bad_peeks, delivered;
-    int progress_rc;            /* the first failing gdr_rma_dev_progress */
+    int progress_rc;            /* the first failing gdr_rma_staged_progress */
     struct timespec deadline;
     int timed_out;
 } W;
@@ -123,11 +123,11 @@ static void deliver(int from, int to)
     uint64_t win_id;
     uint32_t origin;
     rank_t *r = &W.r[to];
-    if (gdr_rma_dev_peek(m->bytes, m->len, &win_id, &origin) != 0 || win_id != WIN_ID
+    if (gdr_rma_staged_peek(m->bytes, m->len, &win_id, &origin) != 0 || win_id != WIN_ID
         || origin != (uint32_t) from) {
         W.bad_peeks++;
     } else {
-        int rc = gdr_rma_dev_deliver(r->dw, m->bytes, m->len);
+        int rc = gdr_rma_staged_deliver(r->dw, m->bytes, m->len);
         if (rc != GDR_RMA_OK && W.progress_rc == 0)
             W.progress_rc = rc;
         W.delivered++;
@@ -172,7 +172,7 @@ static int tick(void)
         complete_read(q);
     }
     for (int i = 0; i < RANKS; i++) {
-        int rc = gdr_rma_dev_progress(W.r[i].d);
+        int rc = gdr_rma_staged_progress(W.r[i].d);
         if (rc != GDR_RMA_OK && W.progress_rc == 0)
             W.progress_rc = rc;
     }
@@ -193,7 +193,7 @@ static int h_progress(void *ctx)
 static int h_send_msg(void *ctx, void *host_win, int target, const void *bytes, size_t len)
 {
     rank_t *r = ctx;
-    if (host_win != r || target < 0 || target >= RANKS || len > GDR_RMA_DEV_MSG_MAX)
+    if (host_win != r || target < 0 || target >= RANKS || len > GDR_RMA_STAGED_MSG_MAX)
         return -1;
     if (target == r->id)
         W.self_sends++;         /* the protocol keeps messages to self in its own inbox */
@@ -314,7 +314,7 @@ static int counted_copyv(void *ctx, void *queue, const struct iovec *dst, size_t
     return r->copyv(ctx, queue, dst, n_dst, src, n_src);
 }
 
-static const gdr_rma_dev_config_t cfg = {.inline_max = INLINE,.chunk_bytes = CHUNK,
+static const gdr_rma_staged_config_t cfg = {.inline_max = INLINE,.chunk_bytes = CHUNK,
     .slots_per_pool = SLOTS
 };
 
@@ -350,12 +350,12 @@ static int rank_open(rank_t *r, int id, const char *lib)
         return -1;
     for (int t = 0; t < RANKS; t++)
         gdr_rma_win_set_peer(&r->w, t, t);
-    r->d = gdr_rma_dev_new(&r->eng, &r->dev, &cfg, why, sizeof(why));
+    r->d = gdr_rma_staged_new(&r->eng, &r->dev, &cfg, why, sizeof(why));
     if (r->d == NULL) {
         GDR_CHECK(0, "rank %d: protocol context: %s", id, why);
         return -1;
     }
-    r->dw = gdr_rma_dev_win_new(r->d, &r->w, WIN_ID, r->base, WIN_BYTES, 1);
+    r->dw = gdr_rma_staged_win_new(r->d, &r->w, WIN_ID, r->base, WIN_BYTES, 1);
     return r->dw != NULL ? 0 : -1;
 }
 
@@ -381,13 +381,13 @@ static int exchange_cards(void)
 static void rank_close(rank_t *r)
 {
     if (r->dw != NULL)
-        gdr_rma_dev_win_free(r->dw);
+        gdr_rma_staged_win_free(r->dw);
     r->dw = NULL;
 }
 
 static void rank_free(rank_t *r)
 {
-    gdr_rma_dev_free(r->d);
+    gdr_rma_staged_free(r->d);
     gdr_rma_win_free(&r->w);
     if (r->base != NULL)
         gdr_gpu_mem_free(&r->g, r->base);
@@ -487,15 +487,15 @@ static int finish(rank_t *o, int t)
     int rc = gdr_rma_wait_target(&o->w.tracker, &o->eng, t, 0);
     if (rc != GDR_RMA_OK && (W.timed_out || W.progress_rc != 0))
         printf("# wait %d: progress %d%s; rank 0: %s; rank 1: %s\n", rc, W.progress_rc,
-               W.timed_out ? ", timed out" : "", gdr_rma_dev_error(W.r[0].d),
-               gdr_rma_dev_error(W.r[1].d));
+               W.timed_out ? ", timed out" : "", gdr_rma_staged_error(W.r[0].d),
+               gdr_rma_staged_error(W.r[1].d));
     for (int k = 0; k < 100000 && !past_deadline(); k++) {
         int quiet = W.n_reads == 0;
         for (int i = 0; i < RANKS; i++)
             for (int j = 0; j < RANKS; j++)
                 quiet &= W.queued[i][j] == 0;
         for (int i = 0; i < RANKS; i++) {
-            const gdr_rma_stage_t *st = gdr_rma_dev_stage(W.r[i].d);
+            const gdr_rma_stage_t *st = gdr_rma_staged_stage(W.r[i].d);
             for (int p = 0; st != NULL && p < GDR_RMA_STAGE_POOLS; p++)
                 quiet &= st->counts[p].in_use == 0;
             quiet &= W.r[i].gd.marks_out == 0;
@@ -512,7 +512,7 @@ static int all_back(void)
 {
     int ok = 1;
     for (int i = 0; i < RANKS; i++) {
-        const gdr_rma_stage_t *st = gdr_rma_dev_stage(W.r[i].d);
+        const gdr_rma_stage_t *st = gdr_rma_staged_stage(W.r[i].d);
         for (int p = 0; st != NULL && p < GDR_RMA_STAGE_POOLS; p++)
             ok &= st->counts[p].in_use == 0;
         ok &= W.r[i].gd.marks_out == 0;
@@ -546,9 +546,9 @@ static void put_case(int from, size_t n, int device, int scattered)
     }
     gdr_rma_access_t a = access_of(GDR_RMA_PUT, 1, disp, tp, ntp);
     a.origin = buf_of(o, device ? dsrc : src, device);
-    gdr_rma_dev_counts_t before = *gdr_rma_dev_counts(o->d);
+    gdr_rma_staged_counts_t before = *gdr_rma_staged_counts(o->d);
     done_t cb = { 0 };
-    int rc = gdr_rma_dev_start(o->dw, &a, on_done, &cb);
+    int rc = gdr_rma_staged_start(o->dw, &a, on_done, &cb);
     for (size_t i = 0, at = 0; i < ntp; at += tp[i].iov_len, i++)
         memcpy(model[1] + disp * UNIT + (size_t) tp[i].iov_base, src + at, tp[i].iov_len);
     int wrc = rc == GDR_RMA_OK ? finish(o, 1) : rc;
@@ -557,10 +557,10 @@ static void put_case(int from, size_t n, int device, int scattered)
               "put %zu B from rank %d (%s origin, %s target): remote completion (start %d, "
               "wait %d, callback %d/%d%s%s)", n, from, device ? "device" : "host",
               scattered ? "3 pieces" : "1 piece", rc, wrc, cb.calls, cb.status,
-              W.timed_out ? ", timed out: " : "", W.timed_out ? gdr_rma_dev_error(o->d) : "");
+              W.timed_out ? ", timed out: " : "", W.timed_out ? gdr_rma_staged_error(o->d) : "");
     GDR_CHECK(win_matches(1, &bad), "put %zu B: the window holds the data at its pieces and "
               "nothing else changed (first difference at %zd)", n, (ssize_t) bad);
-    const gdr_rma_dev_counts_t *c = gdr_rma_dev_counts(o->d);
+    const gdr_rma_staged_counts_t *c = gdr_rma_staged_counts(o->d);
     uint64_t chunks = n <= INLINE ? 0 : (n + CHUNK - 1) / CHUNK;
     GDR_CHECK(c->started[GDR_RMA_PUT] == before.started[GDR_RMA_PUT] + 1
               && c->chunks_staged == before.chunks_staged + chunks && c->aborted == 0,
@@ -600,13 +600,13 @@ static void get_case(int from, size_t n, int device, int scattered)
     gdr_rma_access_t a = access_of(GDR_RMA_GET, 1, disp, tp, ntp);
     a.result = buf_of(o, res + 32, device);
     done_t cb = { 0 };
-    int rc = gdr_rma_dev_start(o->dw, &a, on_done, &cb);
+    int rc = gdr_rma_staged_start(o->dw, &a, on_done, &cb);
     int wrc = rc == GDR_RMA_OK ? finish(o, 1) : rc;
     GDR_CHECK(rc == GDR_RMA_OK && wrc == GDR_RMA_OK && cb.calls == 1 && cb.status == 0,
               "get %zu B to rank %d (%s result, %s target): remote completion (start %d, "
               "wait %d, callback %d/%d: %s)", n, from, device ? "device" : "host",
               scattered ? "3 pieces" : "1 piece", rc, wrc, cb.calls, cb.status,
-              gdr_rma_dev_error(o->d));
+              gdr_rma_staged_error(o->d));
     int ok = device ? dev_read(o, back, dres, n + 64) == 0 : (memcpy(back, host_res, n + 64),
                                                              1);
     ok = ok && memcmp(back + 32, expect, n) == 0;
@@ -652,8 +652,8 @@ static void scattered_origin_case(void)
     ay.origin = (gdr_rma_buf_t) {.scattered = 1,.iov = yv,.n = 1,
         .device_id = o->dev.buffer_id(o->dev.ctx, y) };
     done_t c1 = { 0 }, c2 = { 0 };
-    int rc = gdr_rma_dev_start(o->dw, &ax, on_done, &c1);
-    int rc2 = gdr_rma_dev_start(o->dw, &ay, on_done, &c2);
+    int rc = gdr_rma_staged_start(o->dw, &ax, on_done, &c1);
+    int rc2 = gdr_rma_staged_start(o->dw, &ay, on_done, &c2);
     memcpy(model[1], src, n);
     int wrc = finish(o, 1);
     size_t bad;
@@ -667,7 +667,7 @@ static void scattered_origin_case(void)
     gdr_rma_access_t g = access_of(GDR_RMA_GET, 1, 0, xt, 2);
     g.result = ax.origin;
     done_t c3 = { 0 };
-    rc = gdr_rma_dev_start(o->dw, &g, on_done, &c3);
+    rc = gdr_rma_staged_start(o->dw, &g, on_done, &c3);
     wrc = finish(o, 1);
     int ok = rc == GDR_RMA_OK && wrc == GDR_RMA_OK && c3.status == 0
         && dev_read(o, back, xv[0].iov_base, 5000) == 0 && memcmp(back, src, 5000) == 0
@@ -718,18 +718,18 @@ static void acc_case(int from, const char *what, gdr_rma_kind_t kind, int op, in
             a.result = buf_of(o, hres, 0);
         }
     }
-    gdr_rma_dev_counts_t before = *gdr_rma_dev_counts(W.r[1].d);
+    gdr_rma_staged_counts_t before = *gdr_rma_staged_counts(W.r[1].d);
     unsigned long accs = W.r[1].accs;
     done_t cb = { 0 };
-    int rc = gdr_rma_dev_start(o->dw, &a, on_done, &cb);
+    int rc = gdr_rma_staged_start(o->dw, &a, on_done, &cb);
     int wrc = rc == GDR_RMA_OK ? finish(o, 1) : rc;
     size_t bad;
     GDR_CHECK(rc == GDR_RMA_OK && wrc == GDR_RMA_OK && cb.calls == 1 && cb.status == 0,
               "%s: remote completion (start %d, wait %d, callback %d/%d: %s)", what, rc, wrc,
-              cb.calls, cb.status, gdr_rma_dev_error(o->d));
+              cb.calls, cb.status, gdr_rma_staged_error(o->d));
     GDR_CHECK(win_matches(1, &bad), "%s: the window holds op(target, origin) for %zu elements,"
               " nothing else changed (first difference at %zd)", what, count, (ssize_t) bad);
-    const gdr_rma_dev_counts_t *c = gdr_rma_dev_counts(W.r[1].d);
+    const gdr_rma_staged_counts_t *c = gdr_rma_staged_counts(W.r[1].d);
     GDR_CHECK(c->served[kind] == before.served[kind] + 1
               && c->chunks_read - before.chunks_read == (n <= INLINE ? 0 : (n + CHUNK - 1)
                                                          / CHUNK),
@@ -806,7 +806,7 @@ static void fop_cas_cases(void)
     a.origin = buf_of(o, dv, 1);
     a.result = buf_of(o, dr, 1);
     done_t cb = { 0 };
-    int rc = gdr_rma_dev_start(o->dw, &a, on_done, &cb);
+    int rc = gdr_rma_staged_start(o->dw, &a, on_done, &cb);
     int wrc = rc == GDR_RMA_OK ? finish(o, 1) : rc;
     int64_t now = start + v;
     memcpy(elem, &now, 8);
@@ -814,7 +814,7 @@ static void fop_cas_cases(void)
     GDR_CHECK(rc == GDR_RMA_OK && wrc == GDR_RMA_OK && cb.status == 0 && cb.calls == 1
               && dev_read(o, &got, dr, 8) == 0 && got == start, "fetch_and_op SUM int64: "
               "the device result holds the old value (%lld; %s)", (long long) got,
-              gdr_rma_dev_error(o->d));
+              gdr_rma_staged_error(o->d));
     GDR_CHECK(win_matches(1, &bad), "fetch_and_op SUM int64: the element is %lld, nothing "
               "else changed", (long long) now);
 
@@ -831,7 +831,7 @@ static void fop_cas_cases(void)
     a.compare_device_id = o->dev.buffer_id(o->dev.ctx, dc);
     a.result = buf_of(o, dr, 1);
     cb = (done_t) { 0 };
-    rc = gdr_rma_dev_start(o->dw, &a, on_done, &cb);
+    rc = gdr_rma_staged_start(o->dw, &a, on_done, &cb);
     wrc = rc == GDR_RMA_OK ? finish(o, 1) : rc;
     memcpy(elem, &swap, 8);
     GDR_CHECK(rc == GDR_RMA_OK && wrc == GDR_RMA_OK && cb.status == 0
@@ -846,7 +846,7 @@ static void fop_cas_cases(void)
     a.compare_device_id = 0;
     a.result = buf_of(o, &hres, 0);
     cb = (done_t) { 0 };
-    rc = gdr_rma_dev_start(o->dw, &a, on_done, &cb);
+    rc = gdr_rma_staged_start(o->dw, &a, on_done, &cb);
     wrc = rc == GDR_RMA_OK ? finish(o, 1) : rc;
     GDR_CHECK(rc == GDR_RMA_OK && wrc == GDR_RMA_OK && cb.status == 0 && hres == swap
               && win_matches(1, &bad), "compare_and_swap int64, miss (host compare and "
@@ -892,7 +892,7 @@ static void two_origins_case(void)
             a.gpu_type = GDR_GPU_T_INT64;
             a.int64_elements = 1;
             a.origin = buf_of(o, (int64_t *) src[i] + k, 1);
-            started &= gdr_rma_dev_start(o->dw, &a, on_done, &cb[i][k]) == GDR_RMA_OK;
+            started &= gdr_rma_staged_start(o->dw, &a, on_done, &cb[i][k]) == GDR_RMA_OK;
             if (k % 3 == 0)
                 tick();
         }
@@ -904,7 +904,7 @@ static void two_origins_case(void)
             calls &= cb[i][k].calls == 1 && cb[i][k].status == 0;
     GDR_CHECK(started && w0 == GDR_RMA_OK && w1 == GDR_RMA_OK && calls,
               "two origins: %d accumulates each, all complete (%s)", ROUNDS,
-              gdr_rma_dev_error(W.r[1].d));
+              gdr_rma_staged_error(W.r[1].d));
     memcpy(model[1] + disp * UNIT, &expect, 8);
     size_t bad;
     GDR_CHECK(dev_read(&W.r[1], &got, (char *) W.r[1].base + disp * UNIT, 8) == 0
@@ -932,17 +932,17 @@ static void freed_origin_case(void)
     void *dsrc = dev_alloc(o, n, src);
     gdr_rma_access_t a = access_of(GDR_RMA_PUT, 1, 0, (struct iovec[]) { piece(0, n) }, 1);
     a.origin = buf_of(o, dsrc, 1);
-    gdr_rma_dev_counts_t before = *gdr_rma_dev_counts(o->d);
+    gdr_rma_staged_counts_t before = *gdr_rma_staged_counts(o->d);
     done_t cb = { 0 };
-    int rc = gdr_rma_dev_start(o->dw, &a, on_done, &cb);
+    int rc = gdr_rma_staged_start(o->dw, &a, on_done, &cb);
     GDR_CHECK(rc == GDR_RMA_OK && gdr_gpu_mem_free(&o->g, dsrc) == 0,
               "freed origin: a put of %zu B started, then its device origin freed", n);
     int wrc = finish(o, 1);
     size_t bad;
     GDR_CHECK(wrc == GDR_RMA_ERROR && cb.calls == 1 && cb.status == GDR_RMA_ERROR,
               "freed origin: the wait says GDR_RMA_ERROR (%d), the callback too (%d/%d): %s",
-              wrc, cb.calls, cb.status, gdr_rma_dev_error(o->d));
-    GDR_CHECK(gdr_rma_dev_counts(o->d)->aborted == before.aborted + 1,
+              wrc, cb.calls, cb.status, gdr_rma_staged_error(o->d));
+    GDR_CHECK(gdr_rma_staged_counts(o->d)->aborted == before.aborted + 1,
               "freed origin: the origin aborted the operation");
     GDR_CHECK(win_matches(1, &bad), "freed origin: the window is untouched");
     GDR_CHECK(all_back(), "freed origin: every staging slot and device mark is back");
@@ -954,13 +954,13 @@ static void freed_origin_case(void)
     gdr_rma_access_t g = access_of(GDR_RMA_GET, 1, 0, (struct iovec[]) { piece(0, n) }, 1);
     g.result = buf_of(o, dres, 1);
     cb = (done_t) { 0 };
-    rc = gdr_rma_dev_start(o->dw, &g, on_done, &cb);
+    rc = gdr_rma_staged_start(o->dw, &g, on_done, &cb);
     GDR_CHECK(rc == GDR_RMA_OK && gdr_gpu_mem_free(&o->g, dres) == 0,
               "freed result: a get of %zu B started, then its device result freed", n);
     wrc = finish(o, 1);
     GDR_CHECK(wrc == GDR_RMA_ERROR && cb.calls == 1 && cb.status == GDR_RMA_ERROR,
               "freed result: the operation fails (wait %d, callback %d/%d): %s", wrc, cb.calls,
-              cb.status, gdr_rma_dev_error(o->d));
+              cb.status, gdr_rma_staged_error(o->d));
     GDR_CHECK(win_matches(1, &bad) && all_back(), "freed result: the window is untouched, "
               "every slot and mark is back");
 
@@ -974,20 +974,20 @@ static void freed_origin_case(void)
     void *d6 = dev_alloc(o, N6, src6);
     gdr_rma_access_t a6 = access_of(GDR_RMA_PUT, 1, 0, (struct iovec[]) { piece(0, N6) }, 1);
     a6.origin = buf_of(o, d6, 1);
-    before = *gdr_rma_dev_counts(o->d);
+    before = *gdr_rma_staged_counts(o->d);
     cb = (done_t) { 0 };
-    rc = gdr_rma_dev_start(o->dw, &a6, on_done, &cb);
-    while (rc == GDR_RMA_OK && gdr_rma_dev_counts(o->d)->chunks_staged < before.chunks_staged + 2
+    rc = gdr_rma_staged_start(o->dw, &a6, on_done, &cb);
+    while (rc == GDR_RMA_OK && gdr_rma_staged_counts(o->d)->chunks_staged < before.chunks_staged + 2
            && !tick()) ;
-    unsigned long long staged = gdr_rma_dev_counts(o->d)->chunks_staged - before.chunks_staged;
+    unsigned long long staged = gdr_rma_staged_counts(o->d)->chunks_staged - before.chunks_staged;
     GDR_CHECK(rc == GDR_RMA_OK && staged >= 2 && staged < 6 && gdr_gpu_mem_free(&o->g, d6) == 0,
               "freed mid-way: a put of 6 chunks, its origin freed after %llu were staged",
               staged);
     wrc = finish(o, 1);
     GDR_CHECK(wrc == GDR_RMA_ERROR && cb.calls == 1 && cb.status == GDR_RMA_ERROR
-              && gdr_rma_dev_counts(o->d)->aborted == before.aborted + 1,
+              && gdr_rma_staged_counts(o->d)->aborted == before.aborted + 1,
               "freed mid-way: aborted, the operation fails (callback %d/%d): %s", cb.calls,
-              cb.status, gdr_rma_dev_error(o->d));
+              cb.status, gdr_rma_staged_error(o->d));
     static uint8_t back6[N6];
     int prefix = gdr_gpu_copy(&W.r[1].g, back6, W.r[1].base, N6) == 0, k = 0;
     while (k < 6 && memcmp(back6 + k * CHUNK, src6 + k * CHUNK, CHUNK) == 0)
@@ -1005,7 +1005,7 @@ static void freed_origin_case(void)
     void *again = dev_alloc(o, n, src);
     a.origin = buf_of(o, again, 1);
     cb = (done_t) { 0 };
-    rc = gdr_rma_dev_start(o->dw, &a, on_done, &cb);
+    rc = gdr_rma_staged_start(o->dw, &a, on_done, &cb);
     memcpy(model[1], src, n);
     wrc = finish(o, 1);
     GDR_CHECK(rc == GDR_RMA_OK && cb.calls == 1 && cb.status == 0 && win_matches(1, &bad),
@@ -1055,14 +1055,14 @@ static void both_ways_case(void)
         a.gpu_type = GDR_GPU_T_INT32;
         a.origin = buf_of(o, orig[i], 1);
         a.result = buf_of(o, res[i], 1);
-        started &= gdr_rma_dev_start(o->dw, &a, on_done, &cb[i][0]) == GDR_RMA_OK;
+        started &= gdr_rma_staged_start(o->dw, &a, on_done, &cb[i][0]) == GDR_RMA_OK;
     }
     for (int i = 0; i < RANKS; i++) {
         rank_t *o = &W.r[i];
         gdr_rma_access_t a = access_of(GDR_RMA_PUT, 1 - i, disp,
                                        (struct iovec[]) { piece(BIG, BIG) }, 1);
         a.origin = buf_of(o, put_src[i], 1);
-        started &= gdr_rma_dev_start(o->dw, &a, on_done, &cb[i][1]) == GDR_RMA_OK;
+        started &= gdr_rma_staged_start(o->dw, &a, on_done, &cb[i][1]) == GDR_RMA_OK;
     }
     int w0 = finish(&W.r[0], 1), w1 = finish(&W.r[1], 0), ok = 1;
     for (int i = 0; i < RANKS; i++)
@@ -1070,7 +1070,7 @@ static void both_ways_case(void)
             && cb[i][1].status == 0;
     GDR_CHECK(started && w0 == GDR_RMA_OK && w1 == GDR_RMA_OK && ok, "both ways: each rank's "
               "get_accumulate and put of %d B to the other complete (%s / %s)", BIG,
-              gdr_rma_dev_error(W.r[0].d), gdr_rma_dev_error(W.r[1].d));
+              gdr_rma_staged_error(W.r[0].d), gdr_rma_staged_error(W.r[1].d));
     for (int i = 0; i < RANKS; i++) {
         size_t bad;
         GDR_CHECK(win_matches(1 - i, &bad), "both ways: rank %d's window holds the sums and "
@@ -1139,7 +1139,7 @@ static void body(const char *lib, const char *mode)
               "slots; every message named the window and its sender (%lu messages, %lu ticks)",
               W.sent, W.ticks);
     for (int i = 0; i < RANKS; i++) {
-        const gdr_rma_dev_counts_t *c = gdr_rma_dev_counts(W.r[i].d);
+        const gdr_rma_staged_counts_t *c = gdr_rma_staged_counts(W.r[i].d);
         GDR_CHECK(c->refused == 0, "rank %d refused nothing", i);
         GDR_CHECK(W.r[i].copyvs > 0 && W.r[i].unpinned == 0, "rank %d: every piece of its %lu "
                   "device copies was device memory or a staging slot", i, W.r[i].copyvs);

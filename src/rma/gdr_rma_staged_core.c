@@ -1,13 +1,13 @@
 /* The staged protocol's common parts: span lists, slots lent and returned, messages,
  * reads of a peer's slot, copies between span lists and slots, and short waits. */
-#include "gdr_rma_dev_internal.h"
+#include "gdr_rma_staged_internal.h"
 
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-int gdr_dev_spans_each(spans_t *s, uint64_t off, uint64_t len, part_fn fn, void *arg)
+int gdr_staged_spans_each(spans_t *s, uint64_t off, uint64_t len, part_fn fn, void *arg)
 {
     size_t i = 0;
     uint64_t start = 0;
@@ -31,14 +31,14 @@ int gdr_dev_spans_each(spans_t *s, uint64_t off, uint64_t len, part_fn fn, void 
     return 0;
 }
 
-void gdr_dev_spans_free(spans_t *s)
+void gdr_staged_spans_free(spans_t *s)
 {
     free(s->v);
     s->v = NULL;
     s->n = 0;
 }
 
-void gdr_dev_set_error(gdr_rma_dev_t *d, const char *fmt, ...)
+void gdr_staged_set_error(gdr_rma_staged_t *d, const char *fmt, ...)
 {
     va_list ap;
     va_start(ap, fmt);
@@ -46,41 +46,41 @@ void gdr_dev_set_error(gdr_rma_dev_t *d, const char *fmt, ...)
     va_end(ap);
 }
 
-int gdr_dev_ensure_stage(gdr_rma_dev_t *d)
+int gdr_staged_ensure_stage(gdr_rma_staged_t *d)
 {
     if (d->staged)
         return GDR_RMA_OK;
     int rc = gdr_rma_stage_init(&d->stage, &d->eng->net, d->dev, d->cfg.chunk_bytes,
                                 d->cfg.slots_per_pool);
     if (rc != GDR_RMA_OK) {
-        gdr_dev_set_error(d, "%s", d->stage.error);
+        gdr_staged_set_error(d, "%s", d->stage.error);
         gdr_rma_stage_free(&d->stage);
         return rc;
     }
     d->lent = calloc((size_t) d->cfg.slots_per_pool * GDR_RMA_STAGE_POOLS, sizeof(*d->lent));
     if (d->lent == NULL) {
         gdr_rma_stage_free(&d->stage);
-        gdr_dev_set_error(d, "out of memory for the staging slots' owners");
+        gdr_staged_set_error(d, "out of memory for the staging slots' owners");
         return GDR_RMA_NOMEM;
     }
     d->staged = 1;
     return GDR_RMA_OK;
 }
 
-int gdr_dev_ensure_queue(gdr_rma_dev_t *d, void **queue)
+int gdr_staged_ensure_queue(gdr_rma_staged_t *d, void **queue)
 {
     if (*queue != NULL)
         return GDR_RMA_OK;
     if (d->dev->queue_new(d->dev->ctx, queue) != GDR_RMA_OK) {
         *queue = NULL;
-        gdr_dev_set_error(d, "creating a device queue failed: %s", d->dev->error(d->dev->ctx));
+        gdr_staged_set_error(d, "creating a device queue failed: %s", d->dev->error(d->dev->ctx));
         return GDR_RMA_ERROR;
     }
     return GDR_RMA_OK;
 }
 
 /* 1 reached (or no mark), 0 pending, negative failed. */
-int gdr_dev_mark_reached(gdr_rma_dev_t *d, void **mark)
+int gdr_staged_mark_reached(gdr_rma_staged_t *d, void **mark)
 {
     if (*mark == NULL)
         return 1;
@@ -89,26 +89,26 @@ int gdr_dev_mark_reached(gdr_rma_dev_t *d, void **mark)
         d->dev->mark_free(d->dev->ctx, *mark);
         *mark = NULL;
         if (r < 0)
-            gdr_dev_set_error(d, "device work of the staged protocol failed: %s",
+            gdr_staged_set_error(d, "device work of the staged protocol failed: %s",
                               d->dev->error(d->dev->ctx));
     }
     return r;
 }
 
-void gdr_dev_give(gdr_rma_dev_t *d, gdr_rma_slot_t **slot)
+void gdr_staged_give(gdr_rma_staged_t *d, gdr_rma_slot_t **slot)
 {
     if (*slot != NULL)
         gdr_rma_stage_give(&d->stage, *slot);
     *slot = NULL;
 }
 
-static int send_to(gdr_rma_dev_win_t *dw, int rank, const void *msg, size_t len)
+static int send_to(gdr_rma_staged_win_t *dw, int rank, const void *msg, size_t len)
 {
-    gdr_rma_dev_t *d = dw->d;
+    gdr_rma_staged_t *d = dw->d;
     if (rank == dw->w->self) {
         self_msg_t *m = malloc(sizeof(*m) + len);
         if (m == NULL) {
-            gdr_dev_set_error(d, "out of memory for a message to self");
+            gdr_staged_set_error(d, "out of memory for a message to self");
             return GDR_RMA_NOMEM;
         }
         m->next = NULL;
@@ -123,52 +123,52 @@ static int send_to(gdr_rma_dev_win_t *dw, int rank, const void *msg, size_t len)
         return GDR_RMA_OK;
     }
     if (d->eng->host.send_msg(d->eng->host.ctx, dw->w->host_win, rank, msg, len) != 0) {
-        gdr_dev_set_error(d, "sending a staged-protocol message to rank %d failed", rank);
+        gdr_staged_set_error(d, "sending a staged-protocol message to rank %d failed", rank);
         return GDR_RMA_HOST_ERROR;
     }
     return GDR_RMA_OK;
 }
 
-gdr_rma_dev_hdr_t gdr_dev_hdr_of(const gdr_rma_dev_win_t *dw, int type, uint64_t op_id)
+gdr_rma_staged_hdr_t gdr_staged_hdr_of(const gdr_rma_staged_win_t *dw, int type, uint64_t op_id)
 {
-    return (gdr_rma_dev_hdr_t) {.type = (uint8_t) type,.origin = (uint32_t) dw->w->self,
+    return (gdr_rma_staged_hdr_t) {.type = (uint8_t) type,.origin = (uint32_t) dw->w->self,
         .win_id = dw->win_id,.op_id = op_id };
 }
 
-int gdr_dev_send_hdr(gdr_rma_dev_win_t *dw, int rank, const gdr_rma_dev_hdr_t *h,
-                     const gdr_rma_dev_piece_t *pieces, const void *inline_data)
+int gdr_staged_send_hdr(gdr_rma_staged_win_t *dw, int rank, const gdr_rma_staged_hdr_t *h,
+                     const gdr_rma_staged_piece_t *pieces, const void *inline_data)
 {
-    gdr_rma_dev_t *d = dw->d;
-    size_t n = gdr_rma_dev_encode(d->msg, sizeof(d->msg), h, pieces, inline_data);
+    gdr_rma_staged_t *d = dw->d;
+    size_t n = gdr_rma_staged_encode(d->msg, sizeof(d->msg), h, pieces, inline_data);
     if (n == 0) {
-        gdr_dev_set_error(d, "a staged-protocol message of %zu bytes does not fit one message",
-                          gdr_rma_dev_msg_bytes(h));
+        gdr_staged_set_error(d, "a staged-protocol message of %zu bytes does not fit one message",
+                          gdr_rma_staged_msg_bytes(h));
         return GDR_RMA_ERROR;
     }
     return send_to(dw, rank, d->msg, n);
 }
 
-int gdr_dev_send_taken(gdr_rma_dev_win_t *dw, int rank, uint64_t op_id, uint32_t slot)
+int gdr_staged_send_taken(gdr_rma_staged_win_t *dw, int rank, uint64_t op_id, uint32_t slot)
 {
-    gdr_rma_dev_hdr_t h = gdr_dev_hdr_of(dw, GDR_RMA_DEV_TAKEN, op_id);
+    gdr_rma_staged_hdr_t h = gdr_staged_hdr_of(dw, GDR_RMA_STAGED_TAKEN, op_id);
     h.slot = slot;
-    return gdr_dev_send_hdr(dw, rank, &h, NULL, NULL);
+    return gdr_staged_send_hdr(dw, rank, &h, NULL, NULL);
 }
 
-int gdr_dev_send_done(gdr_rma_dev_win_t *dw, int rank, uint64_t op_id, int status)
+int gdr_staged_send_done(gdr_rma_staged_win_t *dw, int rank, uint64_t op_id, int status)
 {
-    gdr_rma_dev_hdr_t h = gdr_dev_hdr_of(dw, GDR_RMA_DEV_DONE, op_id);
+    gdr_rma_staged_hdr_t h = gdr_staged_hdr_of(dw, GDR_RMA_STAGED_DONE, op_id);
     h.status = status;
-    return gdr_dev_send_hdr(dw, rank, &h, NULL, NULL);
+    return gdr_staged_send_hdr(dw, rank, &h, NULL, NULL);
 }
 
-void gdr_dev_lend(gdr_rma_dev_t *d, const gdr_rma_slot_t *s, gdr_rma_dev_win_t *dw, int rank)
+void gdr_staged_lend(gdr_rma_staged_t *d, const gdr_rma_slot_t *s, gdr_rma_staged_win_t *dw, int rank)
 {
     d->lent[s->index] = (lent_t) {.dw = dw,.rank = rank };
 }
 
 /* A send slot comes back: TAKEN from rank, or a read of our own slot. */
-int gdr_dev_slot_returned(gdr_rma_dev_t *d, gdr_rma_dev_win_t *dw, int rank, uint32_t index)
+int gdr_staged_slot_returned(gdr_rma_staged_t *d, gdr_rma_staged_win_t *dw, int rank, uint32_t index)
 {
     gdr_rma_slot_t *s = gdr_rma_stage_slot(&d->stage, index);
     if (s == NULL || s->pool == GDR_RMA_STAGE_RECV || !s->taken || d->lent[index].dw != dw
@@ -188,24 +188,24 @@ static void read_done(void *arg, int status)
 
 /* Reads len bytes of rank's send slot (raddr, rkey, index) into `into`; the origin's own
  * slot is copied and given back at once.  done(arg) fires later for a real read. */
-int gdr_dev_read_slot(gdr_rma_dev_win_t *dw, int rank, uint64_t raddr, uint32_t rkey,
+int gdr_staged_read_slot(gdr_rma_staged_win_t *dw, int rank, uint64_t raddr, uint32_t rkey,
                       uint32_t index, gdr_rma_slot_t *into, uint32_t len, work_t *wk)
 {
-    gdr_rma_dev_t *d = dw->d;
+    gdr_rma_staged_t *d = dw->d;
     if (rank == dw->w->self) {
         gdr_rma_slot_t *s = gdr_rma_stage_slot(&d->stage, index);
         if (s == NULL || s->pool == GDR_RMA_STAGE_RECV || len > d->stage.slot_bytes
             || d->lent[index].dw != dw || d->lent[index].rank != rank)
             return GDR_RMA_ERROR;
         memcpy(into->addr, s->addr, len);
-        gdr_dev_slot_returned(d, dw, rank, index);
+        gdr_staged_slot_returned(d, dw, rank, index);
         wk->state = W_READ;
         wk->take_slot = 0;
         return GDR_RMA_OK;
     }
     int peer = dw->w->targets[rank].peer;
     if (peer < 0) {
-        gdr_dev_set_error(d, "rank %d has no transport peer for the staged protocol's reads", rank);
+        gdr_staged_set_error(d, "rank %d has no transport peer for the staged protocol's reads", rank);
         return GDR_RMA_ERROR;
     }
     wk->state = W_READING;
@@ -218,7 +218,7 @@ int gdr_dev_read_slot(gdr_rma_dev_win_t *dw, int rank, uint64_t raddr, uint32_t 
     return rc;
 }
 
-int gdr_dev_pairs_add(iov_pairs_t *p, void *d, void *s, uint64_t n)
+int gdr_staged_pairs_add(iov_pairs_t *p, void *d, void *s, uint64_t n)
 {
     if (p->n == p->cap) {
         size_t cap = p->cap ? 2 * p->cap : 16;
@@ -238,7 +238,7 @@ int gdr_dev_pairs_add(iov_pairs_t *p, void *d, void *s, uint64_t n)
     return 0;
 }
 
-void gdr_dev_pairs_free(iov_pairs_t *p)
+void gdr_staged_pairs_free(iov_pairs_t *p)
 {
     free(p->dv);
     free(p->sv);
@@ -246,7 +246,7 @@ void gdr_dev_pairs_free(iov_pairs_t *p)
 }
 
 typedef struct copy_ctx {
-    gdr_rma_dev_t *d;
+    gdr_rma_staged_t *d;
     char *slot;                 /* the slot's bytes for this range */
     int to_slot;
     iov_pairs_t pairs;          /* device pieces, slot pieces */
@@ -271,30 +271,30 @@ static int copy_part(void *arg, const span_t *sp, char *addr, uint64_t n)
         c->bad_id = sp->device_id;
         return 1;
     }
-    return gdr_dev_pairs_add(&c->pairs, addr, s, n);
+    return gdr_staged_pairs_add(&c->pairs, addr, s, n);
 }
 
 /* Copies [off, off+len) of s into slot bytes (to_slot) or back out: host spans at once,
  * device spans on queue with *mark after them (NULL when none).  check_ids: refuse
  * (GDR_RMA_BUSY, nothing queued) when a device span's buffer was freed. */
-int gdr_dev_slot_copy(gdr_rma_dev_t *d, void **queue, spans_t *s, uint64_t off, uint64_t len,
+int gdr_staged_slot_copy(gdr_rma_staged_t *d, void **queue, spans_t *s, uint64_t off, uint64_t len,
                       char *slot, int to_slot, int check_ids, void **mark)
 {
     copy_ctx_t c = {.d = d,.slot = slot,.to_slot = to_slot,.check_ids = check_ids };
-    int rc = gdr_dev_spans_each(s, off, len, copy_part, &c);
+    int rc = gdr_staged_spans_each(s, off, len, copy_part, &c);
     *mark = NULL;
     if (rc == 1) {
-        gdr_dev_pairs_free(&c.pairs);
+        gdr_staged_pairs_free(&c.pairs);
         return GDR_RMA_BUSY;
     }
     if (rc != 0) {
-        gdr_dev_pairs_free(&c.pairs);
-        gdr_dev_set_error(d, "out of memory for a copy list");
+        gdr_staged_pairs_free(&c.pairs);
+        gdr_staged_set_error(d, "out of memory for a copy list");
         return GDR_RMA_NOMEM;
     }
     rc = GDR_RMA_OK;
     if (c.pairs.n > 0) {
-        rc = gdr_dev_ensure_queue(d, queue);
+        rc = gdr_staged_ensure_queue(d, queue);
         if (rc == GDR_RMA_OK) {
             rc = to_slot ? d->dev->copyv(d->dev->ctx, *queue, c.pairs.sv, c.pairs.n, c.pairs.dv,
                                            c.pairs.n)
@@ -304,18 +304,18 @@ int gdr_dev_slot_copy(gdr_rma_dev_t *d, void **queue, spans_t *s, uint64_t off, 
                 rc = d->dev->mark(d->dev->ctx, *queue, mark);
             if (rc != GDR_RMA_OK) {
                 *mark = NULL;
-                gdr_dev_set_error(d, "queueing a staging copy failed: %s",
+                gdr_staged_set_error(d, "queueing a staging copy failed: %s",
                                   d->dev->error(d->dev->ctx));
                 rc = GDR_RMA_ERROR;
             }
         }
     }
-    gdr_dev_pairs_free(&c.pairs);
+    gdr_staged_pairs_free(&c.pairs);
     return rc;
 }
 
 /* Waits (progress) for a free slot of pool. */
-int gdr_dev_take_waiting(gdr_rma_dev_t *d, gdr_rma_stage_pool_t pool, gdr_rma_slot_t **slot)
+int gdr_staged_take_waiting(gdr_rma_staged_t *d, gdr_rma_stage_pool_t pool, gdr_rma_slot_t **slot)
 {
     gdr_rma_stall_t st = { 0 };
     while (gdr_rma_stage_take(&d->stage, pool, slot) == GDR_RMA_BUSY) {
@@ -327,11 +327,11 @@ int gdr_dev_take_waiting(gdr_rma_dev_t *d, gdr_rma_stage_pool_t pool, gdr_rma_sl
     return GDR_RMA_OK;
 }
 
-int gdr_dev_wait_mark(gdr_rma_dev_t *d, void **mark)
+int gdr_staged_wait_mark(gdr_rma_staged_t *d, void **mark)
 {
     gdr_rma_stall_t st = { 0 };
     int r;
-    while ((r = gdr_dev_mark_reached(d, mark)) == 0) {
+    while ((r = gdr_staged_mark_reached(d, mark)) == 0) {
         if (d->eng->host.progress(d->eng->host.ctx) != 0)
             return GDR_RMA_HOST_ERROR;
         if (++st.polls % 4096 == 0 && d->eng->host.stalled != NULL)
@@ -340,7 +340,7 @@ int gdr_dev_wait_mark(gdr_rma_dev_t *d, void **mark)
     return r < 0 ? GDR_RMA_ERROR : GDR_RMA_OK;
 }
 
-int gdr_dev_lent_to(const gdr_rma_dev_t *d, const gdr_rma_dev_win_t *dw)
+int gdr_staged_lent_to(const gdr_rma_staged_t *d, const gdr_rma_staged_win_t *dw)
 {
     if (!d->staged)
         return 0;

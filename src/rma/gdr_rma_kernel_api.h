@@ -29,8 +29,8 @@
  * the ranges of what goes through the ring (it stops, and the host says why).  A call that would wait on a proxy that stopped for good (it failed: the
  * host's next MPI call on the window says why) returns GDR_DEV_ERR_STOPPED instead of
  * waiting for ever. */
-#ifndef GDR_RMA_DEV_API_H
-#define GDR_RMA_DEV_API_H
+#ifndef GDR_RMA_KERNEL_API_H
+#define GDR_RMA_KERNEL_API_H
 
 #include <stddef.h>
 #include <stdint.h>
@@ -302,4 +302,4 @@ static inline GDR_TRIG_HD int gdr_dev_signal_wait_until(const gdr_dev_win_t *w,
     return GDR_DEV_OK;
 }
 
-#endif /* GDR_RMA_DEV_API_H */
+#endif /* GDR_RMA_KERNEL_API_H */

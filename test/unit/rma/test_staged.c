@@ -1,9 +1,9 @@
-/* The staged protocol (src/rma/gdr_rma_dev.h) between two or three fake ranks in one
+/* The staged protocol (src/rma/gdr_rma_staged.h) between two or three fake ranks in one
  * process.  Every rank has its own engine, transport, host and device seam, all fakes over
  * this process's memory (the ranks share one address space, as if RDMA reached it):
  *
  *  - messages (the host's send_msg) wait in one FIFO per (sender, target) until a world
- *    tick hands them to the target's gdr_rma_dev_deliver, found by gdr_rma_dev_peek's
+ *    tick hands them to the target's gdr_rma_staged_deliver, found by gdr_rma_staged_peek's
  *    window id;
  *  - an RDMA read (the transport's get) checks its key against the ranks' registrations
  *    and copies at completion, in a later tick: in posting order, or newest first when a
@@ -14,7 +14,7 @@
  *    a held device by hand, so a test can show that progress never waits for the device.
  *
  * A tick: deliver the queued messages, complete the reads posted before it, run the due
- * device work, then gdr_rma_dev_progress on every rank.  The trackers' waits run ticks
+ * device work, then gdr_rma_staged_progress on every rank.  The trackers' waits run ticks
  * through the host's progress; a bounded wait gives up after so many (the host's progress
  * fails, the wait returns GDR_RMA_HOST_ERROR): "does not complete while ...".
  *
@@ -30,8 +30,8 @@
 #include <sys/mman.h>
 #include <unistd.h>
 #include "gdr_unit.h"
-#include "rma/gdr_rma_dev.h"
-#include "rma/gdr_rma_dev_api.h"
+#include "rma/gdr_rma_staged.h"
+#include "rma/gdr_rma_kernel_api.h"
 #include "rma/gdr_rma_trigger_exec.h"
 #include "gpu/gdr_gpu_acc_atomic.h"
 
@@ -122,7 +122,7 @@ typedef struct {
     gdr_rma_engine_t eng;
     gdr_rma_device_t seam;
     fdev_t dev;
-    gdr_rma_dev_t *d;
+    gdr_rma_staged_t *d;
     int pins_out;
     char *hbuf, *dbuf;          /* BUF_BYTES of host and of device memory for tests */
 } rank_t;
@@ -135,7 +135,7 @@ typedef struct {
     uint64_t unit;
     struct {
         gdr_rma_win_t w;
-        gdr_rma_dev_win_t *dw;
+        gdr_rma_staged_win_t *dw;
         char *base;
         int device;
         unsigned char *model;
@@ -144,7 +144,7 @@ typedef struct {
 
 static struct {
     int n;
-    gdr_rma_dev_config_t cfg;
+    gdr_rma_staged_config_t cfg;
     rank_t r[NR];
     fifo_t fifo[NR][NR];
     rd_t *reads;
@@ -825,26 +825,26 @@ static twin_t *win_find(uint64_t id)
 
 static void deliver(int s, int d, msg_t *m)
 {
-    gdr_rma_dev_hdr_t h;
+    gdr_rma_staged_hdr_t h;
     const uint8_t *pieces, *inl;
     const char *why = "";
     uint64_t id;
     uint32_t origin;
-    if (gdr_rma_dev_decode(m->data, m->len, &h, &pieces, &inl, &why) == 0 && h.type < 8)
+    if (gdr_rma_staged_decode(m->data, m->len, &h, &pieces, &inl, &why) == 0 && h.type < 8)
         W.delivered[h.type]++;
     else
         violate("rank %d sent rank %d a message the wire cannot decode (%s)", s, d, why);
-    if (gdr_rma_dev_peek(m->data, m->len, &id, &origin) != 0)
+    if (gdr_rma_staged_peek(m->data, m->len, &id, &origin) != 0)
         return;
     twin_t *tw = win_find(id);
     if (tw == NULL || tw->at[d].dw == NULL) {
         W.undeliverable++;
         return;
     }
-    int rc = gdr_rma_dev_deliver(tw->at[d].dw, m->data, m->len);
+    int rc = gdr_rma_staged_deliver(tw->at[d].dw, m->data, m->len);
     if (rc != GDR_RMA_OK)
-        violate("gdr_rma_dev_deliver at rank %d returned %d (%s)", d, rc,
-                gdr_rma_dev_error(W.r[d].d));
+        violate("gdr_rma_staged_deliver at rank %d returned %d (%s)", d, rc,
+                gdr_rma_staged_error(W.r[d].d));
 }
 
 static void world_tick(void)
@@ -871,10 +871,10 @@ static void world_tick(void)
         if (!W.r[r].dev.held)
             dev_run(r, 0, 1L << 40);
     for (int r = 0; r < W.n; r++) {
-        int rc = gdr_rma_dev_progress(W.r[r].d);
+        int rc = gdr_rma_staged_progress(W.r[r].d);
         if (rc != GDR_RMA_OK)
-            violate("gdr_rma_dev_progress at rank %d returned %d (%s)", r, rc,
-                    gdr_rma_dev_error(W.r[r].d));
+            violate("gdr_rma_staged_progress at rank %d returned %d (%s)", r, rc,
+                    gdr_rma_staged_error(W.r[r].d));
     }
 }
 
@@ -916,9 +916,9 @@ static int h_send(void *c, void *host_win, int target, const void *msg, size_t l
     if (target == r->id)
         violate("rank %d sent itself a message through the host (self messages are the "
                 "protocol's own business)", r->id);
-    if (len > GDR_RMA_DEV_MSG_MAX)
-        violate("rank %d sent %zu bytes (more than GDR_RMA_DEV_MSG_MAX)", r->id, len);
-    if (gdr_rma_dev_peek(msg, len, &id, &origin) != 0 || tw == NULL || id != tw->id
+    if (len > GDR_RMA_STAGED_MSG_MAX)
+        violate("rank %d sent %zu bytes (more than GDR_RMA_STAGED_MSG_MAX)", r->id, len);
+    if (gdr_rma_staged_peek(msg, len, &id, &origin) != 0 || tw == NULL || id != tw->id
         || origin != (uint32_t) r->id)
         violate("rank %d sent a message whose window id or origin is not its own", r->id);
     msg_t *m = malloc(sizeof(*m) + len);
@@ -974,7 +974,7 @@ static int world_init(int n, size_t inline_max, size_t chunk, unsigned slots, un
     W.n = n;
     W.budget = -1;
     W.lifo_reads = lifo_reads;
-    W.cfg = (gdr_rma_dev_config_t) {.inline_max = inline_max,.chunk_bytes = chunk,
+    W.cfg = (gdr_rma_staged_config_t) {.inline_max = inline_max,.chunk_bytes = chunk,
         .slots_per_pool = slots };
     for (int i = 0; i < n; i++) {
         rank_t *r = &W.r[i];
@@ -992,9 +992,9 @@ static int world_init(int n, size_t inline_max, size_t chunk, unsigned slots, un
             .host_free = d_host_free,.queue_new = d_queue_new,.queue_free = d_queue_free,
             .copyv = d_copyv,.acc = d_acc,.mark = d_mark,.reached = d_reached,
             .mark_free = d_mark_free,.buffer_id = d_buffer_id,.error = d_error };
-        r->d = gdr_rma_dev_new(&r->eng, &r->seam, &W.cfg, why, sizeof(why));
+        r->d = gdr_rma_staged_new(&r->eng, &r->seam, &W.cfg, why, sizeof(why));
         if (r->d == NULL) {
-            GDR_CHECK(0, "gdr_rma_dev_new for rank %d (inline %zu, chunk %zu, %u slots): %s", i,
+            GDR_CHECK(0, "gdr_rma_staged_new for rank %d (inline %zu, chunk %zu, %u slots): %s", i,
                       inline_max, chunk, slots, why);
             W.n = i;
             return 0;
@@ -1040,10 +1040,10 @@ static twin_t *win_new(size_t size, uint64_t unit, unsigned dev_mask)
         for (int i = 0; i < W.n; i++)
             gdr_rma_win_set_card(&tw->at[r].w, i, &cards[i]);
     for (int r = 0; r < W.n; r++) {
-        tw->at[r].dw = gdr_rma_dev_win_new(W.r[r].d, &tw->at[r].w, tw->id, tw->at[r].base, size,
+        tw->at[r].dw = gdr_rma_staged_win_new(W.r[r].d, &tw->at[r].w, tw->id, tw->at[r].base, size,
                                            tw->at[r].device);
         if (tw->at[r].dw == NULL)
-            GDR_CHECK(0, "gdr_rma_dev_win_new at rank %d", r);
+            GDR_CHECK(0, "gdr_rma_staged_win_new at rank %d", r);
     }
     for (int i = 0; i < WIN_MAX; i++)
         if (W.wins[i] == NULL) {
@@ -1070,9 +1070,9 @@ static twin_t *win_new_dynamic(void)
         for (int i = 0; i < W.n; i++)
             gdr_rma_win_set_card(&tw->at[r].w, i, &card);
     for (int r = 0; r < W.n; r++) {
-        tw->at[r].dw = gdr_rma_dev_win_new(W.r[r].d, &tw->at[r].w, tw->id, NULL, 0, 0);
+        tw->at[r].dw = gdr_rma_staged_win_new(W.r[r].d, &tw->at[r].w, tw->id, NULL, 0, 0);
         if (tw->at[r].dw == NULL)
-            GDR_CHECK(0, "gdr_rma_dev_win_new (dynamic) at rank %d", r);
+            GDR_CHECK(0, "gdr_rma_staged_win_new (dynamic) at rank %d", r);
     }
     for (int i = 0; i < WIN_MAX; i++)
         if (W.wins[i] == NULL) {
@@ -1088,7 +1088,7 @@ static void win_free(twin_t *tw)
     for (int r = 0; r < W.n; r++) {
         W.budget = WAIT_TICKS;  /* it waits for its lent slots: bounded */
         if (tw->at[r].dw != NULL)
-            gdr_rma_dev_win_free(tw->at[r].dw);
+            gdr_rma_staged_win_free(tw->at[r].dw);
         W.budget = -1;
         tw->at[r].dw = NULL;
         gdr_rma_win_free(&tw->at[r].w);
@@ -1123,7 +1123,7 @@ static void model_sync(twin_t *tw, int r, size_t off, size_t n)
 
 static int slots_out(int r)
 {
-    const gdr_rma_stage_t *st = gdr_rma_dev_stage(W.r[r].d);
+    const gdr_rma_stage_t *st = gdr_rma_staged_stage(W.r[r].d);
     return st == NULL ? 0 : (int) (st->counts[GDR_RMA_STAGE_SEND].in_use
                                    + st->counts[GDR_RMA_STAGE_RECV].in_use);
 }
@@ -1141,7 +1141,7 @@ static void world_end(void)
         if (W.wins[i] != NULL)
             win_free(W.wins[i]);
     for (int r = 0; r < W.n; r++) {
-        gdr_rma_dev_free(W.r[r].d);
+        gdr_rma_staged_free(W.r[r].d);
         W.r[r].d = NULL;
     }
     for (int r = 0; r < W.n; r++) {
@@ -1214,12 +1214,12 @@ static int wait_for(twin_t *tw, int o, int t, int local_only, long max_ticks)
     return rc;
 }
 
-/* gdr_rma_dev_start, whose own waits (a slot, inline device data) are bounded too. */
-static int dstart(gdr_rma_dev_win_t *dw, const gdr_rma_access_t *a, gdr_rma_complete_fn fn,
+/* gdr_rma_staged_start, whose own waits (a slot, inline device data) are bounded too. */
+static int dstart(gdr_rma_staged_win_t *dw, const gdr_rma_access_t *a, gdr_rma_complete_fn fn,
                   void *arg)
 {
     W.budget = WAIT_TICKS;
-    int rc = gdr_rma_dev_start(dw, a, fn, arg);
+    int rc = gdr_rma_staged_start(dw, a, fn, arg);
     W.budget = -1;
     return rc;
 }
@@ -1229,9 +1229,9 @@ static int flush(twin_t *tw, int o, int t)
     return wait_for(tw, o, t, 0, WAIT_TICKS);
 }
 
-static gdr_rma_dev_counts_t counts(int r)
+static gdr_rma_staged_counts_t counts(int r)
 {
-    return *gdr_rma_dev_counts(W.r[r].d);
+    return *gdr_rma_staged_counts(W.r[r].d);
 }
 
 /* n bytes as k pieces (fewer when n has fewer elements) of whole elements, `gap` bytes
@@ -1346,7 +1346,7 @@ static void xfer_case(verdict_t *v, verdict_t *vc, gdr_rma_kind_t kind, twin_t *
         memset(fill, 0xee, ospan + 16);
         poke(obuf, fill, ospan + 16);
     }
-    gdr_rma_dev_counts_t co = counts(o), ct = counts(t);
+    gdr_rma_staged_counts_t co = counts(o), ct = counts(t);
     gdr_rma_buf_t b = {.scattered = oscat,.device_id = odev ? dev_id(obuf) : 0,.addr = obuf,
         .iov = oscat ? ov : NULL,.n = oscat ? nov : 0
     };
@@ -1359,7 +1359,7 @@ static void xfer_case(verdict_t *v, verdict_t *vc, gdr_rma_kind_t kind, twin_t *
         a.result = b;
     int rc = dstart(tw->at[o].dw, &a, on_done, &dn);
     if (rc != GDR_RMA_OK) {
-        fail(v, "%s: start returned %d (%s)", desc, rc, gdr_rma_dev_error(ro->d));
+        fail(v, "%s: start returned %d (%s)", desc, rc, gdr_rma_staged_error(ro->d));
         goto out;
     }
     if (w->tracker.remote[t] != 1 && dn.calls == 0)
@@ -1369,7 +1369,7 @@ static void xfer_case(verdict_t *v, verdict_t *vc, gdr_rma_kind_t kind, twin_t *
     if (rc != GDR_RMA_OK || dn.calls != 1 || dn.status != 0) {
         fail(v, "%s: flush returned %d%s, completion ran %d times with status %d (%s)", desc,
              rc, rc == GDR_RMA_HOST_ERROR ? " (deadlock: it never completed)" : "", dn.calls,
-             dn.status, gdr_rma_dev_error(ro->d));
+             dn.status, gdr_rma_staged_error(ro->d));
         goto out;
     }
     if (w->tracker.remote[t] != 0 || w->tracker.local[t] != 0)
@@ -1393,7 +1393,7 @@ static void xfer_case(verdict_t *v, verdict_t *vc, gdr_rma_kind_t kind, twin_t *
     if (at >= 0)
         fail(v, "%s: rank %d's window differs from the model at byte %ld (%s)", desc, t, at,
              kind == GDR_RMA_PUT ? "put" : "a get changed the window");
-    gdr_rma_dev_counts_t co2 = counts(o), ct2 = counts(t);
+    gdr_rma_staged_counts_t co2 = counts(o), ct2 = counts(t);
     unsigned long long ch = chunks_of(n);
     if (co2.started[kind] != co.started[kind] + 1 || ct2.served[kind] != ct.served[kind] + 1)
         fail(vc, "%s %s: started +%llu at the origin, served +%llu at the target (1 each)",
@@ -1574,14 +1574,14 @@ static void acc_case(verdict_t *v, const acc_spec_t *c, twin_t *tw, int o, int t
     int rc = dstart(tw->at[o].dw, &x.a, on_done, &dn);
     if (rc != GDR_RMA_OK) {
         fail(v, "%s buffers, %s window: start returned %d (%s)", odev ? "device" : "host",
-             tw->at[t].device ? "device" : "host", rc, gdr_rma_dev_error(W.r[o].d));
+             tw->at[t].device ? "device" : "host", rc, gdr_rma_staged_error(W.r[o].d));
         return;
     }
     rc = flush(tw, o, t);
     if (rc != GDR_RMA_OK || dn.calls != 1 || dn.status != 0) {
         fail(v, "%s buffers, %s window: flush returned %d, completion ran %d times with status "
              "%d (%s)", odev ? "device" : "host", tw->at[t].device ? "device" : "host", rc,
-             dn.calls, dn.status, gdr_rma_dev_error(W.r[o].d));
+             dn.calls, dn.status, gdr_rma_staged_error(W.r[o].d));
         return;
     }
     acc_model(&x, c, tw, t, res);
@@ -1608,30 +1608,30 @@ static void test_config(void)
     if (!world_init(1, 32, 64, 1, 0, 0))
         return;
     struct {
-        gdr_rma_dev_config_t cfg;
+        gdr_rma_staged_config_t cfg;
         const char *what;
     } bad[] = {
         {{32, 100, 2}, "a chunk of 100 bytes (not a power of two)"},
         {{16, 32, 2}, "a chunk of 32 bytes (below 64)"},
         {{32, 64, 0}, "no slots"},
         {{128, 64, 2}, "inline_max 128 above the 64-byte chunk"},
-        {{GDR_RMA_DEV_INLINE_MAX + 1, 65536, 2}, "inline_max above GDR_RMA_DEV_INLINE_MAX"},
+        {{GDR_RMA_STAGED_INLINE_MAX + 1, 65536, 2}, "inline_max above GDR_RMA_STAGED_INLINE_MAX"},
     };
     for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
         char why[256] = "";
-        gdr_rma_dev_t *d = gdr_rma_dev_new(&W.r[0].eng, &W.r[0].seam, &bad[i].cfg, why,
+        gdr_rma_staged_t *d = gdr_rma_staged_new(&W.r[0].eng, &W.r[0].seam, &bad[i].cfg, why,
                                            sizeof(why));
         GDR_CHECK(d == NULL && why[0] != '\0', "config: %s is refused (%s)", bad[i].what, why);
         if (d != NULL)
-            gdr_rma_dev_free(d);
+            gdr_rma_staged_free(d);
     }
     char why[256] = "";
-    gdr_rma_dev_config_t never = {.inline_max = 0,.chunk_bytes = 64,.slots_per_pool = 1 };
-    gdr_rma_dev_t *d = gdr_rma_dev_new(&W.r[0].eng, &W.r[0].seam, &never, why, sizeof(why));
-    GDR_CHECK(d != NULL && gdr_rma_dev_stage(d) == NULL, "config: inline_max 0 (never inline) "
+    gdr_rma_staged_config_t never = {.inline_max = 0,.chunk_bytes = 64,.slots_per_pool = 1 };
+    gdr_rma_staged_t *d = gdr_rma_staged_new(&W.r[0].eng, &W.r[0].seam, &never, why, sizeof(why));
+    GDR_CHECK(d != NULL && gdr_rma_staged_stage(d) == NULL, "config: inline_max 0 (never inline) "
               "is valid, and no slots are allocated before the first operation (%s)", why);
     if (d != NULL)
-        gdr_rma_dev_free(d);
+        gdr_rma_staged_free(d);
     world_end();
 }
 
@@ -1745,7 +1745,7 @@ static void test_trivial(void)
     GDR_CHECK((rc == GDR_RMA_ERROR && w->tracker.remote[1] == 0 && dn.calls == 0)
               || (rc == GDR_RMA_OK && frc == GDR_RMA_ERROR),
               "Accumulate BAND on doubles (undefined): refused at the call, or failed by the "
-              "target (start %d, flush %d: %s)", rc, frc, gdr_rma_dev_error(W.r[0].d));
+              "target (start %d, flush %d: %s)", rc, frc, gdr_rma_staged_error(W.r[0].d));
     GDR_CHECK(win_diff(tw, 1) < 0, "Accumulate BAND on doubles: the window is untouched");
     w->tracker.failed = 0;
     gdr_rma_access_t far = band;
@@ -1922,17 +1922,17 @@ static void test_local_completion(void)
         gdr_rma_access_t put = {.kind = GDR_RMA_PUT,.target = 1,.disp = 64,.tpieces = &tp,
             .ntpieces = 1,.tbytes = n,.origin = {.device_id = dev_id(ob),.addr = ob }
         };
-        gdr_rma_dev_counts_t ct = counts(1);
-        unsigned long chunks = W.delivered[GDR_RMA_DEV_CHUNK];
+        gdr_rma_staged_counts_t ct = counts(1);
+        unsigned long chunks = W.delivered[GDR_RMA_STAGED_CHUNK];
         device_hold(0, 1);
         int rc = dstart(tw->at[0].dw, &put, on_done, &dn);
         int lrc = wait_for(tw, 0, 1, 1, 300);
         GDR_CHECK(rc == GDR_RMA_OK && lrc == GDR_RMA_HOST_ERROR && w->tracker.local[1] == 1
-                  && W.delivered[GDR_RMA_DEV_CHUNK] == chunks
+                  && W.delivered[GDR_RMA_STAGED_CHUNK] == chunks
                   && counts(1).chunks_read == ct.chunks_read, "3-chunk put, the origin's device "
                   "held: not locally complete, and no CHUNK announced before its staging copy "
                   "ran (flush_local %d, %lu CHUNKs)", lrc,
-                  W.delivered[GDR_RMA_DEV_CHUNK] - chunks);
+                  W.delivered[GDR_RMA_STAGED_CHUNK] - chunks);
         device_hold(0, 0);
         int frc = flush(tw, 0, 1);
         memcpy(tw->at[1].model + 512, src, n);
@@ -2004,7 +2004,7 @@ static void test_accumulate(void)
     twin_t *devw = win_new(4096, 8, 0x7), *hostw = win_new(4096, 8, 0);
     for (size_t i = 0; i < sizeof(acc_specs) / sizeof(acc_specs[0]); i++) {
         verdict_t v = { 0 };
-        gdr_rma_dev_counts_t ct = counts(1);
+        gdr_rma_staged_counts_t ct = counts(1);
         for (int wi = 0; wi < 2; wi++)
             for (int odev = 1; odev >= 0; odev--)
                 acc_case(&v, &acc_specs[i], wi ? hostw : devw, 0, 1, odev);
@@ -2071,7 +2071,7 @@ static void test_result_reallocated(void)
         GDR_CHECK(rc == GDR_RMA_OK && frc == GDR_RMA_ERROR && dn.calls == 1 && dn.status != 0
                   && memcmp(got, fill, sizeof(got)) == 0, "Get of %d bytes into a device "
                   "buffer reallocated meanwhile: the flush fails and the new buffer is not "
-                  "written (flush %d: %s)", n, frc, gdr_rma_dev_error(W.r[0].d));
+                  "written (flush %d: %s)", n, frc, gdr_rma_staged_error(W.r[0].d));
         tw->at[0].w.tracker.failed = 0;
         buf_free(rb);
     }
@@ -2267,14 +2267,14 @@ static void test_abort(void)
     gdr_rma_access_t put = {.kind = GDR_RMA_PUT,.target = 1,.disp = 16,.tpieces = &tp,
         .ntpieces = 1,.tbytes = n,.origin = {.device_id = dev_id(ob),.addr = ob }
     };
-    gdr_rma_dev_counts_t co = counts(0);
+    gdr_rma_staged_counts_t co = counts(0);
     int rc = dstart(tw->at[0].dw, &put, on_done, &dn);
     for (int i = 0; i < 100 && counts(0).chunks_staged == co.chunks_staged; i++)
         world_tick();
     unsigned long long staged = counts(0).chunks_staged - co.chunks_staged;
     dev_reallocate(ob);
     int frc = flush(tw, 0, 1);
-    const char *err = gdr_rma_dev_error(W.r[0].d);
+    const char *err = gdr_rma_staged_error(W.r[0].d);
     GDR_CHECK(rc == GDR_RMA_OK && staged >= 1 && staged < 8, "abort: the buffer id changes "
               "after %llu of 8 chunks were staged", staged);
     GDR_CHECK(frc == GDR_RMA_ERROR && dn.calls == 1 && dn.status != 0
@@ -2337,21 +2337,21 @@ static const char ABC[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZ012345";
 /* A fresh 1024-byte device window at every rank; msg (win_id filled in) is delivered to
  * rank `to` directly, cut short by `cut` bytes.  Refused: counted there, no window byte
  * changed anywhere, and the ranks go on. */
-static void refuse(const char *what, gdr_rma_dev_hdr_t h, const gdr_rma_dev_piece_t *p,
+static void refuse(const char *what, gdr_rma_staged_hdr_t h, const gdr_rma_staged_piece_t *p,
                    const void *inl, size_t cut, int to, int expect_refused)
 {
     twin_t *tw = win_new(1024, 8, 0x7);
-    unsigned char buf[GDR_RMA_DEV_MSG_MAX];
+    unsigned char buf[GDR_RMA_STAGED_MSG_MAX];
     h.win_id = tw->id;
-    size_t len = gdr_rma_dev_encode(buf, sizeof(buf), &h, p, inl);
+    size_t len = gdr_rma_staged_encode(buf, sizeof(buf), &h, p, inl);
     if (len == 0) {
         GDR_CHECK(0, "validation: %s: the message could not be encoded", what);
         win_free(tw);
         return;
     }
-    gdr_rma_dev_counts_t c = counts(to);
+    gdr_rma_staged_counts_t c = counts(to);
     unsigned long v = W.violations;
-    int rc = gdr_rma_dev_deliver(tw->at[to].dw, buf, len - cut);
+    int rc = gdr_rma_staged_deliver(tw->at[to].dw, buf, len - cut);
     settle();
     unsigned long long refused = counts(to).refused - c.refused;
     long at = -1;
@@ -2385,18 +2385,18 @@ static void test_validation(void)
         }
         win_free(tw);
     }
-    gdr_rma_dev_hdr_t req = {.type = GDR_RMA_DEV_REQ,.kind = GDR_RMA_PUT,
-        .flags = GDR_RMA_DEV_F_INLINE,.origin = 2,.seq = 0,.op_id = 0x42,.taddr = 16,
+    gdr_rma_staged_hdr_t req = {.type = GDR_RMA_STAGED_REQ,.kind = GDR_RMA_PUT,
+        .flags = GDR_RMA_STAGED_F_INLINE,.origin = 2,.seq = 0,.op_id = 0x42,.taddr = 16,
         .tbytes = 8,.npieces = 1,.inline_len = 8
     };
-    gdr_rma_dev_piece_t p8 = {.off = 0,.len = 8 };
+    gdr_rma_staged_piece_t p8 = {.off = 0,.len = 8 };
     refuse("an inline 8-byte Put REQ at byte 16", req, &p8, ABC, 0, 1, 0);
 
-    gdr_rma_dev_piece_t past = {.off = 1024 - 16 - 4,.len = 8 };
+    gdr_rma_staged_piece_t past = {.off = 1024 - 16 - 4,.len = 8 };
     refuse("a piece running 4 bytes past the window's end", req, &past, ABC, 0, 1, 1);
-    gdr_rma_dev_piece_t wrap = {.off = UINT64_MAX - 3,.len = 8 };
+    gdr_rma_staged_piece_t wrap = {.off = UINT64_MAX - 3,.len = 8 };
     refuse("a piece offset that wraps around", req, &wrap, ABC, 0, 1, 1);
-    gdr_rma_dev_hdr_t h = req;
+    gdr_rma_staged_hdr_t h = req;
     h.taddr = 1024 + 8;
     refuse("taddr past the window's end", h, &p8, ABC, 0, 1, 1);
     h.taddr = UINT64_MAX - 7;
@@ -2433,7 +2433,7 @@ static void test_validation(void)
     h.op = GDR_GPU_OP_SUM;
     h.elem = GDR_GPU_T_INT32;
     h.tbytes = h.inline_len = 6;
-    gdr_rma_dev_piece_t p6 = {.off = 0,.len = 6 };
+    gdr_rma_staged_piece_t p6 = {.off = 0,.len = 6 };
     refuse("Accumulate int32 over 6 bytes (not whole elements)", h, &p6, ABC, 0, 1, 1);
     refuse("a REQ cut one byte short", req, &p8, ABC, 1, 1, 1);
 
@@ -2446,16 +2446,16 @@ static void test_validation(void)
     memset(junk, 0x77, 256);
     W.r[2].eng.net.reg(W.r[2].eng.net.ctx, junk, 256, GDR_RMA_REMOTE_READ, &mr, why,
                        sizeof(why));
-    gdr_rma_dev_hdr_t chunk = {.type = GDR_RMA_DEV_CHUNK,.origin = 2,.op_id = 0x999,.slot = 0,
+    gdr_rma_staged_hdr_t chunk = {.type = GDR_RMA_STAGED_CHUNK,.origin = 2,.op_id = 0x999,.slot = 0,
         .off = 0,.raddr = mr.addr,.len = 64,.rkey = mr.rkey
     };
     refuse("a CHUNK for an operation never requested", chunk, NULL, NULL, 0, 1, 1);
-    gdr_rma_dev_hdr_t taken = {.type = GDR_RMA_DEV_TAKEN,.origin = 2,.op_id = 0x42,.slot = 0 };
+    gdr_rma_staged_hdr_t taken = {.type = GDR_RMA_STAGED_TAKEN,.origin = 2,.op_id = 0x42,.slot = 0 };
     refuse("TAKEN for a send slot never lent to that rank", taken, NULL, NULL, 0, 1, 1);
     taken.slot = 1000;
     refuse("TAKEN for slot 1000 (no such slot)", taken, NULL, NULL, 0, 1, 1);
-    gdr_rma_dev_hdr_t result = {.type = GDR_RMA_DEV_RESULT,.origin = 1,.op_id = 0x4242,
-        .flags = GDR_RMA_DEV_F_INLINE,.off = 0,.len = 8,.inline_len = 8
+    gdr_rma_staged_hdr_t result = {.type = GDR_RMA_STAGED_RESULT,.origin = 1,.op_id = 0x4242,
+        .flags = GDR_RMA_STAGED_F_INLINE,.off = 0,.len = 8,.inline_len = 8
     };
     refuse("a RESULT for an operation this origin never started", result, NULL, ABC, 0, 0, 1);
     result.flags = 0;
@@ -2463,19 +2463,19 @@ static void test_validation(void)
     result.raddr = mr.addr;
     result.rkey = mr.rkey;
     refuse("a RESULT in a slot, for no operation", result, NULL, NULL, 0, 0, 1);
-    gdr_rma_dev_hdr_t done = {.type = GDR_RMA_DEV_DONE,.origin = 1,.op_id = 0x4243,.status = 0 };
+    gdr_rma_staged_hdr_t done = {.type = GDR_RMA_STAGED_DONE,.origin = 1,.op_id = 0x4243,.status = 0 };
     refuse("a DONE for no operation", done, NULL, NULL, 0, 0, 1);
 
     /* a valid non-inline REQ, then CHUNKs outside it */
     {
         twin_t *tw = win_new(1024, 8, 0x7);
-        unsigned char buf[GDR_RMA_DEV_MSG_MAX];
-        gdr_rma_dev_hdr_t r = {.type = GDR_RMA_DEV_REQ,.kind = GDR_RMA_PUT,.origin = 2,.seq = 0,
+        unsigned char buf[GDR_RMA_STAGED_MSG_MAX];
+        gdr_rma_staged_hdr_t r = {.type = GDR_RMA_STAGED_REQ,.kind = GDR_RMA_PUT,.origin = 2,.seq = 0,
             .op_id = 0x51,.win_id = tw->id,.taddr = 64,.tbytes = 128,.npieces = 1
         };
-        gdr_rma_dev_piece_t p128 = {.off = 0,.len = 128 };
-        size_t len = gdr_rma_dev_encode(buf, sizeof(buf), &r, &p128, NULL);
-        int rc = gdr_rma_dev_deliver(tw->at[1].dw, buf, len);
+        gdr_rma_staged_piece_t p128 = {.off = 0,.len = 128 };
+        size_t len = gdr_rma_staged_encode(buf, sizeof(buf), &r, &p128, NULL);
+        int rc = gdr_rma_staged_deliver(tw->at[1].dw, buf, len);
         settle();
         struct {
             uint64_t off;
@@ -2487,23 +2487,23 @@ static void test_validation(void)
             {UINT64_MAX - 31, 64, "a CHUNK offset that wraps"},
         };
         for (size_t i = 0; i < 3; i++) {
-            gdr_rma_dev_hdr_t c = chunk;
+            gdr_rma_staged_hdr_t c = chunk;
             c.win_id = tw->id;
             c.op_id = 0x51;
             c.off = bad[i].off;
             c.len = bad[i].len;
-            gdr_rma_dev_counts_t c0 = counts(1);
-            len = gdr_rma_dev_encode(buf, sizeof(buf), &c, NULL, NULL);
-            int drc = gdr_rma_dev_deliver(tw->at[1].dw, buf, len);
+            gdr_rma_staged_counts_t c0 = counts(1);
+            len = gdr_rma_staged_encode(buf, sizeof(buf), &c, NULL, NULL);
+            int drc = gdr_rma_staged_deliver(tw->at[1].dw, buf, len);
             settle();
             GDR_CHECK(rc == 0 && drc == 0 && counts(1).refused > c0.refused && win_diff(tw, 1) < 0,
                       "validation: %s: refused, the window untouched", bad[i].what);
         }
-        gdr_rma_dev_hdr_t ab = {.type = GDR_RMA_DEV_ABORT,.origin = 2,.seq = 0,.op_id = 0x51,
+        gdr_rma_staged_hdr_t ab = {.type = GDR_RMA_STAGED_ABORT,.origin = 2,.seq = 0,.op_id = 0x51,
             .win_id = tw->id
         };
-        len = gdr_rma_dev_encode(buf, sizeof(buf), &ab, NULL, NULL);
-        rc = gdr_rma_dev_deliver(tw->at[1].dw, buf, len);
+        len = gdr_rma_staged_encode(buf, sizeof(buf), &ab, NULL, NULL);
+        rc = gdr_rma_staged_deliver(tw->at[1].dw, buf, len);
         GDR_CHECK(rc == 0 && settle() && win_diff(tw, 1) < 0, "validation: an ABORT ends the "
                   "half-sent operation; the window untouched");
         /* the window still serves another origin */
@@ -2571,7 +2571,7 @@ static void test_dynamic(void)
     peek(got, region + 100, 300);
     GDR_CHECK(frc == GDR_RMA_OK && memcmp(got, src, 300) == 0, "dynamic: a 5-chunk put into an "
               "attached device region, by absolute address (%d: %s)", frc,
-              gdr_rma_dev_error(W.r[0].d));
+              gdr_rma_staged_error(W.r[0].d));
     gdr_rma_access_t get = put;
     get.kind = GDR_RMA_GET;
     get.origin = (gdr_rma_buf_t) { 0 };

@@ -1,7 +1,7 @@
 /* The staged protocol at the origin: an operation's request, its data staged into send
  * slots and announced in order, its results pulled into recv slots and copied into the
  * result buffer, and its completion once the target said DONE. */
-#include "gdr_rma_dev_internal.h"
+#include "gdr_rma_staged_internal.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -25,7 +25,7 @@ static int spans_from_buf(spans_t *s, const gdr_rma_buf_t *b, uint64_t bytes)
     return total == bytes ? GDR_RMA_OK : GDR_RMA_ERROR;
 }
 
-static void origin_op_free(gdr_rma_dev_t *d, origin_op_t *o)
+static void origin_op_free(gdr_rma_staged_t *d, origin_op_t *o)
 {
     uint32_t idx = (uint32_t) o->op_id;
     if (idx < d->ops_cap && d->ops[idx] == o) {
@@ -45,12 +45,12 @@ static void origin_op_free(gdr_rma_dev_t *d, origin_op_t *o)
         o->ann_head = a->next;
         free(a);
     }
-    gdr_dev_spans_free(&o->data);
-    gdr_dev_spans_free(&o->result);
+    gdr_staged_spans_free(&o->data);
+    gdr_staged_spans_free(&o->result);
     free(o);
 }
 
-static int op_register(gdr_rma_dev_t *d, origin_op_t *o)
+static int op_register(gdr_rma_staged_t *d, origin_op_t *o)
 {
     uint32_t idx = 0;
     while (idx < d->ops_cap && d->ops[idx] != NULL)
@@ -76,7 +76,7 @@ static int op_register(gdr_rma_dev_t *d, origin_op_t *o)
     return GDR_RMA_OK;
 }
 
-static origin_op_t *op_lookup(gdr_rma_dev_t *d, gdr_rma_dev_win_t *dw, int target,
+static origin_op_t *op_lookup(gdr_rma_staged_t *d, gdr_rma_staged_win_t *dw, int target,
                               uint64_t op_id)
 {
     uint32_t idx = (uint32_t) op_id;
@@ -86,19 +86,19 @@ static origin_op_t *op_lookup(gdr_rma_dev_t *d, gdr_rma_dev_win_t *dw, int targe
     return o->op_id == op_id && o->dw == dw && o->target == target ? o : NULL;
 }
 
-static int check_access(gdr_rma_dev_t *d, const gdr_rma_dev_win_t *dw, const gdr_rma_access_t *a,
+static int check_access(gdr_rma_staged_t *d, const gdr_rma_staged_win_t *dw, const gdr_rma_access_t *a,
                         uint64_t *elem)
 {
     const gdr_rma_win_t *w = dw->w;
     *elem = 1;
     if (a->kind < 0 || a->kind >= GDR_RMA_KINDS || a->target < 0 || a->target >= w->n) {
-        gdr_dev_set_error(d, "staged protocol: operation kind %d or target %d out of range",
+        gdr_staged_set_error(d, "staged protocol: operation kind %d or target %d out of range",
                           (int) a->kind, a->target);
         return GDR_RMA_ERROR;
     }
-    if ((a->ntpieces == 0 && a->tbytes != 0) || a->ntpieces > GDR_RMA_DEV_PIECES_MAX) {
-        gdr_dev_set_error(d, "staged protocol: %zu target pieces (1 to %d per operation; "
-                          "the caller splits larger ones)", a->ntpieces, GDR_RMA_DEV_PIECES_MAX);
+    if ((a->ntpieces == 0 && a->tbytes != 0) || a->ntpieces > GDR_RMA_STAGED_PIECES_MAX) {
+        gdr_staged_set_error(d, "staged protocol: %zu target pieces (1 to %d per operation; "
+                          "the caller splits larger ones)", a->ntpieces, GDR_RMA_STAGED_PIECES_MAX);
         return GDR_RMA_ERROR;
     }
     if (is_acc_kind(a->kind)) {
@@ -107,24 +107,24 @@ static int check_access(gdr_rma_dev_t *d, const gdr_rma_dev_win_t *dw, const gdr
         if (*elem == 0 || !gdr_gpu_acc_valid(a->gpu_op, a->gpu_type)
             || cas != (a->gpu_op == GDR_GPU_OP_CSWAP) || a->tbytes % *elem != 0
             || ((a->kind == GDR_RMA_FOP || cas) && a->tbytes != *elem)) {
-            gdr_dev_set_error(d, "staged protocol: op %d is not defined on element type %d "
+            gdr_staged_set_error(d, "staged protocol: op %d is not defined on element type %d "
                               "here, or %llu bytes are not whole elements", a->gpu_op, a->gpu_type,
                               (unsigned long long) a->tbytes);
             return GDR_RMA_ERROR;
         }
     }
     if (w->tracker.remote == NULL) {
-        gdr_dev_set_error(d, "staged protocol: the window has no operation tracker (no RDMA "
+        gdr_staged_set_error(d, "staged protocol: the window has no operation tracker (no RDMA "
                           "engine)");
         return GDR_RMA_ERROR;
     }
     return GDR_RMA_OK;
 }
 
-int gdr_rma_dev_start(gdr_rma_dev_win_t *dw, const gdr_rma_access_t *a, gdr_rma_complete_fn fn,
+int gdr_rma_staged_start(gdr_rma_staged_win_t *dw, const gdr_rma_access_t *a, gdr_rma_complete_fn fn,
                       void *arg)
 {
-    gdr_rma_dev_t *d = dw->d;
+    gdr_rma_staged_t *d = dw->d;
     gdr_rma_win_t *w = dw->w;
     uint64_t elem;
     int rc = check_access(d, dw, a, &elem);
@@ -135,7 +135,7 @@ int gdr_rma_dev_start(gdr_rma_dev_win_t *dw, const gdr_rma_access_t *a, gdr_rma_
             fn(arg, 0, NULL, 0);
         return GDR_RMA_OK;
     }
-    rc = gdr_dev_ensure_stage(d);
+    rc = gdr_staged_ensure_stage(d);
     if (rc != GDR_RMA_OK)
         return rc;
 
@@ -170,28 +170,28 @@ int gdr_rma_dev_start(gdr_rma_dev_win_t *dw, const gdr_rma_access_t *a, gdr_rma_
         rc = op_register(d, o);
     if (rc != GDR_RMA_OK) {
         if (rc == GDR_RMA_ERROR)
-            gdr_dev_set_error(d, "staged protocol: the origin or result buffer does not hold the "
+            gdr_staged_set_error(d, "staged protocol: the origin or result buffer does not hold the "
                               "operation's %llu bytes", (unsigned long long) a->tbytes);
         else
-            gdr_dev_set_error(d, "out of memory for a staged operation");
+            gdr_staged_set_error(d, "out of memory for a staged operation");
         origin_op_free(d, o);
         return rc;
     }
 
     /* the request, with small data inline (device data staged through a slot first) */
-    gdr_rma_dev_hdr_t h = gdr_dev_hdr_of(dw, GDR_RMA_DEV_REQ, o->op_id);
+    gdr_rma_staged_hdr_t h = gdr_staged_hdr_of(dw, GDR_RMA_STAGED_REQ, o->op_id);
     h.kind = (uint8_t) a->kind;
     h.op = (uint8_t) (is_acc_kind(a->kind) ? a->gpu_op : 0);
     h.elem = (uint8_t) (is_acc_kind(a->kind) ? a->gpu_type : 0);
     h.tbytes = a->tbytes;
     if (w->dynamic) {
-        h.flags |= GDR_RMA_DEV_F_DYNAMIC;
+        h.flags |= GDR_RMA_STAGED_F_DYNAMIC;
         h.taddr = (uint64_t) a->disp;
     } else {
         h.taddr = (uint64_t) a->disp * w->targets[a->target].disp_unit;
     }
     h.npieces = (uint32_t) a->ntpieces;
-    uint8_t inl[GDR_RMA_DEV_INLINE_MAX];
+    uint8_t inl[GDR_RMA_STAGED_INLINE_MAX];
     /* CAS always inline (origin and compare, 32 bytes at most: a slot holds them): the
      * target applies it from one REQ and takes no CHUNK for it */
     if (data_bytes > 0 && (data_bytes <= d->cfg.inline_max || a->kind == GDR_RMA_CAS)) {
@@ -201,29 +201,29 @@ int gdr_rma_dev_start(gdr_rma_dev_win_t *dw, const gdr_rma_access_t *a, gdr_rma_
         o->staged = o->sent = data_bytes;
         gdr_rma_slot_t *slot = NULL;
         void *mark = NULL;
-        rc = gdr_dev_take_waiting(d, GDR_RMA_STAGE_SEND, &slot);
+        rc = gdr_staged_take_waiting(d, GDR_RMA_STAGE_SEND, &slot);
         if (rc == GDR_RMA_OK)
-            rc = gdr_dev_slot_copy(d, &d->origin_queue, &o->data, 0, data_bytes, slot->addr, 1, 0,
+            rc = gdr_staged_slot_copy(d, &d->origin_queue, &o->data, 0, data_bytes, slot->addr, 1, 0,
                                    &mark);
         if (rc == GDR_RMA_OK)
-            rc = gdr_dev_wait_mark(d, &mark);
+            rc = gdr_staged_wait_mark(d, &mark);
         if (rc == GDR_RMA_OK)
             memcpy(inl, slot->addr, data_bytes);
-        gdr_dev_give(d, &slot);
+        gdr_staged_give(d, &slot);
         if (rc != GDR_RMA_OK) {
             origin_op_free(d, o);
             return rc;
         }
-        h.flags |= GDR_RMA_DEV_F_INLINE;
+        h.flags |= GDR_RMA_STAGED_F_INLINE;
         h.inline_len = (uint32_t) data_bytes;
         o->staged = o->sent = data_bytes;
     }
     h.seq = dw->seq_out[a->target];
     /* d->pieces is filled only now: staging above may have progressed other messages */
     for (size_t i = 0; i < a->ntpieces; i++)
-        d->pieces[i] = (gdr_rma_dev_piece_t) {
+        d->pieces[i] = (gdr_rma_staged_piece_t) {
             .off = (uint64_t) (uintptr_t) a->tpieces[i].iov_base,.len = a->tpieces[i].iov_len};
-    rc = gdr_dev_send_hdr(dw, a->target, &h, d->pieces, inl);
+    rc = gdr_staged_send_hdr(dw, a->target, &h, d->pieces, inl);
     if (rc != GDR_RMA_OK) {
         origin_op_free(d, o);
         return rc;
@@ -232,7 +232,7 @@ int gdr_rma_dev_start(gdr_rma_dev_win_t *dw, const gdr_rma_access_t *a, gdr_rma_
     o->track = gdr_rma_op_new(d->eng, &w->tracker, a->target, 1);
     if (o->track == NULL) {
         /* sent already: the operation runs, only our count of it is lost */
-        gdr_dev_set_error(d, "out of memory for a staged operation's completion");
+        gdr_staged_set_error(d, "out of memory for a staged operation's completion");
         o->status = GDR_RMA_NOMEM;
     } else {
         gdr_rma_op_by_messages(o->track);
@@ -245,9 +245,9 @@ int gdr_rma_dev_start(gdr_rma_dev_win_t *dw, const gdr_rma_access_t *a, gdr_rma_
 }
 
 /* Stages the next chunks and announces those staged, in order. */
-static int origin_stage(gdr_rma_dev_t *d, origin_op_t *o)
+static int origin_stage(gdr_rma_staged_t *d, origin_op_t *o)
 {
-    gdr_rma_dev_win_t *dw = o->dw;
+    gdr_rma_staged_win_t *dw = o->dw;
     uint64_t total = o->data.bytes;
     int rc;
     for (int i = 0; i < DEPTH && !o->stop && o->staged < total; i++) {
@@ -258,25 +258,25 @@ static int origin_stage(gdr_rma_dev_t *d, origin_op_t *o)
             break;
         uint64_t len = total - o->staged < d->cfg.chunk_bytes ? total - o->staged
             : d->cfg.chunk_bytes;
-        rc = gdr_dev_slot_copy(d, &d->origin_queue, &o->data, o->staged, len, s->slot->addr, 1, 1,
+        rc = gdr_staged_slot_copy(d, &d->origin_queue, &o->data, o->staged, len, s->slot->addr, 1, 1,
                                &s->mark);
         if (rc == GDR_RMA_BUSY) {
             /* the buffer was freed or reallocated since the call: give up */
-            gdr_dev_give(d, &s->slot);
-            gdr_dev_set_error(d, "an origin buffer in device memory was freed before the operation "
+            gdr_staged_give(d, &s->slot);
+            gdr_staged_set_error(d, "an origin buffer in device memory was freed before the operation "
                               "completed locally (flush_local, or the request's completion)");
             o->stop = 1;
             o->status = GDR_RMA_ERROR;
             d->counts.aborted++;
-            gdr_rma_dev_hdr_t h = gdr_dev_hdr_of(dw, GDR_RMA_DEV_ABORT, o->op_id);
+            gdr_rma_staged_hdr_t h = gdr_staged_hdr_of(dw, GDR_RMA_STAGED_ABORT, o->op_id);
             h.seq = 0;
-            rc = gdr_dev_send_hdr(dw, o->target, &h, NULL, NULL);
+            rc = gdr_staged_send_hdr(dw, o->target, &h, NULL, NULL);
             if (rc != GDR_RMA_OK)
                 return rc;
             break;
         }
         if (rc != GDR_RMA_OK) {
-            gdr_dev_give(d, &s->slot);
+            gdr_staged_give(d, &s->slot);
             return rc;
         }
         s->used = 1;
@@ -291,7 +291,7 @@ static int origin_stage(gdr_rma_dev_t *d, origin_op_t *o)
             staging_t *s = &o->stg[i];
             if (!s->used || (!o->stop && s->off != o->sent))
                 continue;
-            int r = gdr_dev_mark_reached(d, &s->mark);
+            int r = gdr_staged_mark_reached(d, &s->mark);
             if (r == 0)
                 continue;
             s->used = 0;
@@ -300,24 +300,24 @@ static int origin_stage(gdr_rma_dev_t *d, origin_op_t *o)
                 if (r < 0 && !o->stop) {
                     o->stop = 1;
                     o->status = GDR_RMA_ERROR;
-                    gdr_rma_dev_hdr_t h = gdr_dev_hdr_of(dw, GDR_RMA_DEV_ABORT, o->op_id);
-                    rc = gdr_dev_send_hdr(dw, o->target, &h, NULL, NULL);
+                    gdr_rma_staged_hdr_t h = gdr_staged_hdr_of(dw, GDR_RMA_STAGED_ABORT, o->op_id);
+                    rc = gdr_staged_send_hdr(dw, o->target, &h, NULL, NULL);
                     if (rc != GDR_RMA_OK)
                         return rc;
                 }
-                gdr_dev_give(d, &s->slot);
+                gdr_staged_give(d, &s->slot);
                 continue;
             }
-            gdr_rma_dev_hdr_t h = gdr_dev_hdr_of(dw, GDR_RMA_DEV_CHUNK, o->op_id);
+            gdr_rma_staged_hdr_t h = gdr_staged_hdr_of(dw, GDR_RMA_STAGED_CHUNK, o->op_id);
             h.slot = s->slot->index;
             h.off = s->off;
             h.len = s->len;
             h.raddr = s->slot->raddr;
             h.rkey = s->slot->rkey;
-            gdr_dev_lend(d, s->slot, dw, o->target);
+            gdr_staged_lend(d, s->slot, dw, o->target);
             s->slot = NULL;
             o->sent += s->len;
-            rc = gdr_dev_send_hdr(dw, o->target, &h, NULL, NULL);
+            rc = gdr_staged_send_hdr(dw, o->target, &h, NULL, NULL);
             if (rc != GDR_RMA_OK)
                 return rc;
         }
@@ -328,7 +328,7 @@ static int origin_stage(gdr_rma_dev_t *d, origin_op_t *o)
 }
 
 typedef struct result_ctx {
-    gdr_rma_dev_t *d;
+    gdr_rma_staged_t *d;
     int freed;
 } result_ctx_t;
 
@@ -342,45 +342,45 @@ static int result_ids_part(void *arg, const span_t *sp, char *addr, uint64_t n)
 }
 
 /* Reads announced results into recv slots and copies them into the result buffer. */
-static int origin_results(gdr_rma_dev_t *d, origin_op_t *o)
+static int origin_results(gdr_rma_staged_t *d, origin_op_t *o)
 {
-    gdr_rma_dev_win_t *dw = o->dw;
+    gdr_rma_staged_win_t *dw = o->dw;
     int rc;
     for (int i = 0; i < DEPTH; i++) {
         work_t *wk = &o->rw[i];
         if (wk->state == W_READ) {
             if (wk->take_slot) {
                 wk->take_slot = 0;
-                rc = gdr_dev_send_taken(dw, o->target, o->op_id, wk->src_slot);
+                rc = gdr_staged_send_taken(dw, o->target, o->op_id, wk->src_slot);
                 if (rc != GDR_RMA_OK)
                     return rc;
             }
             result_ctx_t rc_ids = {.d = d };
-            gdr_dev_spans_each(&o->result, wk->off, wk->len, result_ids_part, &rc_ids);
+            gdr_staged_spans_each(&o->result, wk->off, wk->len, result_ids_part, &rc_ids);
             if (wk->status != 0 || rc_ids.freed) {
                 if (o->status == 0)
-                    gdr_dev_set_error(d, wk->status != 0 ? "reading a staged result failed" :
+                    gdr_staged_set_error(d, wk->status != 0 ? "reading a staged result failed" :
                                       "a result buffer in device memory was freed before the "
                                       "operation completed");
                 o->status = GDR_RMA_ERROR;
-                gdr_dev_give(d, &wk->in);
+                gdr_staged_give(d, &wk->in);
                 wk->state = W_FREE;
                 o->result_landed += wk->len;
                 continue;
             }
-            rc = gdr_dev_slot_copy(d, &d->origin_queue, &o->result, wk->off, wk->len, wk->in->addr,
+            rc = gdr_staged_slot_copy(d, &d->origin_queue, &o->result, wk->off, wk->len, wk->in->addr,
                                    0, 0, &wk->mark);
             if (rc != GDR_RMA_OK)
                 return rc;
             wk->state = W_QUEUED;
         }
         if (wk->state == W_QUEUED) {
-            int r = gdr_dev_mark_reached(d, &wk->mark);
+            int r = gdr_staged_mark_reached(d, &wk->mark);
             if (r == 0)
                 continue;
             if (r < 0)
                 o->status = GDR_RMA_ERROR;
-            gdr_dev_give(d, &wk->in);
+            gdr_staged_give(d, &wk->in);
             wk->state = W_FREE;
             o->result_landed += wk->len;
             d->counts.results_read++;
@@ -401,13 +401,13 @@ static int origin_results(gdr_rma_dev_t *d, origin_op_t *o)
             wk->state = W_READ;
             wk->take_slot = 0;
         } else {
-            rc = gdr_dev_read_slot(dw, o->target, a->raddr, a->rkey, a->slot, wk->in, a->len, wk);
+            rc = gdr_staged_read_slot(dw, o->target, a->raddr, a->rkey, a->slot, wk->in, a->len, wk);
             if (rc == GDR_RMA_BUSY) {
-                gdr_dev_give(d, &wk->in);
+                gdr_staged_give(d, &wk->in);
                 break;
             }
             if (rc != GDR_RMA_OK) {
-                gdr_dev_give(d, &wk->in);
+                gdr_staged_give(d, &wk->in);
                 return rc;
             }
         }
@@ -429,7 +429,7 @@ static int origin_busy(const origin_op_t *o)
 }
 
 /* Progresses one operation; completes it when DONE came and nothing is left. */
-int gdr_dev_origin_step(gdr_rma_dev_t *d, origin_op_t *o)
+int gdr_staged_origin_step(gdr_rma_staged_t *d, origin_op_t *o)
 {
     int rc = origin_stage(d, o);
     if (rc == GDR_RMA_OK)
@@ -437,7 +437,7 @@ int gdr_dev_origin_step(gdr_rma_dev_t *d, origin_op_t *o)
     if (rc != GDR_RMA_OK || !o->done || origin_busy(o))
         return rc;
     if (o->status == 0 && o->result_landed != o->result.bytes) {
-        gdr_dev_set_error(d, "staged protocol: rank %d completed an operation with %llu of %llu "
+        gdr_staged_set_error(d, "staged protocol: rank %d completed an operation with %llu of %llu "
                           "result bytes sent", o->target, (unsigned long long) o->result_landed,
                           (unsigned long long) o->result.bytes);
         o->status = GDR_RMA_ERROR;
@@ -448,27 +448,27 @@ int gdr_dev_origin_step(gdr_rma_dev_t *d, origin_op_t *o)
     return GDR_RMA_OK;
 }
 
-int gdr_dev_on_result(gdr_rma_dev_win_t *dw, const gdr_rma_dev_hdr_t *h, const uint8_t *inl)
+int gdr_staged_on_result(gdr_rma_staged_win_t *dw, const gdr_rma_staged_hdr_t *h, const uint8_t *inl)
 {
-    gdr_rma_dev_t *d = dw->d;
+    gdr_rma_staged_t *d = dw->d;
     int target = (int) h->origin;
     origin_op_t *o = op_lookup(d, dw, target, h->op_id);
-    int inline_result = (h->flags & GDR_RMA_DEV_F_INLINE) != 0;
+    int inline_result = (h->flags & GDR_RMA_STAGED_F_INLINE) != 0;
     if (o == NULL || o->result.bytes == 0 || h->off != o->result_expect
         || h->len > o->result.bytes - o->result_expect || h->len > d->stage.slot_bytes) {
         d->counts.refused++;
         if (o != NULL && o->status == 0) {
-            gdr_dev_set_error(d, "staged protocol: rank %d sent results out of place", target);
+            gdr_staged_set_error(d, "staged protocol: rank %d sent results out of place", target);
             o->status = GDR_RMA_ERROR;
         }
         if (inline_result)
             return GDR_RMA_OK;
-        return target == dw->w->self ? (gdr_dev_slot_returned(d, dw, target, h->slot), GDR_RMA_OK)
-            : gdr_dev_send_taken(dw, target, h->op_id, h->slot);
+        return target == dw->w->self ? (gdr_staged_slot_returned(d, dw, target, h->slot), GDR_RMA_OK)
+            : gdr_staged_send_taken(dw, target, h->op_id, h->slot);
     }
     announced_t *a = calloc(1, sizeof(*a) + (inline_result ? h->len : 0));
     if (a == NULL) {
-        gdr_dev_set_error(d, "out of memory for a staged result");
+        gdr_staged_set_error(d, "out of memory for a staged result");
         return GDR_RMA_NOMEM;
     }
     a->off = h->off;
@@ -492,27 +492,27 @@ int gdr_dev_on_result(gdr_rma_dev_win_t *dw, const gdr_rma_dev_hdr_t *h, const u
 static const char *status_text(int status)
 {
     switch (status) {
-    case GDR_RMA_DEV_E_RANGE:
+    case GDR_RMA_STAGED_E_RANGE:
         return "the target range lies outside the target's window or attached memory";
-    case GDR_RMA_DEV_E_OP:
+    case GDR_RMA_STAGED_E_OP:
         return "the target cannot apply this operation to this element type (or the "
             "target address is misaligned for it)";
-    case GDR_RMA_DEV_E_PROTO:
+    case GDR_RMA_STAGED_E_PROTO:
         return "the target refused a malformed or out-of-sequence message";
-    case GDR_RMA_DEV_E_ABORTED:
+    case GDR_RMA_STAGED_E_ABORTED:
         return "the operation was aborted";
-    case GDR_RMA_DEV_E_DEVICE:
+    case GDR_RMA_STAGED_E_DEVICE:
         return "the target's device or transport failed";
-    case GDR_RMA_DEV_E_NOMEM:
+    case GDR_RMA_STAGED_E_NOMEM:
         return "the target ran out of memory";
     default:
         return "the target failed";
     }
 }
 
-int gdr_dev_on_done(gdr_rma_dev_win_t *dw, const gdr_rma_dev_hdr_t *h)
+int gdr_staged_on_done(gdr_rma_staged_win_t *dw, const gdr_rma_staged_hdr_t *h)
 {
-    gdr_rma_dev_t *d = dw->d;
+    gdr_rma_staged_t *d = dw->d;
     origin_op_t *o = op_lookup(d, dw, (int) h->origin, h->op_id);
     if (o == NULL || o->done) {
         d->counts.refused++;
@@ -520,8 +520,8 @@ int gdr_dev_on_done(gdr_rma_dev_win_t *dw, const gdr_rma_dev_hdr_t *h)
     }
     o->done = 1;
     if (h->status != 0) {
-        if (o->status == 0 || h->status != GDR_RMA_DEV_E_ABORTED)
-            gdr_dev_set_error(d, "staged operation to rank %d failed: %s", o->target,
+        if (o->status == 0 || h->status != GDR_RMA_STAGED_E_ABORTED)
+            gdr_staged_set_error(d, "staged operation to rank %d failed: %s", o->target,
                               status_text(h->status));
         o->status = GDR_RMA_ERROR;
         o->stop = 1;
