@@ -179,6 +179,8 @@ typedef struct ep {
     gdr_verbs_card_t card;      /* how to reach the peer: valid if has_card */
     struct ibv_ah *ah;          /* for handshake datagrams, made on first use */
     uint8_t reach, has_card;
+    uint8_t dynamic_only;       /* a rank of this node reached for connect/accept's dynamic
+                                 * messages only: not a path for its windows */
     gdr_verbs_credit_t credit;
     pending_msg_t *q_head, *q_tail;
     rndv_read_t *r_head, *r_tail;
@@ -559,6 +561,7 @@ static int same_job_from_msg(gdr_verbs_am_t *am, const gdr_verbs_conn_msg_t *m)
                                               &card) != 0 || card.rank != m->src_rank)
         return -1;
     ep->reach = 1;
+    ep->dynamic_only = 1;
     ep->card = card;
     ep->has_card = 1;
     return (int) m->src_rank;
@@ -578,6 +581,7 @@ int gdr_verbs_am_add_foreign(gdr_verbs_am_t *am, const void *buf, size_t len)
         ep_t *ep = &am->eps[card.rank];
         if (!ep->reach || !ep->has_card) {
             ep->reach = 1;
+            ep->dynamic_only = 1;
             ep->card = card;
             ep->has_card = 1;
         }
@@ -1921,7 +1925,7 @@ struct ibv_qp *gdr_verbs_am_qp(gdr_verbs_am_t *am, int peer)
 int gdr_verbs_am_reaches(gdr_verbs_am_t *am, int peer)
 {
     return peer >= 0 && peer < am->npeers && am->eps[peer].reach && am->eps[peer].has_card
-        && !am->eps[peer].failed;
+        && !am->eps[peer].failed && !am->eps[peer].dynamic_only;
 }
 
 int gdr_verbs_am_connected_peers(const gdr_verbs_am_t *am)

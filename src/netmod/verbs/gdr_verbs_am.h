@@ -174,7 +174,8 @@ int gdr_verbs_am_progress(gdr_verbs_am_t *am, int *progressed);
 int gdr_verbs_am_wait(gdr_verbs_am_t *am, int timeout_us, int *progressed);
 
 /* Is peer (or rank itself: loopback) reached through this channel (connected or not
- * yet) and healthy? */
+ * yet) and healthy?  (A rank of this node reached only for the dynamic messages of a
+ * connect/accept inside the job is not: its windows go as before.) */
 int gdr_verbs_am_reaches(gdr_verbs_am_t *am, int peer);
 
 /* Peers with a ready RC queue pair now (the loopback not counted). */
