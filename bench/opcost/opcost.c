@@ -1,0 +1,168 @@
+/* opcost: the MPI calls whose instructions bench/opcost/run counts with callgrind.
+ *
+ *   mpiexec -n 2 opcost N
+ *
+ * Rank 0 is the origin, rank 1 the target; every operation moves 8 bytes (one int64) into or
+ * out of an MPI_Win_allocate window inside one MPI_Win_lock_all epoch.  Each phase repeats one
+ * operation N times; after each phase rank 0 calls a marker function (opcost_end_<phase>),
+ * which `valgrind --tool=callgrind --dump-before=opcost_end_*` turns into one dump per phase,
+ * so a phase's dump holds the instructions of the calls that phase measures (the run script
+ * collects only inside them: --toggle-collect).  The operations that complete a measured call
+ * without being measured are MPI_Win_flush_all (after Put, Get, Accumulate, Fetch_and_op,
+ * Compare_and_swap) and MPI_Recv (rank 0 waits for rank 1's reply after each Send).
+ *
+ * Every value is checked (Get's results, Fetch_and_op's and Compare_and_swap's old values,
+ * the target's window and the received messages at the end), so a run that did nothing
+ * fails instead of counting nothing: exit status 1 and a line on stderr.
+ */
+#include <mpi.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+enum { SLOT_PUT, SLOT_GET, SLOT_ACC, SLOT_FOP, SLOT_CAS, NSLOTS };
+
+static const int64_t GET_PATTERN = INT64_C(0x0123456789abcdef);
+
+/* Markers: distinct bodies, so that no compiler folds two into one symbol. */
+volatile int opcost_phase;
+__attribute__((noinline)) void opcost_end_put(void) { opcost_phase = 1; }
+__attribute__((noinline)) void opcost_end_flush(void) { opcost_phase = 2; }
+__attribute__((noinline)) void opcost_end_get(void) { opcost_phase = 3; }
+__attribute__((noinline)) void opcost_end_acc(void) { opcost_phase = 4; }
+__attribute__((noinline)) void opcost_end_fop(void) { opcost_phase = 5; }
+__attribute__((noinline)) void opcost_end_cas(void) { opcost_phase = 6; }
+__attribute__((noinline)) void opcost_end_send(void) { opcost_phase = 7; }
+
+static int failures;
+
+static void check(int ok, const char *what, long i, int64_t got, int64_t want)
+{
+    if (!ok && failures++ < 5)
+        fprintf(stderr, "opcost: %s at %ld: got %lld, want %lld\n", what, i, (long long) got,
+                (long long) want);
+}
+
+static void origin(MPI_Win win, long n)
+{
+    int64_t v, r, one = 1, old, cmp;
+
+    for (long i = 0; i < n; i++) {
+        v = i + 1;
+        MPI_Put(&v, 1, MPI_INT64_T, 1, SLOT_PUT, 1, MPI_INT64_T, win);
+        MPI_Win_flush_all(win);
+    }
+    opcost_end_put();
+    MPI_Barrier(MPI_COMM_WORLD);
+
+    for (long i = 0; i < n; i++) {
+        v = i + 1;
+        MPI_Put(&v, 1, MPI_INT64_T, 1, SLOT_PUT, 1, MPI_INT64_T, win);
+        MPI_Win_flush(1, win);
+    }
+    opcost_end_flush();
+    MPI_Barrier(MPI_COMM_WORLD);
+
+    for (long i = 0; i < n; i++) {
+        r = 0;
+        MPI_Get(&r, 1, MPI_INT64_T, 1, SLOT_GET, 1, MPI_INT64_T, win);
+        MPI_Win_flush_all(win);
+        check(r == GET_PATTERN, "MPI_Get", i, r, GET_PATTERN);
+    }
+    opcost_end_get();
+    MPI_Barrier(MPI_COMM_WORLD);
+
+    for (long i = 0; i < n; i++) {
+        MPI_Accumulate(&one, 1, MPI_INT64_T, 1, SLOT_ACC, 1, MPI_INT64_T, MPI_SUM, win);
+        MPI_Win_flush_all(win);
+    }
+    opcost_end_acc();
+    MPI_Barrier(MPI_COMM_WORLD);
+
+    for (long i = 0; i < n; i++) {
+        old = -1;
+        MPI_Fetch_and_op(&one, &old, MPI_INT64_T, 1, SLOT_FOP, MPI_SUM, win);
+        MPI_Win_flush_all(win);
+        check(old == i, "MPI_Fetch_and_op", i, old, i);
+    }
+    opcost_end_fop();
+    MPI_Barrier(MPI_COMM_WORLD);
+
+    for (long i = 0; i < n; i++) {
+        cmp = i;
+        v = i + 1;
+        old = -1;
+        MPI_Compare_and_swap(&v, &cmp, &old, MPI_INT64_T, 1, SLOT_CAS, win);
+        MPI_Win_flush_all(win);
+        check(old == i, "MPI_Compare_and_swap", i, old, i);
+    }
+    opcost_end_cas();
+    MPI_Barrier(MPI_COMM_WORLD);
+
+    for (long i = 0; i < n; i++) {
+        v = i;
+        MPI_Send(&v, 1, MPI_INT64_T, 1, 7, MPI_COMM_WORLD);
+        MPI_Recv(&r, 1, MPI_INT64_T, 1, 8, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+        check(r == -i, "reply to MPI_Send", i, r, -i);
+    }
+    opcost_end_send();
+    MPI_Barrier(MPI_COMM_WORLD);
+}
+
+static void target(const int64_t *base, MPI_Win win, long n)
+{
+    int64_t v;
+
+    for (int phase = 0; phase < 6; phase++)
+        MPI_Barrier(MPI_COMM_WORLD);
+    for (long i = 0; i < n; i++) {
+        MPI_Recv(&v, 1, MPI_INT64_T, 0, 7, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+        check(v == i, "MPI_Send's message", i, v, i);
+        v = -i;
+        MPI_Send(&v, 1, MPI_INT64_T, 0, 8, MPI_COMM_WORLD);
+    }
+    MPI_Barrier(MPI_COMM_WORLD);
+    MPI_Win_sync(win);
+    check(base[SLOT_PUT] == n, "window after MPI_Put", n, base[SLOT_PUT], n);
+    check(base[SLOT_GET] == GET_PATTERN, "window after MPI_Get", n, base[SLOT_GET], GET_PATTERN);
+    check(base[SLOT_ACC] == n, "window after MPI_Accumulate", n, base[SLOT_ACC], n);
+    check(base[SLOT_FOP] == n, "window after MPI_Fetch_and_op", n, base[SLOT_FOP], n);
+    check(base[SLOT_CAS] == n, "window after MPI_Compare_and_swap", n, base[SLOT_CAS], n);
+}
+
+int main(int argc, char **argv)
+{
+    int rank, size;
+    long n = argc > 1 ? strtol(argv[1], NULL, 10) : 200;
+    int64_t *base;
+    MPI_Win win;
+
+    MPI_Init(&argc, &argv);
+    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    MPI_Comm_size(MPI_COMM_WORLD, &size);
+    if (size != 2 || n < 1) {
+        if (rank == 0)
+            fprintf(stderr, "usage: mpiexec -n 2 opcost N (N >= 1)\n");
+        MPI_Abort(MPI_COMM_WORLD, 2);
+    }
+    MPI_Win_allocate(NSLOTS * sizeof(int64_t), sizeof(int64_t), MPI_INFO_NULL, MPI_COMM_WORLD,
+                     &base, &win);
+    for (int s = 0; s < NSLOTS; s++)
+        base[s] = s == SLOT_GET ? GET_PATTERN : 0;
+    MPI_Barrier(MPI_COMM_WORLD);
+    MPI_Win_lock_all(0, win);
+
+    if (rank == 0)
+        origin(win, n);
+    else
+        target(base, win, n);
+
+    MPI_Win_unlock_all(win);
+    MPI_Win_free(&win);
+    int total = 0;
+    MPI_Allreduce(&failures, &total, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
+    if (rank == 0)
+        printf("opcost: N=%ld, %s\n", n, total ? "CHECKS FAILED" : "every value checked");
+    MPI_Finalize();
+    return total ? 1 : 0;
+}

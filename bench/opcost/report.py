@@ -1,0 +1,242 @@
+#!/usr/bin/env python3
+"""bench/opcost/report.py DIR [N1 N2]: instructions per MPI call from the callgrind dumps that
+bench/opcost/run leaves in DIR (cg.<config>-<N>.<pid>.<part>).
+
+Per configuration (gdr, gdr-db0, ucx) and phase, the measured call's cost is
+(cost at N2 - cost at N1) / (N2 - N1): one-time costs (connections, first registrations,
+pools) cancel.  Writes DIR/opcost.csv and DIR/opcost.txt (the table and the breakdown of
+gdr's MPI_Put by layer) and prints the text.  Python 3 alone, no matplotlib.
+"""
+import collections
+import glob
+import os
+import re
+import sys
+
+PHASES = [  # phase (marker opcost_end_<phase>), measured function, row name
+    ("put", "MPI_Put", "MPI_Put"),
+    ("get", "MPI_Get", "MPI_Get"),
+    ("acc", "MPI_Accumulate", "MPI_Accumulate (SUM)"),
+    ("fop", "MPI_Fetch_and_op", "MPI_Fetch_and_op (SUM)"),
+    ("cas", "MPI_Compare_and_swap", "MPI_Compare_and_swap"),
+    ("flush", "MPI_Win_flush", "MPI_Win_flush after one Put"),
+    ("send", "MPI_Send", "MPI_Send 8 B"),
+]
+CONFIGS = [("gdr", "gdr"), ("gdr-db0", "gdr, DOORBELL_BATCH=0"), ("ucx", "Debian MPICH 4.0.2 ch4:ucx")]
+WRITE = {"write", "__write", "__libc_write"}   # rxe's doorbell: write() on the uverbs fd
+ALLOC = {"malloc", "calloc", "realloc", "posix_memalign", "aligned_alloc", "memalign"}
+PROVIDER_OBJ = re.compile(r"libibverbs|librxe|rdmav")
+UCX_OBJ = re.compile(r"libuc[pst][.-]")
+
+
+def base(name):
+    """A --separate-callers context 'f'caller'caller2' (and recursion 'f'2) -> f."""
+    return name.split("'")[0]
+
+
+def bare(name):
+    """PMPI_Put and MPI_Put are one function under two names."""
+    return name[1:] if name.startswith("PMPI_") else name
+
+
+class Dump:
+    """One callgrind dump: exclusive Ir per context, calls between contexts."""
+
+    def __init__(self, path):
+        self.trigger = ""
+        self.excl = collections.Counter()      # context -> exclusive Ir
+        self.obj = {}                          # function (base name) -> object file
+        self.calls = []                        # (caller ctx, callee ctx, count, inclusive Ir)
+        self.total = 0
+        names = {"ob": {}, "fl": {}, "fn": {}}
+        ob = fn = cob = cfn = None
+        pending = None
+        with open(path, errors="replace") as f:
+            for line in f:
+                line = line.rstrip("\n")
+                if pending is not None:      # the cost line of a call
+                    parts = line.split()
+                    self.calls.append((fn, cfn, pending, int(parts[1]) if len(parts) > 1 else 0))
+                    pending = None
+                    continue
+                if not line or line.startswith("#"):
+                    continue
+                c = line[0]
+                if c.isdigit() or c in "+-*":
+                    parts = line.split()
+                    if len(parts) > 1 and fn is not None:
+                        self.excl[fn] += int(parts[1])
+                    continue
+                key, _, val = line.partition("=")
+                if key in ("ob", "cob", "fl", "fi", "fe", "cfi", "cfl", "fn", "cfn"):
+                    kind = {"cob": "ob", "fi": "fl", "fe": "fl", "cfi": "fl", "cfl": "fl",
+                            "cfn": "fn"}.get(key, key)
+                    m = re.match(r"\((\d+)\)(?: (.*))?$", val)
+                    if m:
+                        if m.group(2) is not None:
+                            names[kind][m.group(1)] = m.group(2)
+                        val = names[kind].get(m.group(1), val)
+                    if key == "ob":
+                        ob = val
+                    elif key == "cob":
+                        cob = val
+                    elif key == "fn":
+                        fn = val
+                        self.obj.setdefault(base(fn), ob)
+                    elif key == "cfn":
+                        cfn = val
+                        if cob is not None:
+                            self.obj.setdefault(base(cfn), cob)
+                        cob = None
+                elif key == "calls":
+                    pending = int(val.split()[0])
+                elif line.startswith("desc: Trigger:"):
+                    self.trigger = line.split(":", 2)[2].strip()
+                elif line.startswith("totals:") or line.startswith("summary:"):
+                    self.total = int(line.split()[1])
+
+    def inclusive(self, func):
+        """Inclusive Ir of a function (every context), its calls not counted twice."""
+        own = [c for c in self.excl if bare(base(c)) == func] + \
+              [b for (a, b, n, i) in self.calls if bare(base(b)) == func]
+        own = set(own)
+        cost = sum(self.excl[c] for c in own)
+        cost += sum(i for (a, b, n, i) in self.calls if a in own and b not in own)
+        return cost
+
+    def count_calls(self, names, func, provider=False):
+        """Calls to functions named in names made inside func (its contexts' callees);
+        provider: only those made from the verbs provider (its doorbell system calls)."""
+        total = 0
+        for (a, b, n, i) in self.calls:
+            if base(b) not in names:
+                continue
+            chain = [bare(f) for f in b.split("'")]
+            if func not in chain:
+                continue
+            if provider and not PROVIDER_OBJ.search(self.obj.get(base(a)) or ""):
+                continue
+            total += n
+        return total
+
+    def calls_into(self, func):
+        return sum(n for (a, b, n, i) in self.calls
+                   if bare(base(b)) == func and bare(base(a)) != func)
+
+    def layers(self, root):
+        """Exclusive Ir by layer, each context judged by its caller chain up to root:
+        provider (in libibverbs or its provider, or called from them), netmod (an
+        MPIDI_GDR_/gdr_ function or UCX's libucp/libuct/libucs, or called from one), else MPICH above the netmod (with the
+        libc it calls directly); 'unknown' where the chain did not reach root."""
+        out = collections.Counter()
+        for ctx, ir in self.excl.items():
+            chain = [f for f in ctx.split("'") if not f.isdigit()]
+            layer = None
+            seen_root = False
+            for f in chain:
+                if bare(f) == root:
+                    seen_root = True
+                    break
+                if PROVIDER_OBJ.search(self.obj.get(f) or ""):
+                    layer = "provider"
+                elif layer is None and (re.match(r"(MPIDI_GDR_|gdr_)", f)
+                                        or UCX_OBJ.search(self.obj.get(f) or "")):
+                    layer = "netmod"
+            if bare(chain[0]) == root:
+                seen_root = True
+            if not seen_root:
+                layer = "unknown"
+            out[layer or "mpich"] += ir
+        return out
+
+
+def load(d, tag):
+    """phase -> Dump for one run (cg.<tag>.<pid>.<part>)."""
+    got = {}
+    for p in sorted(glob.glob(os.path.join(d, "cg.%s.*" % tag))):
+        dump = Dump(p)
+        m = re.search(r"opcost_end_(\w+)", dump.trigger)
+        if m:
+            got[m.group(1)] = dump
+    return got
+
+
+def main():
+    d = sys.argv[1]
+    n1, n2 = (int(sys.argv[2]), int(sys.argv[3])) if len(sys.argv) > 3 else (200, 400)
+    runs = {}
+    for cfg, _ in CONFIGS:
+        a, b = load(d, "%s-%d" % (cfg, n1)), load(d, "%s-%d" % (cfg, n2))
+        if a and b:
+            runs[cfg] = (a, b)
+    if not runs:
+        sys.exit("bench/opcost/report.py: no callgrind dumps in %s" % d)
+    per = lambda x1, x2: (x2 - x1) / float(n2 - n1)
+    rows, res = [], {}
+    for cfg, _ in CONFIGS:
+        if cfg not in runs:
+            continue
+        a, b = runs[cfg]
+        for ph, func, _ in PHASES:
+            if ph not in a or ph not in b:
+                print("%s: no dump for phase %s" % (cfg, ph), file=sys.stderr)
+                continue
+            da, db = a[ph], b[ph]
+            ins = per(da.inclusive(func), db.inclusive(func))
+            alloc = per(da.count_calls(ALLOC, func), db.count_calls(ALLOC, func))
+            free = per(da.count_calls({"free"}, func), db.count_calls({"free"}, func))
+            bell = per(da.count_calls(WRITE, func, True), db.count_calls(WRITE, func, True))
+            ncalls = (da.calls_into(func), db.calls_into(func))
+            res[cfg, ph] = ins
+            rows.append((cfg, ph, func, ins, da.inclusive(func), db.inclusive(func), alloc, free,
+                         bell, ncalls))
+    with open(os.path.join(d, "opcost.csv"), "w") as f:
+        f.write("benchmark,bytes,latency_us,bandwidth_MBps,tool,p50_us,instructions_per_call,"
+                "instructions_n1,instructions_n2,n1,n2,allocs_per_call,frees_per_call,"
+                "doorbells_per_call\n")
+        for cfg, ph, func, ins, c1, c2, al, fr, bl, _ in rows:
+            tool = {"gdr": "gdr", "gdr-db0": "gdr-doorbell-batch-0", "ucx": "peer-mpich-ucx"}[cfg]
+            f.write("opcost_%s,8,,,%s,,%.1f,%d,%d,%d,%d,%.2f,%.2f,%.2f\n"
+                    % (ph, tool, ins, c1, c2, n1, n2, al, fr, bl))
+    t = []
+    t.append("instructions per call on rank 0, (cost(%d) - cost(%d)) / %d, callgrind"
+             % (n2, n1, n2 - n1))
+    hdr = "%-30s %12s %14s %12s %10s" % ("call", "gdr", "gdr batch=0", "ucx", "gdr/ucx")
+    t.append(hdr)
+    for ph, func, label in PHASES:
+        g, g0, u = res.get(("gdr", ph)), res.get(("gdr-db0", ph)), res.get(("ucx", ph))
+        fmt = lambda x: "%12.0f" % x if x is not None else "%12s" % "-"
+        ratio = "%10.2f" % (g / u) if g is not None and u else "%10s" % "-"
+        t.append("%-30s %s %s %s %s" % (label, fmt(g), fmt(g0).rjust(14), fmt(u), ratio))
+    t.append("")
+    t.append("per call: malloc-family and free calls, doorbells (the provider's write() system "
+             "calls); calls counted at N=%d, N=%d (check)" % (n1, n2))
+    for cfg, ph, func, ins, c1, c2, al, fr, bl, nc in rows:
+        t.append("  %-8s %-22s alloc %5.2f  free %5.2f  doorbells %5.2f  calls %s"
+                 % (cfg, func, al, fr, bl, nc))
+    for cfg in ("gdr", "gdr-db0", "ucx"):
+        if cfg not in runs or "put" not in runs[cfg][0]:
+            continue
+        la = runs[cfg][0]["put"].layers("MPI_Put")
+        lb = runs[cfg][1]["put"].layers("MPI_Put")
+        keys = ["mpich", "netmod", "provider", "unknown"]
+        vals = {k: per(la[k], lb[k]) for k in keys}
+        tot = sum(vals.values()) or 1
+        t.append("")
+        t.append("%s MPI_Put by layer (instructions per call):" % cfg)
+        for k, label in zip(keys, ["MPICH above the netmod (MPI_Put .. MPIDI_NM_*, libc they call)",
+                                   "netmod (MPIDI_GDR_*, gdr_* and what they call)",
+                                   "verbs provider (libibverbs, librxe; user space only)",
+                                   "caller chain not resolved"]):
+            if k == "netmod" and cfg == "ucx":
+                label = "UCX (libucp, libuct, libucs and what they call)"
+            if vals[k] or k != "unknown":
+                t.append("  %-62s %8.0f  %5.1f%%" % (label, vals[k], 100.0 * vals[k] / tot))
+    text = "\n".join(t) + "\n"
+    with open(os.path.join(d, "opcost.txt"), "w") as f:
+        f.write(text)
+    sys.stdout.write(text)
+
+
+if __name__ == "__main__":
+    main()
