@@ -10,17 +10,23 @@
  * collects only inside them: --toggle-collect).  The operations that complete a measured call
  * without being measured are MPI_Win_flush_all (after Put, Get, Accumulate, Fetch_and_op,
  * Compare_and_swap) and MPI_Recv (rank 0 waits for rank 1's reply after each Send).
+ * MPI_Win_flush is measured twice: right after a Put (its count includes the polls until the
+ * completion arrives, which follow the link's timing, not the code), and after the Put has
+ * been posted and completed (MPI_Iprobe, a 20-ms sleep, MPI_Iprobe: no wait left).  A
+ * warm-up of one of each call comes first, in its own dump.
  *
  * Every value is checked (Get's results, Fetch_and_op's and Compare_and_swap's old values,
  * the target's window and the received messages at the end), so a run that did nothing
  * fails instead of counting nothing: exit status 1 and a line on stderr.
  */
+#define _POSIX_C_SOURCE 200809L
 #include <mpi.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <time.h>
 
-enum { SLOT_PUT, SLOT_GET, SLOT_ACC, SLOT_FOP, SLOT_CAS, NSLOTS };
+enum { SLOT_PUT, SLOT_GET, SLOT_ACC, SLOT_FOP, SLOT_CAS, SLOT_WARM, NSLOTS };
 
 static const int64_t GET_PATTERN = INT64_C(0x0123456789abcdef);
 
@@ -33,6 +39,17 @@ __attribute__((noinline)) void opcost_end_acc(void) { opcost_phase = 4; }
 __attribute__((noinline)) void opcost_end_fop(void) { opcost_phase = 5; }
 __attribute__((noinline)) void opcost_end_cas(void) { opcost_phase = 6; }
 __attribute__((noinline)) void opcost_end_send(void) { opcost_phase = 7; }
+__attribute__((noinline)) void opcost_end_flushdone(void) { opcost_phase = 8; }
+__attribute__((noinline)) void opcost_end_warmup(void) { opcost_phase = 9; }
+
+/* The settle time before a flush whose Put has completed: the Soft-RoCE round trip is
+ * 20-100 us, callgrind's rank 0 does not slow the link, and 20 ms covers a guest that the
+ * host schedules late (5 ms left a third of gdr's flushes polling once). */
+static void settle(void)
+{
+    struct timespec ts = { 0, 20 * 1000 * 1000 };
+    nanosleep(&ts, NULL);
+}
 
 static int failures;
 
@@ -46,6 +63,27 @@ static void check(int ok, const char *what, long i, int64_t got, int64_t want)
 static void origin(MPI_Win win, long n)
 {
     int64_t v, r, one = 1, old, cmp;
+    int flag;
+
+    /* One of each first, into a slot of its own: connections, registrations and pools are
+     * made here, in a dump of its own, and not in a measured call (a wait for a connection
+     * polls a number of times that follows the link's timing, and would not cancel). */
+    v = 1;
+    MPI_Put(&v, 1, MPI_INT64_T, 1, SLOT_WARM, 1, MPI_INT64_T, win);
+    MPI_Win_flush(1, win);
+    MPI_Get(&r, 1, MPI_INT64_T, 1, SLOT_WARM, 1, MPI_INT64_T, win);
+    MPI_Accumulate(&one, 1, MPI_INT64_T, 1, SLOT_WARM, 1, MPI_INT64_T, MPI_SUM, win);
+    MPI_Win_flush_all(win);
+    MPI_Fetch_and_op(&one, &old, MPI_INT64_T, 1, SLOT_WARM, MPI_SUM, win);
+    MPI_Win_flush_all(win);
+    cmp = 3;
+    MPI_Compare_and_swap(&v, &cmp, &old, MPI_INT64_T, 1, SLOT_WARM, win);
+    MPI_Win_flush_all(win);
+    check(old == 3, "warm-up MPI_Compare_and_swap", 0, old, 3);
+    MPI_Send(&v, 1, MPI_INT64_T, 1, 6, MPI_COMM_WORLD);
+    MPI_Recv(&r, 1, MPI_INT64_T, 1, 6, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+    opcost_end_warmup();
+    MPI_Barrier(MPI_COMM_WORLD);
 
     for (long i = 0; i < n; i++) {
         v = i + 1;
@@ -61,6 +99,22 @@ static void origin(MPI_Win win, long n)
         MPI_Win_flush(1, win);
     }
     opcost_end_flush();
+    MPI_Barrier(MPI_COMM_WORLD);
+
+    /* The same flush without its wait: a progress call (MPI_Iprobe, not measured) posts a Put
+     * that gdr held for a later doorbell, the rank sleeps until the Put has completed, and a
+     * second MPI_Iprobe takes its completion (else whether the first one already did follows
+     * the link's timing), so the flush finds nothing left to wait for.  The flush above spins
+     * until the completion arrives, a number of polls that follows the link's timing. */
+    for (long i = 0; i < n; i++) {
+        v = i + 1;
+        MPI_Put(&v, 1, MPI_INT64_T, 1, SLOT_PUT, 1, MPI_INT64_T, win);
+        MPI_Iprobe(1, 99, MPI_COMM_WORLD, &flag, MPI_STATUS_IGNORE);
+        settle();
+        MPI_Iprobe(1, 99, MPI_COMM_WORLD, &flag, MPI_STATUS_IGNORE);
+        MPI_Win_flush(1, win);
+    }
+    opcost_end_flushdone();
     MPI_Barrier(MPI_COMM_WORLD);
 
     for (long i = 0; i < n; i++) {
@@ -113,7 +167,10 @@ static void target(const int64_t *base, MPI_Win win, long n)
 {
     int64_t v;
 
-    for (int phase = 0; phase < 6; phase++)
+    MPI_Recv(&v, 1, MPI_INT64_T, 0, 6, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+    check(v == 1, "warm-up MPI_Send's message", 0, v, 1);
+    MPI_Send(&v, 1, MPI_INT64_T, 0, 6, MPI_COMM_WORLD);
+    for (int phase = 0; phase < 8; phase++)
         MPI_Barrier(MPI_COMM_WORLD);
     for (long i = 0; i < n; i++) {
         MPI_Recv(&v, 1, MPI_INT64_T, 0, 7, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
@@ -128,6 +185,7 @@ static void target(const int64_t *base, MPI_Win win, long n)
     check(base[SLOT_ACC] == n, "window after MPI_Accumulate", n, base[SLOT_ACC], n);
     check(base[SLOT_FOP] == n, "window after MPI_Fetch_and_op", n, base[SLOT_FOP], n);
     check(base[SLOT_CAS] == n, "window after MPI_Compare_and_swap", n, base[SLOT_CAS], n);
+    check(base[SLOT_WARM] == 1, "window after the warm-up", 0, base[SLOT_WARM], 1);
 }
 
 int main(int argc, char **argv)

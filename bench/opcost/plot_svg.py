@@ -8,7 +8,7 @@ TOOLS = [("gdr", "gdr", "#1f77b4"), ("gdr-doorbell-batch-0", "gdr, doorbell batc
          ("peer-mpich-ucx", "MPICH 4.0.2 ch4:ucx", "#d62728")]
 CALLS = [("put", "MPI_Put"), ("get", "MPI_Get"), ("acc", "MPI_Accumulate"),
          ("fop", "MPI_Fetch_and_op"), ("cas", "MPI_Compare_and_swap"),
-         ("flush", "MPI_Win_flush (1 Put)"), ("send", "MPI_Send 8 B")]
+         ("flushdone", "MPI_Win_flush (Put done)"), ("send", "MPI_Send 8 B")]
 
 
 def main():

@@ -19,10 +19,13 @@ PHASES = [  # phase (marker opcost_end_<phase>), measured function, row name
     ("acc", "MPI_Accumulate", "MPI_Accumulate (SUM)"),
     ("fop", "MPI_Fetch_and_op", "MPI_Fetch_and_op (SUM)"),
     ("cas", "MPI_Compare_and_swap", "MPI_Compare_and_swap"),
-    ("flush", "MPI_Win_flush", "MPI_Win_flush after one Put"),
+    ("flushdone", "MPI_Win_flush", "MPI_Win_flush, Put completed"),
+    ("flush", "MPI_Win_flush", "MPI_Win_flush right after Put"),
     ("send", "MPI_Send", "MPI_Send 8 B"),
 ]
 CONFIGS = [("gdr", "gdr"), ("gdr-db0", "gdr, DOORBELL_BATCH=0"), ("ucx", "Debian MPICH 4.0.2 ch4:ucx")]
+TIMED = {"flush"}   # phases that wait for the link: reported as a mean, not a difference
+PROGRESS = {"host_progress", "ucp_worker_progress"}   # one round of the progress loop
 WRITE = {"write", "__write", "__libc_write"}   # rxe's doorbell: write() on the uverbs fd
 ALLOC = {"malloc", "calloc", "realloc", "posix_memalign", "aligned_alloc", "memalign"}
 PROVIDER_OBJ = re.compile(r"libibverbs|librxe|rdmav")
@@ -109,7 +112,7 @@ class Dump:
         provider: only those made from the verbs provider (its doorbell system calls)."""
         total = 0
         for (a, b, n, i) in self.calls:
-            if base(b) not in names:
+            if base(b) not in names or base(a) in names:   # free'free: one call, two names
                 continue
             chain = [bare(f) for f in b.split("'")]
             if func not in chain:
@@ -118,6 +121,11 @@ class Dump:
                 continue
             total += n
         return total
+
+    def call_cost(self, names, func):
+        """Instructions inside the calls count_calls counts (inclusive)."""
+        return sum(i for (a, b, n, i) in self.calls if base(b) in names and base(a) not in names
+                   and func in [bare(f) for f in b.split("'")])
 
     def calls_into(self, func):
         return sum(n for (a, b, n, i) in self.calls
@@ -161,77 +169,129 @@ def load(d, tag):
     return got
 
 
+def median(xs):
+    xs = sorted(xs)
+    k = len(xs) // 2
+    return xs[k] if len(xs) % 2 else (xs[k - 1] + xs[k]) / 2.0
+
+
+def measure(a, b, n1, n2, ph, func):
+    """One round's figures for one call: per call, the difference of N2 and N1 (a, b: their
+    dumps); for the flush right after a Put, whose polls follow the link's timing, the mean
+    at N2 instead (a difference of two random waits can be negative)."""
+    da, db = a[ph], b[ph]
+    if ph in TIMED:
+        per = lambda x1, x2: x2 / float(n2)
+    else:
+        per = lambda x1, x2: (x2 - x1) / float(n2 - n1)
+    rounds = db.count_calls(PROGRESS, func)
+    return {
+        "ins": per(da.inclusive(func), db.inclusive(func)),
+        "alloc": per(da.count_calls(ALLOC, func), db.count_calls(ALLOC, func)),
+        "free": per(da.count_calls({"free"}, func), db.count_calls({"free"}, func)),
+        "alloc_ins": per(da.call_cost(ALLOC, func), db.call_cost(ALLOC, func)),
+        "free_ins": per(da.call_cost({"free"}, func), db.call_cost({"free"}, func)),
+        "bells": per(da.count_calls(WRITE, func, True), db.count_calls(WRITE, func, True)),
+        "progress": per(da.count_calls(PROGRESS, func), rounds),
+        "round_ins": db.call_cost(PROGRESS, func) / float(rounds) if rounds else 0.0,
+        "calls": (da.calls_into(func), db.calls_into(func)),
+    }
+
+
 def main():
     d = sys.argv[1]
     n1, n2 = (int(sys.argv[2]), int(sys.argv[3])) if len(sys.argv) > 3 else (200, 400)
-    runs = {}
+    runs = {}     # cfg -> [(dumps at n1, dumps at n2) per round]
     for cfg, _ in CONFIGS:
-        a, b = load(d, "%s-%d" % (cfg, n1)), load(d, "%s-%d" % (cfg, n2))
-        if a and b:
-            runs[cfg] = (a, b)
+        rs = sorted({re.match(r"cg\.%s-r(\d+)-" % re.escape(cfg), os.path.basename(p)).group(1)
+                     for p in glob.glob(os.path.join(d, "cg.%s-r*-*" % cfg))
+                     if re.match(r"cg\.%s-r(\d+)-" % re.escape(cfg), os.path.basename(p))}, key=int)
+        for r in rs:
+            a, b = load(d, "%s-r%s-%d" % (cfg, r, n1)), load(d, "%s-r%s-%d" % (cfg, r, n2))
+            if a and b:
+                runs.setdefault(cfg, []).append((a, b))
     if not runs:
         sys.exit("bench/opcost/report.py: no callgrind dumps in %s" % d)
     per = lambda x1, x2: (x2 - x1) / float(n2 - n1)
     rows, res = [], {}
     for cfg, _ in CONFIGS:
-        if cfg not in runs:
-            continue
-        a, b = runs[cfg]
         for ph, func, _ in PHASES:
-            if ph not in a or ph not in b:
-                print("%s: no dump for phase %s" % (cfg, ph), file=sys.stderr)
+            ms = [measure(a, b, n1, n2, ph, func) for (a, b) in runs.get(cfg, [])
+                  if ph in a and ph in b]
+            if not ms:
                 continue
-            da, db = a[ph], b[ph]
-            ins = per(da.inclusive(func), db.inclusive(func))
-            alloc = per(da.count_calls(ALLOC, func), db.count_calls(ALLOC, func))
-            free = per(da.count_calls({"free"}, func), db.count_calls({"free"}, func))
-            bell = per(da.count_calls(WRITE, func, True), db.count_calls(WRITE, func, True))
-            ncalls = (da.calls_into(func), db.calls_into(func))
-            res[cfg, ph] = ins
-            rows.append((cfg, ph, func, ins, da.inclusive(func), db.inclusive(func), alloc, free,
-                         bell, ncalls))
+            m = {k: median([x[k] for x in ms]) for k in ms[0] if k != "calls"}
+            m["calls"] = ms[0]["calls"]
+            m["min"] = min(x["ins"] for x in ms)
+            m["max"] = max(x["ins"] for x in ms)
+            m["n"] = len(ms)
+            res[cfg, ph] = m
+            rows.append((cfg, ph, func, m))
     with open(os.path.join(d, "opcost.csv"), "w") as f:
         f.write("benchmark,bytes,latency_us,bandwidth_MBps,tool,p50_us,instructions_per_call,"
-                "instructions_n1,instructions_n2,n1,n2,allocs_per_call,frees_per_call,"
-                "doorbells_per_call\n")
-        for cfg, ph, func, ins, c1, c2, al, fr, bl, _ in rows:
+                "instructions_min,instructions_max,rounds,n1,n2,allocs_per_call,frees_per_call,"
+                "doorbells_per_call,progress_rounds_per_call,instructions_per_progress_round\n")
+        for cfg, ph, func, m in rows:
             tool = {"gdr": "gdr", "gdr-db0": "gdr-doorbell-batch-0", "ucx": "peer-mpich-ucx"}[cfg]
-            f.write("opcost_%s,8,,,%s,,%.1f,%d,%d,%d,%d,%.2f,%.2f,%.2f\n"
-                    % (ph, tool, ins, c1, c2, n1, n2, al, fr, bl))
+            f.write("opcost_%s,8,,,%s,,%.1f,%.1f,%.1f,%d,%d,%d,%.2f,%.2f,%.2f,%.2f,%.0f\n"
+                    % (ph, tool, m["ins"], m["min"], m["max"], m["n"], n1, n2, m["alloc"],
+                       m["free"], m["bells"], m["progress"], m["round_ins"]))
     t = []
-    t.append("instructions per call on rank 0, (cost(%d) - cost(%d)) / %d, callgrind"
-             % (n2, n1, n2 - n1))
-    hdr = "%-30s %12s %14s %12s %10s" % ("call", "gdr", "gdr batch=0", "ucx", "gdr/ucx")
+    t.append("instructions per call on rank 0 (callgrind), (cost(%d) - cost(%d)) / %d, median of "
+             "%s rounds [min-max where they differ]" % (n2, n1, n2 - n1,
+                                                        "/".join(str(len(v)) for v in runs.values())))
+    hdr = "%-30s %18s %18s %18s %8s" % ("call", "gdr", "gdr batch=0", "ucx", "gdr/ucx")
     t.append(hdr)
     for ph, func, label in PHASES:
-        g, g0, u = res.get(("gdr", ph)), res.get(("gdr-db0", ph)), res.get(("ucx", ph))
-        fmt = lambda x: "%12.0f" % x if x is not None else "%12s" % "-"
-        ratio = "%10.2f" % (g / u) if g is not None and u else "%10s" % "-"
-        t.append("%-30s %s %s %s %s" % (label, fmt(g), fmt(g0).rjust(14), fmt(u), ratio))
+        def fmt(cfg):
+            m = res.get((cfg, ph))
+            if m is None:
+                return "%18s" % "-"
+            v = "%.0f" % m["ins"]
+            if round(m["min"]) != round(m["max"]):
+                v += " [%.0f-%.0f]" % (m["min"], m["max"])
+            return "%18s" % v
+        g, u = res.get(("gdr", ph)), res.get(("ucx", ph))
+        ratio = "%8.2f" % (g["ins"] / u["ins"]) if g and u and u["ins"] else "%8s" % "-"
+        if ph in TIMED:
+            ratio = "%8s" % "-"
+        t.append("%-30s %s %s %s %s" % (label, fmt("gdr"), fmt("gdr-db0"), fmt("ucx"), ratio))
+    t.append("(the flush right after a Put: mean at N=%d, waits included: polls until the "
+             "completion arrives, a count that follows the link's timing, not the code)" % n2)
     t.append("")
     t.append("per call: malloc-family and free calls, doorbells (the provider's write() system "
-             "calls); calls counted at N=%d, N=%d (check)" % (n1, n2))
-    for cfg, ph, func, ins, c1, c2, al, fr, bl, nc in rows:
-        t.append("  %-8s %-22s alloc %5.2f  free %5.2f  doorbells %5.2f  calls %s"
-                 % (cfg, func, al, fr, bl, nc))
+             "calls), progress rounds; calls counted at N=%d, N=%d (check)" % (n1, n2))
+    for cfg, ph, func, m in rows:
+        t.append("  %-8s %-9s alloc %5.2f (%4.0f instr)  free %5.2f (%4.0f instr)  doorbells %5.2f  "
+                 "progress rounds %6.2f (%4.0f instr each)  calls %s"
+                 % (cfg, ph, m["alloc"], m["alloc_ins"], m["free"], m["free_ins"], m["bells"],
+                    m["progress"], m["round_ins"], m["calls"]))
     for cfg in ("gdr", "gdr-db0", "ucx"):
-        if cfg not in runs or "put" not in runs[cfg][0]:
+        if cfg not in runs or "put" not in runs[cfg][0][0]:
             continue
-        la = runs[cfg][0]["put"].layers("MPI_Put")
-        lb = runs[cfg][1]["put"].layers("MPI_Put")
+        la = runs[cfg][0][0]["put"].layers("MPI_Put")   # the first round (MPI_Put's count
+        lb = runs[cfg][0][1]["put"].layers("MPI_Put")   # does not change between rounds)
         keys = ["mpich", "netmod", "provider", "unknown"]
         vals = {k: per(la[k], lb[k]) for k in keys}
         tot = sum(vals.values()) or 1
         t.append("")
         t.append("%s MPI_Put by layer (instructions per call):" % cfg)
+        top = collections.Counter()
+        for dump, sign in ((runs[cfg][0][0]["put"], -1), (runs[cfg][0][1]["put"], 1)):
+            for c, ir in dump.excl.items():
+                top[base(c)] += sign * ir
         for k, label in zip(keys, ["MPICH above the netmod (MPI_Put .. MPIDI_NM_*, libc they call)",
                                    "netmod (MPIDI_GDR_*, gdr_* and what they call)",
                                    "verbs provider (libibverbs, librxe; user space only)",
                                    "caller chain not resolved"]):
             if k == "netmod" and cfg == "ucx":
                 label = "UCX (libucp, libuct, libucs and what they call)"
+            if k == "mpich" and cfg == "ucx":
+                label = "MPICH with its ucx netmod glue (libmpich is stripped)"
             if vals[k] or k != "unknown":
                 t.append("  %-62s %8.0f  %5.1f%%" % (label, vals[k], 100.0 * vals[k] / tot))
+        t.append("  functions with the most instructions of their own per Put: " + ", ".join(
+            "%s %.0f" % (f, ir / float(n2 - n1)) for f, ir in top.most_common(10)))
     text = "\n".join(t) + "\n"
     with open(os.path.join(d, "opcost.txt"), "w") as f:
         f.write(text)
