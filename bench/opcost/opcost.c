@@ -12,8 +12,11 @@
  * Compare_and_swap) and MPI_Recv (rank 0 waits for rank 1's reply after each Send).
  * MPI_Win_flush is measured twice: right after a Put (its count includes the polls until the
  * completion arrives, which follow the link's timing, not the code), and after the Put has
- * been posted and completed (MPI_Iprobe, a 20-ms sleep, MPI_Iprobe: no wait left).  A
- * warm-up of one of each call comes first, in its own dump.
+ * been posted and completed (MPI_Iprobe, a 20-ms sleep, MPI_Iprobe: meant to leave no wait,
+ * though a guest the host schedules late still makes some flushes poll); the first SAMPLES
+ * flushes of each loop get a dump each (opcost_end_flush1, opcost_end_flushdone1), so
+ * that the cheapest flush, the one that did not wait, can be read.  A warm-up of one of
+ * each call comes first, in its own dump.
  *
  * Every value is checked (Get's results, Fetch_and_op's and Compare_and_swap's old values,
  * the target's window and the received messages at the end), so a run that did nothing
@@ -41,6 +44,10 @@ __attribute__((noinline)) void opcost_end_cas(void) { opcost_phase = 6; }
 __attribute__((noinline)) void opcost_end_send(void) { opcost_phase = 7; }
 __attribute__((noinline)) void opcost_end_flushdone(void) { opcost_phase = 8; }
 __attribute__((noinline)) void opcost_end_warmup(void) { opcost_phase = 9; }
+/* After each of the first SAMPLES iterations of the two flush loops: a dump per flush. */
+__attribute__((noinline)) void opcost_end_flush1(void) { opcost_phase = 10; }
+__attribute__((noinline)) void opcost_end_flushdone1(void) { opcost_phase = 11; }
+enum { SAMPLES = 50 };
 
 /* The settle time before a flush whose Put has completed: the Soft-RoCE round trip is
  * 20-100 us, callgrind's rank 0 does not slow the link, and 20 ms covers a guest that the
@@ -97,6 +104,8 @@ static void origin(MPI_Win win, long n)
         v = i + 1;
         MPI_Put(&v, 1, MPI_INT64_T, 1, SLOT_PUT, 1, MPI_INT64_T, win);
         MPI_Win_flush(1, win);
+        if (i < SAMPLES)
+            opcost_end_flush1();
     }
     opcost_end_flush();
     MPI_Barrier(MPI_COMM_WORLD);
@@ -113,6 +122,8 @@ static void origin(MPI_Win win, long n)
         settle();
         MPI_Iprobe(1, 99, MPI_COMM_WORLD, &flag, MPI_STATUS_IGNORE);
         MPI_Win_flush(1, win);
+        if (i < SAMPLES)
+            opcost_end_flushdone1();
     }
     opcost_end_flushdone();
     MPI_Barrier(MPI_COMM_WORLD);

@@ -24,7 +24,9 @@ PHASES = [  # phase (marker opcost_end_<phase>), measured function, row name
     ("send", "MPI_Send", "MPI_Send 8 B"),
 ]
 CONFIGS = [("gdr", "gdr"), ("gdr-db0", "gdr, DOORBELL_BATCH=0"), ("ucx", "Debian MPICH 4.0.2 ch4:ucx")]
-TIMED = {"flush"}   # phases that wait for the link: reported as a mean, not a difference
+# The flushes wait for the link, a number of polls that follows its timing: their rows are
+# the median of the flushes dumped one by one (the other figures are per-call differences).
+SAMPLED = {"flushdone": "flushdone1", "flush": "flush1"}
 PROGRESS = {"host_progress", "ucp_worker_progress"}   # one round of the progress loop
 WRITE = {"write", "__write", "__libc_write"}   # rxe's doorbell: write() on the uverbs fd
 ALLOC = {"malloc", "calloc", "realloc", "posix_memalign", "aligned_alloc", "memalign"}
@@ -159,12 +161,15 @@ class Dump:
 
 
 def load(d, tag):
-    """phase -> Dump for one run (cg.<tag>.<pid>.<part>)."""
+    """phase -> Dump for one run (cg.<tag>.<pid>.<part>); the per-flush samples
+    (opcost_end_flush1, opcost_end_flushdone1) as lists under 'flush1', 'flushdone1'."""
     got = {}
     for p in sorted(glob.glob(os.path.join(d, "cg.%s.*" % tag))):
         dump = Dump(p)
         m = re.search(r"opcost_end_(\w+)", dump.trigger)
-        if m:
+        if m and m.group(1).endswith("1"):
+            got.setdefault(m.group(1), []).append(dump)
+        elif m:
             got[m.group(1)] = dump
     return got
 
@@ -177,13 +182,9 @@ def median(xs):
 
 def measure(a, b, n1, n2, ph, func):
     """One round's figures for one call: per call, the difference of N2 and N1 (a, b: their
-    dumps); for the flush right after a Put, whose polls follow the link's timing, the mean
-    at N2 instead (a difference of two random waits can be negative)."""
+    dumps)."""
     da, db = a[ph], b[ph]
-    if ph in TIMED:
-        per = lambda x1, x2: x2 / float(n2)
-    else:
-        per = lambda x1, x2: (x2 - x1) / float(n2 - n1)
+    per = lambda x1, x2: (x2 - x1) / float(n2 - n1)
     rounds = db.count_calls(PROGRESS, func)
     return {
         "ins": per(da.inclusive(func), db.inclusive(func)),
@@ -227,6 +228,20 @@ def main():
             m["n"] = len(ms)
             res[cfg, ph] = m
             rows.append((cfg, ph, func, m))
+    samples = {}
+    for cfg, _ in CONFIGS:
+        for ph, sph in SAMPLED.items():
+            xs = []
+            for (a, b) in runs.get(cfg, []):
+                for dumps in (a.get(sph, []), b.get(sph, [])):
+                    xs += [(x.inclusive("MPI_Win_flush"), x.count_calls(PROGRESS, "MPI_Win_flush"))
+                           for x in dumps]
+            if xs and (cfg, ph) in res:
+                xs.sort()
+                samples[cfg, ph] = xs
+                m = res[cfg, ph]
+                m["ins"], m["progress"] = xs[len(xs) // 2]
+                m["min"], m["max"] = xs[0][0], xs[-1][0]
     with open(os.path.join(d, "opcost.csv"), "w") as f:
         f.write("benchmark,bytes,latency_us,bandwidth_MBps,tool,p50_us,instructions_per_call,"
                 "instructions_min,instructions_max,rounds,n1,n2,allocs_per_call,frees_per_call,"
@@ -248,16 +263,28 @@ def main():
             if m is None:
                 return "%18s" % "-"
             v = "%.0f" % m["ins"]
-            if round(m["min"]) != round(m["max"]):
+            if round(m["min"]) != round(m["max"]) and ph not in SAMPLED:
                 v += " [%.0f-%.0f]" % (m["min"], m["max"])
             return "%18s" % v
         g, u = res.get(("gdr", ph)), res.get(("ucx", ph))
         ratio = "%8.2f" % (g["ins"] / u["ins"]) if g and u and u["ins"] else "%8s" % "-"
-        if ph in TIMED:
-            ratio = "%8s" % "-"
         t.append("%-30s %s %s %s %s" % (label, fmt("gdr"), fmt("gdr-db0"), fmt("ucx"), ratio))
-    t.append("(the flush right after a Put: mean at N=%d, waits included: polls until the "
-             "completion arrives, a count that follows the link's timing, not the code)" % n2)
+    t.append("(flush rows: the median flush of those dumped one by one, below; the others: "
+             "(cost(N2) - cost(N1)) / (N2 - N1))")
+    t.append("")
+    t.append("MPI_Win_flush one by one (the first %d of each loop, every run): min / median / max "
+             "instructions, progress rounds of the median" % (len(next(iter(samples.values()))) // 6
+                                                              if samples else 0))
+    for (cfg, ph), xs in sorted(samples.items()):
+        label = {"flushdone": "Put completed", "flush": "right after Put"}[ph]
+        t.append("  %-8s %-16s %6d / %6d / %8d   (%d samples; %d progress rounds)"
+                 % (cfg, label, xs[0][0], xs[len(xs) // 2][0], xs[-1][0], len(xs),
+                    xs[len(xs) // 2][1]))
+    with open(os.path.join(d, "opcost-flush-samples.csv"), "w") as f:
+        f.write("tool,flush,instructions,progress_rounds\n")
+        for (cfg, ph), xs in sorted(samples.items()):
+            for ins, pr in xs:
+                f.write("%s,%s,%d,%d\n" % (cfg, ph, ins, pr))
     t.append("")
     t.append("per call: malloc-family and free calls, doorbells (the provider's write() system "
              "calls), progress rounds; calls counted at N=%d, N=%d (check)" % (n1, n2))
