@@ -5,10 +5,10 @@
  * message's own buffer. */
 #include "gdr_internal.h"
 
-static int dynmsg_error(int class, const char *what)
+static int dynmsg_error(int errclass, const char *what)
 {
     int mpi_errno = MPI_SUCCESS;
-    MPIR_ERR_SET1(mpi_errno, class, "**gdr_dynproc", "**gdr_dynproc %s", what);
+    MPIR_ERR_SET1(mpi_errno, errclass, "**gdr_dynproc", "**gdr_dynproc %s", what);
     return mpi_errno;
 }
 

@@ -15,10 +15,10 @@
 #include "gdr_noinline.h"
 #include "verbs/gdr_verbs_card.h"
 
-static int spawn_error(int class, const char *what)
+static int spawn_error(int errclass, const char *what)
 {
     int mpi_errno = MPI_SUCCESS;
-    MPIR_ERR_SET1(mpi_errno, class, "**gdr_dynproc", "**gdr_dynproc %s", what);
+    MPIR_ERR_SET1(mpi_errno, errclass, "**gdr_dynproc", "**gdr_dynproc %s", what);
     return mpi_errno;
 }
 
@@ -27,10 +27,11 @@ static int need_channel(void)
 {
     if (MPIDI_GDR_global.am != NULL)
         return MPI_SUCCESS;
-    char what[400];
+    char what[512];
     snprintf(what, sizeof(what), "processes of other jobs are reached through an RDMA device, "
-             "and this process has none (%s)", MPIDI_GDR_global.no_channel_why[0] ?
-             MPIDI_GDR_global.no_channel_why : "no channel");
+             "and this process has no channel on one (%s; MPIR_CVAR_CH4_GDR_VERBOSE=1 says "
+             "which device gdr tried)", MPIDI_GDR_global.no_channel_why[0] ?
+             MPIDI_GDR_global.no_channel_why : "none was made");
     return spawn_error(MPI_ERR_SPAWN, what);
 }
 
@@ -142,8 +143,10 @@ static int wait_step(MPL_time_t * start, int timeout, const char *what)
     MPL_wtime_diff(start, &now, &secs);
     if (secs <= (double) timeout)
         return MPI_SUCCESS;
-    char msg[200];
-    snprintf(msg, sizeof(msg), "%s: no answer within the %d-s timeout", what, timeout);
+    char msg[300];
+    snprintf(msg, sizeof(msg), "%s: no answer within the %d-s timeout (the info key "
+             "\"timeout\", or MPIR_CVAR_CH4_COMM_CONNECT_TIMEOUT for MPI_Comm_connect)", what,
+             timeout);
     return spawn_error(MPIX_ERR_TIMEOUT, msg);
 }
 
@@ -218,6 +221,12 @@ int MPIDI_GDR_dynamic_send(MPIR_Lpid remote_lpid, int tag, const void *buf, int 
     int peer, mpi_errno = dyn_peer(remote_lpid, &peer);
     if (mpi_errno == MPI_SUCCESS)
         mpi_errno = dyn_send(peer, tag, 0, buf, (size_t) size, timeout);
+    /* MPICH's establish_peer_conn (ch4_spawn.c) keeps the dynamic address it made for the
+     * port's process when this fails, and MPI_Finalize asserts that none is left: a failed
+     * MPI_Comm_connect (no channel, the port's process gone) would abort the program at its
+     * end.  The caller, holding VCI 0's lock, never uses the address after a failure. */
+    if (mpi_errno != MPI_SUCCESS && (remote_lpid & MPIR_LPID_DYNAMIC_MASK))
+        MPIDIU_free_dynamic_lpid(remote_lpid);
     return mpi_errno;
 }
 
