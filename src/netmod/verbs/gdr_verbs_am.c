@@ -547,6 +547,19 @@ static int foreign_from_msg(gdr_verbs_am_t *am, const gdr_verbs_conn_msg_t *m)
     return foreign_peer(am, &card);
 }
 
+/* A rank of this job the channel did not reach (one of this node, which MPICH's shared
+ * memory serves) is reached through card for the dynamic messages of a connect/accept
+ * inside the job, never for its windows (dynamic_only). */
+static void reach_for_dynamic(ep_t *ep, const gdr_verbs_card_t *card)
+{
+    if (ep->reach && ep->has_card)
+        return;
+    ep->reach = 1;
+    ep->dynamic_only = 1;
+    ep->card = *card;
+    ep->has_card = 1;
+}
+
 /* A handshake datagram from a rank of this job: its peer.  A rank this one does not reach
  * (one of its node, which MPICH's shared memory serves) may still ask, for the dynamic
  * messages of a connect/accept between groups of the job: it is reached through the card
@@ -560,10 +573,7 @@ static int same_job_from_msg(gdr_verbs_am_t *am, const gdr_verbs_conn_msg_t *m)
     if (am->job == 0 || gdr_verbs_card_decode(m->card, sizeof(m->card), (uint32_t) am->nranks,
                                               &card) != 0 || card.rank != m->src_rank)
         return -1;
-    ep->reach = 1;
-    ep->dynamic_only = 1;
-    ep->card = card;
-    ep->has_card = 1;
+    reach_for_dynamic(ep, &card);
     return (int) m->src_rank;
 }
 
@@ -578,13 +588,7 @@ int gdr_verbs_am_add_foreign(gdr_verbs_am_t *am, const void *buf, size_t len)
          * reached through the NIC too, for the dynamic messages of connect/accept */
         if (card.rank >= (uint32_t) am->nranks || card.nranks != (uint32_t) am->nranks)
             return fail(am, "a card of this job names rank %u of %u", card.rank, card.nranks);
-        ep_t *ep = &am->eps[card.rank];
-        if (!ep->reach || !ep->has_card) {
-            ep->reach = 1;
-            ep->dynamic_only = 1;
-            ep->card = card;
-            ep->has_card = 1;
-        }
+        reach_for_dynamic(&am->eps[card.rank], &card);
         return (int) card.rank;
     }
     int peer = foreign_peer(am, &card);
