@@ -69,6 +69,34 @@ cvars:
         operation that would need more than MPIR_CVAR_CH4_GDR_RMA_DEPTH work
         requests takes larger ones.
 
+    - name        : MPIR_CVAR_CH4_GDR_RMA_SHORT_MAX
+      category    : CH4_GDR
+      type        : int
+      default     : -1
+      class       : none
+      verbosity   : MPI_T_VERBOSITY_USER_BASIC
+      scope       : MPI_T_SCOPE_LOCAL
+      description : >-
+        Largest contiguous Put, in bytes, whose data goes inside the RDMA
+        write's work request (protocol put/rc/short: no copy for the NIC to
+        read, the origin buffer free at once).  -1: the NIC's inline limit
+        (at most 256); 0: none, such Puts take put/rc/bcopy.
+
+    - name        : MPIR_CVAR_CH4_GDR_RMA_BCOPY_MAX
+      category    : CH4_GDR
+      type        : int
+      default     : 8192
+      class       : none
+      verbosity   : MPI_T_VERBOSITY_USER_BASIC
+      scope       : MPI_T_SCOPE_LOCAL
+      description : >-
+        Largest contiguous Put or Get, in bytes, copied through a registered
+        bounce buffer (protocols put/rc/bcopy and get/rc/bcopy: one host copy,
+        the origin buffer free at once); larger ones move zero-copy from or
+        into the user's buffer, registered through the cache (rc/zcopy).  The
+        default is UCX's RC bcopy threshold; 128 bounce buffers of this size
+        are pinned per process.  At least 64.
+
     - name        : MPIR_CVAR_CH4_GDR_DOORBELL_BATCH
       category    : CH4_GDR
       type        : int
@@ -740,7 +768,8 @@ int MPIDI_GDR_am_start(void)
      * zero-copy 8-KiB Puts made OMB's flush_local row 1.7x ch4:ucx's.  128 of them: the
      * same 1 MiB pinned as 256 of 4 KiB. */
     gdr_verbs_rma_config_t rcfg = {
-        .depth = cfg.rma_depth,.bounce_size = 8192,.bounce_count = 128,
+        .depth = cfg.rma_depth,.bounce_size = MPIR_CVAR_CH4_GDR_RMA_BCOPY_MAX > 64
+            ? (uint32_t) MPIR_CVAR_CH4_GDR_RMA_BCOPY_MAX : 64,.bounce_count = 128,
         .chunk = MPIR_CVAR_CH4_GDR_RMA_CHUNK > 0 ? (uint64_t) MPIR_CVAR_CH4_GDR_RMA_CHUNK : 0,
         .hold = doorbell_hold(&MPIDI_GDR_global.device)
     };

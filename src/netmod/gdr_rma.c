@@ -8,6 +8,7 @@
 #include "gdr_rma.h"
 #include "gdr_rma_local.h"
 #include "rma/gdr_rma_issue.h"
+#include "rma/gdr_rma_small.h"
 
 static const char *const pvar_names[2][GDR_RMA_KINDS][2] = {
     {
@@ -327,6 +328,66 @@ static int rma_native(const MPIDI_GDR_rma_args_t * a, MPIR_Win * win, MPIR_Reque
     goto fn_exit;
 }
 
+/* What reaches target of win (gdr_rma_select.h), decided at its first operation and kept
+ * for the window's life; printed with MPIR_CVAR_CH4_GDR_VERBOSE=2. */
+static const gdr_rma_route_t *route_of(MPIR_Win * win, int t)
+{
+    struct MPIDI_GDR_win_state *s = win->dev.netmod.gdr.s;
+    gdr_rma_route_t *r = &s->rma.targets[t].route;
+    if (r->known && (r->short_max > 0 || !r->rc || MPIR_CVAR_CH4_GDR_RMA_SHORT_MAX == 0))
+        return r;
+    /* (the NIC's inline limit is known once a queue pair exists: asked again until then) */
+    uint32_t short_cap = MPIR_CVAR_CH4_GDR_RMA_SHORT_MAX < 0 ? UINT32_MAX
+        : (uint32_t) MPIR_CVAR_CH4_GDR_RMA_SHORT_MAX;
+    int first = !r->known;
+    gdr_rma_route_fill(&s->rma, t, short_cap, UINT32_MAX, r);
+    if (first) {
+        r->ipc = (uint8_t) MPIDI_GDR_local_maps(win, t);
+        r->node_am = (uint8_t) MPIDI_GDR_local_only_by_message(win, t);
+        r->staged = s->staged != NULL;
+        r->nic_gpu = (uint8_t) MPIDI_GDR_nic_takes_gpu_memory();
+        r->small = r->rc && !r->ipc && !r->node_am && !r->dynamic;
+        r->known = 1;
+        if (MPIR_CVAR_CH4_GDR_VERBOSE > 1) {
+            char line[400];
+            gdr_rma_route_str(r, line, sizeof(line));
+            fprintf(stderr, "gdr[%d]: window 0x%x, target %d: %s\n", MPIR_Process.rank,
+                    win->handle, t, line);
+        }
+    }
+    return r;
+}
+
+/* put/rc/short, put/rc/bcopy and get/rc/bcopy: MPI_Put or MPI_Get of a contiguous host
+ * buffer of one type to a target the NIC reaches, small enough for the route's limits,
+ * posted by the cached route with no plan (gdr_rma_small.h).  *handled 0: not this way,
+ * nothing done. */
+static int rma_small(const MPIDI_GDR_rma_args_t * a, MPIR_Win * win, int *handled)
+{
+    int mpi_errno = MPI_SUCCESS;
+    struct MPIDI_GDR_win_state *s = win->dev.netmod.gdr.s;
+
+    if (s == NULL || s->rma.eng == NULL || (unsigned) a->target >= (unsigned) s->rma.n
+        || a->otype != a->ttype || a->ocount != a->tcount || !HANDLE_IS_BUILTIN(a->otype)
+        || a->ocount <= 0)
+        return MPI_SUCCESS;
+    uint64_t bytes = (uint64_t) a->ocount * (uint64_t) MPIR_Datatype_get_basic_size(a->otype);
+    const gdr_rma_route_t *r = route_of(win, a->target);
+    if (!r->small || bytes > r->bcopy_max || MPIDI_GDR_gpu_buffer_id(a->origin) != 0)
+        return MPI_SUCCESS;     /* (device memory is never read or filled by the host) */
+    MPIDIG_RMA_OP_CHECK_SYNC(a->target, win);
+    int rc = a->kind == GDR_RMA_PUT
+        ? gdr_rma_put_small(&s->rma, a->target, gdr_rma_select_contig(r, 1, bytes), a->origin,
+                            (size_t) bytes, a->tdisp)
+        : gdr_rma_get_small(&s->rma, a->target, (void *) a->origin, (size_t) bytes, a->tdisp);
+    *handled = rc == GDR_RMA_OK;        /* else the general path takes it (and waits, or
+                                         * reports the transport's failure) */
+  fn_exit:
+    return mpi_errno;
+  fn_fail:
+    goto fn_exit;
+}
+
 /* Called with the engine lock held (MPIDI_GDR_rma_native, enqueue calls). */
 int MPIDI_GDR_win_need(MPIR_Win * win, int rank)
 {
@@ -350,8 +411,12 @@ int MPIDI_GDR_rma_native(const MPIDI_GDR_rma_args_t * a, MPIR_Win * win, MPIR_Re
     /* every operation passes here first, whatever path it takes: a native lock epoch
      * takes its lock now (gdr_win_sync.c) */
     int mpi_errno = MPIDI_GDR_win_need(win, a->target);
+    *handled = 0;
+    if (mpi_errno == MPI_SUCCESS && req == NULL
+        && (a->kind == GDR_RMA_PUT || a->kind == GDR_RMA_GET))
+        mpi_errno = rma_small(a, win, handled);
     /* same-node device windows first: copies straight into the peer's window */
-    if (mpi_errno == MPI_SUCCESS)
+    if (mpi_errno == MPI_SUCCESS && !*handled)
         mpi_errno = MPIDI_GDR_local_rma(a, win, req, handled);
     if (mpi_errno == MPI_SUCCESS && !*handled
         && !MPIDI_GDR_local_only_by_message(win, a->target))

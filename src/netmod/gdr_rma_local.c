@@ -710,6 +710,12 @@ int MPIDI_GDR_local_rma(const MPIDI_GDR_rma_args_t * a, MPIR_Win * win, MPIR_Req
     goto fn_exit;
 }
 
+int MPIDI_GDR_local_maps(MPIR_Win * win, int target)
+{
+    struct MPIDI_GDR_local_win *l = GDR_WIN(win).local;
+    return l != NULL && target >= 0 && target < l->nranks && peer_of(win, l, target) != NULL;
+}
+
 int MPIDI_GDR_local_only_by_message(MPIR_Win * win, int target)
 {
     /* (this rank itself stays with the engine when the node is on one GPU, as the other

@@ -21,6 +21,10 @@ int MPIDI_GDR_local_claims(MPIR_Win * win, int one_gpu);
 int MPIDI_GDR_local_rma(const MPIDI_GDR_rma_args_t * a, MPIR_Win * win, MPIR_Request ** req,
                         int *handled);
 
+/* 1 when this path has target's device window mapped here (it maps it at the first ask):
+ * its puts and gets are this path's.  The engine lock is held. */
+int MPIDI_GDR_local_maps(MPIR_Win * win, int target);
+
 /* 1 when win is claimed (MPIDI_WINATTR_NM_LOCAL) and target is another rank of this node
  * (or this rank, when the node's ranks use several GPUs): an operation this path did not
  * take then goes as MPIDIG's messages over shared memory, as the shm module would have

@@ -9,7 +9,10 @@ int gdr_rma_tracker_init(gdr_rma_tracker_t *t, int n, gdr_rma_regions_t *regions
     t->local = calloc((size_t) n, sizeof(unsigned long));
     t->reading = calloc((size_t) n, sizeof(unsigned long));
     t->by_messages = calloc((size_t) n, sizeof(unsigned long));
-    if (t->remote == NULL || t->local == NULL || t->reading == NULL || t->by_messages == NULL) {
+    t->slots = calloc((size_t) n, sizeof(*t->slots));
+    for (int i = 0; t->slots != NULL && i < n; i++)
+        t->slots[i] = (gdr_rma_tracker_slot_t) {.tracker = t,.target = i };
+    if (t->slots == NULL || t->remote == NULL || t->local == NULL || t->reading == NULL || t->by_messages == NULL) {
         gdr_rma_tracker_free(t);
         return GDR_RMA_NOMEM;
     }
@@ -28,6 +31,8 @@ void gdr_rma_tracker_free(gdr_rma_tracker_t *t)
     free(t->local);
     free(t->reading);
     free(t->by_messages);
+    free(t->slots);
+    t->slots = NULL;
     t->remote = t->local = t->reading = t->by_messages = NULL;
 }
 
@@ -160,6 +165,41 @@ void gdr_rma_op_on_complete(gdr_rma_op_t *op, gdr_rma_complete_fn fn, void *arg,
 void gdr_rma_op_posted(gdr_rma_op_t *op)
 {
     gdr_rma_op_part_done(op, 0);
+}
+
+gdr_rma_tracker_slot_t *gdr_rma_tracker_write_begin(gdr_rma_tracker_t *t, int target)
+{
+    t->remote[target]++;
+    t->total_remote++;
+    return &t->slots[target];
+}
+
+void gdr_rma_tracker_write_done(void *slot, int status)
+{
+    gdr_rma_tracker_slot_t *s = slot;
+    gdr_rma_tracker_t *t = s->tracker;
+    t->remote[s->target]--;
+    t->total_remote--;
+    if (status != 0)
+        t->failed = 1;
+}
+
+gdr_rma_tracker_slot_t *gdr_rma_tracker_read_begin(gdr_rma_tracker_t *t, int target)
+{
+    t->local[target]++;
+    t->total_local++;
+    t->reading[target]++;
+    return gdr_rma_tracker_write_begin(t, target);
+}
+
+void gdr_rma_tracker_read_done(void *slot, int status)
+{
+    gdr_rma_tracker_slot_t *s = slot;
+    gdr_rma_tracker_t *t = s->tracker;
+    t->local[s->target]--;
+    t->total_local--;
+    t->reading[s->target]--;
+    gdr_rma_tracker_write_done(slot, status);
 }
 
 /* A failed transport operation, reported once: later epochs start clean. */

@@ -11,8 +11,16 @@
 #include "gdr_rma_engine.h"
 #include "gdr_rma_regions.h"
 
+struct gdr_rma_tracker;
+/* One target of a tracker: the done argument of the small protocols' work requests. */
+typedef struct gdr_rma_tracker_slot {
+    struct gdr_rma_tracker *tracker;
+    int target;
+} gdr_rma_tracker_slot_t;
+
 typedef struct gdr_rma_tracker {
     int n;                      /* targets */
+    gdr_rma_tracker_slot_t *slots;      /* per target */
     unsigned long *remote, *local;      /* per target */
     unsigned long *reading;     /* per target: in flight and not known to be writes only */
     unsigned long *by_messages; /* per target: in flight through the staged protocol */
@@ -92,6 +100,15 @@ void gdr_rma_op_on_complete(gdr_rma_op_t *op, gdr_rma_complete_fn fn, void *arg,
 void gdr_rma_op_posted(gdr_rma_op_t *op);
 /* Nothing was posted: undo the op without completing it. */
 void gdr_rma_op_abandon(gdr_rma_op_t *op);
+
+/* The small protocols (gdr_rma_small.c) count a transfer without an operation object: a
+ * write is in flight remotely, a read remotely, locally and as reading, from _begin until
+ * the done callback (its argument: the slot _begin returns; called with status 0 when
+ * the transfer was never posted). */
+gdr_rma_tracker_slot_t *gdr_rma_tracker_write_begin(gdr_rma_tracker_t *t, int target);
+void gdr_rma_tracker_write_done(void *slot, int status);
+gdr_rma_tracker_slot_t *gdr_rma_tracker_read_begin(gdr_rma_tracker_t *t, int target);
+void gdr_rma_tracker_read_done(void *slot, int status);
 
 /* Waits: remote or local completion of every operation, or of those to one target.
  * Waiting for remote completion forgets learned regions (gdr_rma_regions.h).

@@ -166,8 +166,9 @@ int gdr_rma_passive_lock(gdr_rma_win_t *w, int target, gdr_rma_lock_kind_t kind)
 
 int gdr_rma_passive_need(gdr_rma_win_t *w, int target)
 {
-    if (!gdr_rma_passive_native(w, target) || w->passive.t == NULL
-        || w->passive.t[target].state != EPOCH_WANTED)
+    /* (every operation asks: the state first, as only native epochs are ever WANTED) */
+    if (w->passive.t == NULL || target < 0 || target >= w->n
+        || w->passive.t[target].state != EPOCH_WANTED || !gdr_rma_passive_native(w, target))
         return GDR_RMA_OK;
     return acquire(w, target);
 }

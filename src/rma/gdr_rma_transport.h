@@ -58,6 +58,17 @@ typedef struct gdr_rma_transport {
                unsigned flags, gdr_rma_done_fn done, void *arg, int *copied);
     int (*get)(void *ctx, int peer, void *dst, size_t len, uint64_t raddr, uint32_t rkey,
                gdr_rma_done_fn done, void *arg);
+    /* the selector's small protocols (gdr_rma_select.h), NULL where the transport has
+     * none: rc/short (len <= short_max), rc/bcopy (len <= bcopy_max); src free on
+     * return, a read's data in dst before done; NOREG: over the limit, nothing posted */
+    int (*put_short)(void *ctx, int peer, const void *src, size_t len, uint64_t raddr,
+                     uint32_t rkey, gdr_rma_done_fn done, void *arg);
+    int (*put_bcopy)(void *ctx, int peer, const void *src, size_t len, uint64_t raddr,
+                     uint32_t rkey, gdr_rma_done_fn done, void *arg);
+    int (*get_bcopy)(void *ctx, int peer, void *dst, size_t len, uint64_t raddr,
+                     uint32_t rkey, gdr_rma_done_fn done, void *arg);
+    /* the limits of those (short_max 0 until the transport knows its inline limit) */
+    void (*small_limits)(const void *ctx, uint32_t *short_max, uint32_t *bcopy_max);
     /* one work request over n local pieces, all inside pin */
     int (*writev)(void *ctx, int peer, const struct iovec *src, size_t n, const void *pin,
                   uint64_t raddr, uint32_t rkey, gdr_rma_done_fn done, void *arg);

@@ -13,6 +13,7 @@
 #include "gdr_rma_path.h"
 #include "gdr_rma_range.h"
 #include "gdr_rma_regions.h"
+#include "gdr_rma_select.h"
 
 /* What one rank tells the others about its window (fixed size, for the exchange). */
 typedef struct gdr_rma_card {
@@ -33,6 +34,7 @@ typedef struct gdr_rma_target {
     int peer;                   /* transport peer, -1: not reachable by RDMA */
     int device;                 /* the window memory there is device memory (card) */
     int gpu;                    /* the target's GPU layer is on (card) */
+    gdr_rma_route_t route;      /* what reaches it, decided at its first operation */
 } gdr_rma_target_t;
 
 typedef struct gdr_rma_win {

@@ -482,6 +482,102 @@ int gdr_verbs_rma_put(gdr_verbs_rma_t *rma, int peer, const void *src, size_t le
                        by_inline || by_bounce, fence);
 }
 
+/* One work request of a small transfer (rc/short or rc/bcopy): built once, submitted. */
+static int post_one(gdr_verbs_rma_t *rma, rma_op_t *op, enum ibv_wr_opcode opcode,
+                    uint64_t laddr, uint32_t lkey, uint32_t len, uint64_t raddr, uint32_t rkey,
+                    unsigned flags)
+{
+    struct ibv_sge sge = {.addr = laddr,.length = len,.lkey = lkey };
+    struct ibv_send_wr wr = {.wr_id = (uintptr_t) op,.sg_list = &sge,.num_sge = 1,
+        .opcode = opcode,.send_flags = IBV_SEND_SIGNALED | flags,
+        .wr.rdma = {.remote_addr = raddr,.rkey = rkey }
+    };
+    rma->stats.chunks++;
+    return submit(rma, op->head.peer, &wr, 1, 1);
+}
+
+int gdr_verbs_rma_put_short(gdr_verbs_rma_t *rma, int peer, const void *src, size_t len,
+                            uint64_t raddr, uint32_t rkey, gdr_verbs_rma_done_fn done, void *arg)
+{
+    /* the hot path of an 8-byte MPI_Put (bench/opcost): anything unusual is the general
+     * path's, which waits for the connection or room, or says what failed */
+    rma_op_t *op = rma->free_ops;
+    if (op == NULL || len > inline_limit(rma) || rma->in_flight[peer] >= rma->cfg.depth
+        || gdr_verbs_am_want_qp(rma->am, peer) != 1)
+        return GDR_VERBS_RMA_NOREG;
+    rma->free_ops = op->next_free;
+    *op = (rma_op_t) {.head = {.kind = WR_RMA,.peer = peer },.wrs_left = 1,.done = done,
+        .arg = arg
+    };
+    rma->stats.inline_puts++;
+    rma->stats.writes++;
+    rma->stats.bytes_written += len;
+    rma->stats.chunks++;
+    if (len <= HOLD_DATA && rma->nheld < rma->cfg.hold
+        && (rma->nheld == 0 || rma->held_peer == peer)) {
+        /* built where it waits for the doorbell (submit's hold, without the copy) */
+        held_wr_t *h = &rma->held[rma->nheld++];
+        memcpy(h->data, src, len);
+        h->sge[0] = (struct ibv_sge) {.addr = (uintptr_t) h->data,.length = (uint32_t) len };
+        h->wr = (struct ibv_send_wr) {.wr_id = (uintptr_t) op,.sg_list = h->sge,.num_sge = 1,
+            .opcode = IBV_WR_RDMA_WRITE,.send_flags = IBV_SEND_SIGNALED | IBV_SEND_INLINE,
+            .wr.rdma = {.remote_addr = raddr,.rkey = rkey }
+        };
+        rma->held_peer = peer;
+        rma->in_flight[peer]++;
+        rma->stats.held++;
+        return 0;
+    }
+    rma->stats.chunks--;        /* (post_one counts it) */
+    return post_one(rma, op, IBV_WR_RDMA_WRITE, (uintptr_t) src, 0, (uint32_t) len, raddr,
+                    rkey, IBV_SEND_INLINE);
+}
+
+int gdr_verbs_rma_put_bcopy(gdr_verbs_rma_t *rma, int peer, const void *src, size_t len,
+                            uint64_t raddr, uint32_t rkey, gdr_verbs_rma_done_fn done, void *arg)
+{
+    int rc;
+    if (len > rma->cfg.bounce_size)
+        return GDR_VERBS_RMA_NOREG;
+    rma_op_t *op = op_start(rma, peer, 1, 1, done, arg, &rc);
+    if (op == NULL)
+        return rc;
+    memcpy(op->bounce->addr, src, len);
+    rma->stats.bounced++;
+    rma->stats.writes++;
+    rma->stats.bytes_written += len;
+    return post_one(rma, op, IBV_WR_RDMA_WRITE, (uintptr_t) op->bounce->addr,
+                    rma->bounce_mr->lkey, (uint32_t) len, raddr, rkey, 0);
+}
+
+int gdr_verbs_rma_get_bcopy(gdr_verbs_rma_t *rma, int peer, void *dst, size_t len,
+                            uint64_t raddr, uint32_t rkey, gdr_verbs_rma_done_fn done, void *arg)
+{
+    int rc;
+    if (len > rma->cfg.bounce_size)
+        return GDR_VERBS_RMA_NOREG;
+    rma_op_t *op = op_start(rma, peer, 1, 1, done, arg, &rc);
+    if (op == NULL)
+        return rc;
+    op->copy_to = dst;
+    op->copy_len = len;
+    rma->stats.bounced++;
+    rma->stats.reads++;
+    rma->stats.bytes_read += len;
+    return post_one(rma, op, IBV_WR_RDMA_READ, (uintptr_t) op->bounce->addr,
+                    rma->bounce_mr->lkey, (uint32_t) len, raddr, rkey, 0);
+}
+
+uint32_t gdr_verbs_rma_short_max(const gdr_verbs_rma_t *rma)
+{
+    return inline_limit(rma) < HOLD_DATA ? inline_limit(rma) : HOLD_DATA;
+}
+
+uint32_t gdr_verbs_rma_bcopy_max(const gdr_verbs_rma_t *rma)
+{
+    return rma->cfg.bounce_size;
+}
+
 int gdr_verbs_rma_get(gdr_verbs_rma_t *rma, int peer, void *dst, size_t len, uint64_t raddr,
                       uint32_t rkey, gdr_verbs_rma_done_fn done, void *arg)
 {

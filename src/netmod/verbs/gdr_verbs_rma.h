@@ -107,6 +107,22 @@ int gdr_verbs_rma_put(gdr_verbs_rma_t *rma, int peer, const void *src, size_t le
 int gdr_verbs_rma_get(gdr_verbs_rma_t *rma, int peer, void *dst, size_t len, uint64_t raddr,
                       uint32_t rkey, gdr_verbs_rma_done_fn done, void *arg);
 
+/* The selector's small protocols (src/rma/gdr_rma_select.h), one work request each, no
+ * chunking and no registration: rc/short, a write of len <= gdr_verbs_rma_short_max()
+ * bytes inside the work request; rc/bcopy, a write or read of len <= gdr_verbs_rma_bcopy_max()
+ * bytes through a bounce buffer (a read's data is copied to dst before done).  src is free
+ * on return.  0, GDR_VERBS_RMA_BUSY, GDR_VERBS_RMA_NOREG (len over the limit: nothing
+ * posted, take the general path) or -1. */
+int gdr_verbs_rma_put_short(gdr_verbs_rma_t *rma, int peer, const void *src, size_t len,
+                            uint64_t raddr, uint32_t rkey, gdr_verbs_rma_done_fn done, void *arg);
+int gdr_verbs_rma_put_bcopy(gdr_verbs_rma_t *rma, int peer, const void *src, size_t len,
+                            uint64_t raddr, uint32_t rkey, gdr_verbs_rma_done_fn done, void *arg);
+int gdr_verbs_rma_get_bcopy(gdr_verbs_rma_t *rma, int peer, void *dst, size_t len,
+                            uint64_t raddr, uint32_t rkey, gdr_verbs_rma_done_fn done, void *arg);
+/* 0 until the first queue pair is made (its inline limit). */
+uint32_t gdr_verbs_rma_short_max(const gdr_verbs_rma_t *rma);
+uint32_t gdr_verbs_rma_bcopy_max(const gdr_verbs_rma_t *rma);
+
 /* Keeps [addr, addr+len) registered until _unpin, so that puts from and gets into
  * parts of it never return GDR_VERBS_RMA_NOREG: for a transfer posted piece by piece,
  * which must not fail half-way.  *pin is NULL when no piece would need registering,

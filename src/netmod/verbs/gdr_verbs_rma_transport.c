@@ -83,6 +83,30 @@ static void t_dereg(void *ctx, gdr_rma_mr_t *mr)
     memset(mr, 0, sizeof(*mr));
 }
 
+static int t_put_short(void *ctx, int peer, const void *src, size_t len, uint64_t raddr,
+                       uint32_t rkey, gdr_rma_done_fn done, void *arg)
+{
+    return gdr_verbs_rma_put_short(ctx, peer, src, len, raddr, rkey, done, arg);
+}
+
+static int t_put_bcopy(void *ctx, int peer, const void *src, size_t len, uint64_t raddr,
+                       uint32_t rkey, gdr_rma_done_fn done, void *arg)
+{
+    return gdr_verbs_rma_put_bcopy(ctx, peer, src, len, raddr, rkey, done, arg);
+}
+
+static int t_get_bcopy(void *ctx, int peer, void *dst, size_t len, uint64_t raddr,
+                       uint32_t rkey, gdr_rma_done_fn done, void *arg)
+{
+    return gdr_verbs_rma_get_bcopy(ctx, peer, dst, len, raddr, rkey, done, arg);
+}
+
+static void t_small_limits(const void *ctx, uint32_t *short_max, uint32_t *bcopy_max)
+{
+    *short_max = gdr_verbs_rma_short_max(ctx);
+    *bcopy_max = gdr_verbs_rma_bcopy_max(ctx);
+}
+
 static const char *t_error(const void *ctx)
 {
     return gdr_verbs_rma_error(ctx);
@@ -93,6 +117,7 @@ void gdr_verbs_rma_transport(gdr_verbs_rma_t *rma, gdr_rma_transport_t *net)
     *net = (gdr_rma_transport_t) {
         .ctx = rma,.put = t_put,.get = t_get,.writev = t_writev,.readv = t_readv,.atomicv = t_atomicv,
         .atomicv_max = t_atomicv_max,.sge_fits = t_sge_fits,.pin = t_pin,.unpin = t_unpin,.reg = t_reg,
-        .dereg = t_dereg,.error = t_error
+        .dereg = t_dereg,.error = t_error,.put_short = t_put_short,
+        .put_bcopy = t_put_bcopy,.get_bcopy = t_get_bcopy,.small_limits = t_small_limits
     };
 }
