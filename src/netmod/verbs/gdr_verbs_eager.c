@@ -19,7 +19,7 @@
 /* Readies a built message in a bounce buffer as wr/sge (not posted): takes its credit
  * now, so that the next message's credit check sees it.  The caller checked credit and
  * slot. */
-static void build_send_wr(gdr_verbs_am_t *am, int peer, send_slot_t *slot, size_t len,
+static void build_send_wr(gdr_verbs_iface_t *am, int peer, send_slot_t *slot, size_t len,
                           struct ibv_send_wr *wr, struct ibv_sge *sge)
 {
     ep_t *ep = &am->eps[peer];
@@ -38,7 +38,7 @@ static void build_send_wr(gdr_verbs_am_t *am, int peer, send_slot_t *slot, size_
 }
 
 /* Posts n readied messages to peer as one chain. */
-static int post_send_chain(gdr_verbs_am_t *am, int peer, struct ibv_send_wr *wr, int n)
+static int post_send_chain(gdr_verbs_iface_t *am, int peer, struct ibv_send_wr *wr, int n)
 {
     struct ibv_send_wr *bad = NULL;
     for (int k = 0; k + 1 < n; k++)
@@ -59,7 +59,7 @@ static int post_send_chain(gdr_verbs_am_t *am, int peer, struct ibv_send_wr *wr,
 }
 
 /* Posts one built message from a bounce buffer; the caller checked credit and slot. */
-static int post_built(gdr_verbs_am_t *am, int peer, send_slot_t *slot, size_t len)
+static int post_built(gdr_verbs_iface_t *am, int peer, send_slot_t *slot, size_t len)
 {
     struct ibv_send_wr wr;
     struct ibv_sge sge;
@@ -67,7 +67,7 @@ static int post_built(gdr_verbs_am_t *am, int peer, send_slot_t *slot, size_t le
     return post_send_chain(am, peer, &wr, 1);
 }
 
-static send_slot_t *take_slot(gdr_verbs_am_t *am)
+static send_slot_t *take_slot(gdr_verbs_iface_t *am)
 {
     send_slot_t *s = am->free_slots;
     if (s != NULL)
@@ -77,7 +77,7 @@ static send_slot_t *take_slot(gdr_verbs_am_t *am)
 
 /* Where to build a data message of len bytes for peer: a bounce buffer when it can
  * go now (order kept: never ahead of queued ones), else a new queue entry. */
-static void *reserve(gdr_verbs_am_t *am, int peer, size_t len, send_slot_t **slot,
+static void *reserve(gdr_verbs_iface_t *am, int peer, size_t len, send_slot_t **slot,
                      pending_msg_t **pm)
 {
     ep_t *ep = &am->eps[peer];
@@ -96,7 +96,7 @@ static void *reserve(gdr_verbs_am_t *am, int peer, size_t len, send_slot_t **slo
     return (*pm)->bytes;
 }
 
-static int commit(gdr_verbs_am_t *am, int peer, size_t len, send_slot_t *slot, pending_msg_t *pm)
+static int commit(gdr_verbs_iface_t *am, int peer, size_t len, send_slot_t *slot, pending_msg_t *pm)
 {
     ep_t *ep = &am->eps[peer];
     if (slot != NULL)
@@ -113,7 +113,7 @@ static int commit(gdr_verbs_am_t *am, int peer, size_t len, send_slot_t *slot, p
 
 /* A message for peer may be queued: the peer is reachable, and its connection is made
  * or under way (started here: the message waits for it). */
-int gdr_verbs_iface_check_peer(gdr_verbs_am_t *am, int peer)
+int gdr_verbs_iface_check_peer(gdr_verbs_iface_t *am, int peer)
 {
     if (peer < 0 || peer >= am->npeers || !am->eps[peer].reach || !am->eps[peer].has_card)
         return fail(am, "no path to rank %d through %s", peer, am->dev->name);
@@ -130,7 +130,7 @@ int gdr_verbs_iface_check_peer(gdr_verbs_am_t *am, int peer)
     return gdr_verbs_am_want_qp(am, peer) < 0 ? -1 : 0;
 }
 
-int gdr_verbs_iface_send_simple(gdr_verbs_am_t *am, int peer, gdr_verbs_msg_kind_t kind,
+int gdr_verbs_iface_send_simple(gdr_verbs_iface_t *am, int peer, gdr_verbs_msg_kind_t kind,
                                 uint32_t handler, const void *am_hdr, size_t am_hdr_sz,
                                 const void *body, size_t body_sz, uint64_t data_sz)
 {
@@ -150,13 +150,13 @@ int gdr_verbs_iface_send_simple(gdr_verbs_am_t *am, int peer, gdr_verbs_msg_kind
     return commit(am, peer, len, slot, pm);
 }
 
-size_t gdr_verbs_am_eager_limit(const gdr_verbs_am_t *am, size_t am_hdr_sz)
+size_t gdr_verbs_am_eager_limit(const gdr_verbs_iface_t *am, size_t am_hdr_sz)
 {
     size_t overhead = gdr_verbs_wire_size(GDR_VERBS_MSG_EAGER, am_hdr_sz, 0);
     return am->cfg.buf_size > overhead ? am->cfg.buf_size - overhead : 0;
 }
 
-int gdr_verbs_am_send_eager(gdr_verbs_am_t *am, int peer, uint32_t handler_id,
+int gdr_verbs_am_send_eager(gdr_verbs_iface_t *am, int peer, uint32_t handler_id,
                             const void *am_hdr, size_t am_hdr_sz, const void *data,
                             size_t data_sz)
 {
@@ -186,7 +186,7 @@ int gdr_verbs_am_send_eager(gdr_verbs_am_t *am, int peer, uint32_t handler_id,
 }
 
 /* Queued messages go out as credits and bounce buffers allow; then owed credits. */
-int gdr_verbs_iface_flush(gdr_verbs_am_t *am, int *progressed)
+int gdr_verbs_iface_flush(gdr_verbs_iface_t *am, int *progressed)
 {
     for (int k = 0; k < am->nactive; k++) {
         int i = am->active[k];

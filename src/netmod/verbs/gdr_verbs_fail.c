@@ -6,14 +6,14 @@
 #include <stdarg.h>
 #include <stdio.h>
 
-int gdr_verbs_iface_vfail(gdr_verbs_am_t *am, const char *fmt, va_list ap)
+int gdr_verbs_iface_vfail(gdr_verbs_iface_t *am, const char *fmt, va_list ap)
 {
     vsnprintf(am->error, sizeof(am->error), fmt, ap);
     am->failed = 1;
     return -1;
 }
 
-int gdr_verbs_am_fail_peer(gdr_verbs_am_t *am, int peer, const char *fmt, ...)
+int gdr_verbs_am_fail_peer(gdr_verbs_iface_t *am, int peer, const char *fmt, ...)
 {
     va_list ap;
     if (peer >= 0 && peer < am->npeers)
@@ -24,7 +24,7 @@ int gdr_verbs_am_fail_peer(gdr_verbs_am_t *am, int peer, const char *fmt, ...)
     return -1;
 }
 
-const char *gdr_verbs_am_error(const gdr_verbs_am_t *am)
+const char *gdr_verbs_am_error(const gdr_verbs_iface_t *am)
 {
     return am->error;
 }

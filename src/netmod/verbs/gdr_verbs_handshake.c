@@ -24,7 +24,7 @@ static int64_t now_ns(void)
     return (int64_t) t.tv_sec * 1000000000LL + t.tv_nsec;
 }
 
-static int ud_post_recv(gdr_verbs_am_t *am, ud_buf_t *b)
+static int ud_post_recv(gdr_verbs_iface_t *am, ud_buf_t *b)
 {
     struct ibv_sge sge = {.addr = (uintptr_t) b->addr,.length = UD_BUF_BYTES,
         .lkey = am->ud_mr->lkey };
@@ -36,7 +36,7 @@ static int ud_post_recv(gdr_verbs_am_t *am, ud_buf_t *b)
 }
 
 /* The UD queue pair and its buffers. */
-int gdr_verbs_iface_ud_start(gdr_verbs_am_t *am, char *why, size_t why_len)
+int gdr_verbs_iface_ud_start(gdr_verbs_iface_t *am, char *why, size_t why_len)
 {
     am->ud = gdr_verbs_qp_create_ud(am->dev, am->cq, UD_SEND_COUNT, UD_RECV_COUNT, why, why_len);
     if (am->ud == NULL)
@@ -71,7 +71,7 @@ int gdr_verbs_iface_ud_start(gdr_verbs_am_t *am, char *why, size_t why_len)
  * not resolve yet (under load a neighbour can miss the kernel's 1-s ARP wait: tried again
  * at the handshake's next datagram either way, until MPIR_CVAR_CH4_GDR_CONNECT_TIMEOUT),
  * -1 failed. */
-static int peer_ah(gdr_verbs_am_t *am, int peer)
+static int peer_ah(gdr_verbs_iface_t *am, int peer)
 {
     ep_t *ep = &am->eps[peer];
     char why[256];
@@ -90,7 +90,7 @@ static int peer_ah(gdr_verbs_am_t *am, int peer)
 /* One handshake datagram to peer.  With no send buffer free, or the peer's address not
  * resolved yet, it is not sent: the handshake's retransmission makes up for it, as for a
  * lost one. */
-static int ud_send(gdr_verbs_am_t *am, int peer, gdr_verbs_conn_msg_kind_t kind)
+static int ud_send(gdr_verbs_iface_t *am, int peer, gdr_verbs_conn_msg_kind_t kind)
 {
     ep_t *ep = &am->eps[peer];
     int have_ah = peer_ah(am, peer);
@@ -123,7 +123,7 @@ static int ud_send(gdr_verbs_am_t *am, int peer, gdr_verbs_conn_msg_kind_t kind)
     return 0;
 }
 
-static gdr_verbs_qp_caps_t rc_caps(const gdr_verbs_am_t *am)
+static gdr_verbs_qp_caps_t rc_caps(const gdr_verbs_iface_t *am)
 {
     gdr_verbs_qp_caps_t caps = {
         .max_send_wr = am->qp_send_wr,
@@ -134,7 +134,7 @@ static gdr_verbs_qp_caps_t rc_caps(const gdr_verbs_am_t *am)
 }
 
 /* peer's RC queue pair, in INIT, its receives from the shared queue (grown for it). */
-static int make_qp(gdr_verbs_am_t *am, int peer)
+static int make_qp(gdr_verbs_iface_t *am, int peer)
 {
     ep_t *ep = &am->eps[peer];
     char why[256];
@@ -154,7 +154,7 @@ static int make_qp(gdr_verbs_am_t *am, int peer)
 }
 
 /* Carries out what the handshake asks for. */
-int gdr_verbs_iface_conn_do(gdr_verbs_am_t *am, int peer, unsigned todo)
+int gdr_verbs_iface_conn_do(gdr_verbs_iface_t *am, int peer, unsigned todo)
 {
     ep_t *ep = &am->eps[peer];
     char why[256];
@@ -203,7 +203,7 @@ int gdr_verbs_iface_conn_do(gdr_verbs_am_t *am, int peer, unsigned todo)
 
 /* The loopback QP: connected to itself, no handshake (one-sided atomics on our own
  * window; messages to ourselves too, if any). */
-static int connect_self(gdr_verbs_am_t *am)
+static int connect_self(gdr_verbs_iface_t *am)
 {
     ep_t *ep = &am->eps[am->rank];
     char why[256];
@@ -217,7 +217,7 @@ static int connect_self(gdr_verbs_am_t *am)
     return 0;
 }
 
-int gdr_verbs_am_want_qp(gdr_verbs_am_t *am, int peer)
+int gdr_verbs_am_want_qp(gdr_verbs_iface_t *am, int peer)
 {
     if (peer < 0 || peer >= am->npeers || !am->eps[peer].reach || !am->eps[peer].has_card) {
         return fail(am, "no path to rank %d through %s for a queue pair", peer, am->dev->name);
@@ -237,7 +237,7 @@ int gdr_verbs_am_want_qp(gdr_verbs_am_t *am, int peer)
 
 /* A handshake datagram arrived (after the GRH): checked, then handed to its peer's
  * handshake.  Strays (another job, a garbled datagram) are dropped. */
-int gdr_verbs_iface_on_ud_recv(gdr_verbs_am_t *am, ud_buf_t *b, const struct ibv_wc *wc)
+int gdr_verbs_iface_on_ud_recv(gdr_verbs_iface_t *am, ud_buf_t *b, const struct ibv_wc *wc)
 {
     gdr_verbs_conn_msg_t m;
     int rc = 0;
@@ -271,7 +271,7 @@ int gdr_verbs_iface_on_ud_recv(gdr_verbs_am_t *am, ud_buf_t *b, const struct ibv
 
 /* Retransmissions and timeouts of the handshakes under way.  The clock is read every
  * few calls only: under User-Mode Linux (maint/rxe) a clock read is a system call. */
-int gdr_verbs_iface_conn_timers(gdr_verbs_am_t *am)
+int gdr_verbs_iface_conn_timers(gdr_verbs_iface_t *am)
 {
     if (am->connecting == 0 || ++am->timer_polls < 64)
         return 0;
@@ -289,7 +289,7 @@ int gdr_verbs_iface_conn_timers(gdr_verbs_am_t *am)
     return 0;
 }
 
-int gdr_verbs_am_connect_peer(gdr_verbs_am_t *am, int peer)
+int gdr_verbs_am_connect_peer(gdr_verbs_iface_t *am, int peer)
 {
     return gdr_verbs_am_want_qp(am, peer);
 }

@@ -25,7 +25,7 @@ static long long ns_between(const struct timespec *from, const struct timespec *
 
 /* Messages wait for credits that only the peer can return: check, at most once a
  * second, that it is still there, so a dead peer becomes an error, not a hang. */
-int gdr_verbs_iface_maybe_probe(gdr_verbs_am_t *am, int peer)
+int gdr_verbs_iface_maybe_probe(gdr_verbs_iface_t *am, int peer)
 {
     ep_t *ep = &am->eps[peer];
     struct timespec now;
@@ -56,7 +56,7 @@ int gdr_verbs_iface_maybe_probe(gdr_verbs_am_t *am, int peer)
 /* A look at the clock now and then while nothing completes: after IDLE_PROBE_NS of
  * quiet, probe every connected peer once (a failed probe fails the channel, naming
  * the peer), then stay quiet as long again.  Returns the time read in *now. */
-int gdr_verbs_iface_idle_look(gdr_verbs_am_t *am, struct timespec *now_out)
+int gdr_verbs_iface_idle_look(gdr_verbs_iface_t *am, struct timespec *now_out)
 {
     struct timespec now;
     clock_gettime(CLOCK_MONOTONIC, &now);
@@ -84,7 +84,7 @@ int gdr_verbs_iface_idle_look(gdr_verbs_am_t *am, struct timespec *now_out)
 
 /* The busy poller's look: the next one comes after twice or half as many empty polls
  * when this one came much sooner or later than IDLE_LOOK_NS after the last. */
-int gdr_verbs_iface_busy_look(gdr_verbs_am_t *am)
+int gdr_verbs_iface_busy_look(gdr_verbs_iface_t *am)
 {
     struct timespec now;
     int rc = gdr_verbs_iface_idle_look(am, &now);

@@ -42,12 +42,12 @@ static void dereg_mr(void *ctx, void *handle)
     ibv_dereg_mr(handle);
 }
 
-gdr_verbs_am_t *gdr_verbs_am_create(gdr_verbs_device_t *dev, int rank, int nranks,
+gdr_verbs_iface_t *gdr_verbs_am_create(gdr_verbs_device_t *dev, int rank, int nranks,
                                     const uint8_t *reach, const gdr_verbs_am_config_t *cfg,
                                     const gdr_verbs_am_ops_t *ops, void *ctx,
                                     char *why, size_t why_len)
 {
-    gdr_verbs_am_t *am = calloc(1, sizeof(*am));
+    gdr_verbs_iface_t *am = calloc(1, sizeof(*am));
 
     if (am == NULL) {
         snprintf(why, why_len, "out of memory creating the AM channel");
@@ -149,7 +149,7 @@ gdr_verbs_am_t *gdr_verbs_am_create(gdr_verbs_device_t *dev, int rank, int nrank
     return NULL;
 }
 
-void gdr_verbs_am_attach_rma(gdr_verbs_am_t *am, gdr_verbs_am_rma_cb_t cb,
+void gdr_verbs_am_attach_rma(gdr_verbs_iface_t *am, gdr_verbs_am_rma_cb_t cb,
                              gdr_verbs_am_rma_held_cb_t held, void *ctx)
 {
     am->rma_cb = cb;
@@ -157,65 +157,65 @@ void gdr_verbs_am_attach_rma(gdr_verbs_am_t *am, gdr_verbs_am_rma_cb_t cb,
     am->rma_ctx = ctx;
 }
 
-struct ibv_qp *gdr_verbs_am_qp(gdr_verbs_am_t *am, int peer)
+struct ibv_qp *gdr_verbs_am_qp(gdr_verbs_iface_t *am, int peer)
 {
     if (peer < 0 || peer >= am->npeers || am->eps[peer].failed || !am->eps[peer].connected)
         return NULL;
     return am->eps[peer].qp;
 }
 
-int gdr_verbs_am_reaches(gdr_verbs_am_t *am, int peer)
+int gdr_verbs_am_reaches(gdr_verbs_iface_t *am, int peer)
 {
     return peer >= 0 && peer < am->npeers && am->eps[peer].reach && am->eps[peer].has_card
         && !am->eps[peer].failed && !am->eps[peer].dynamic_only;
 }
 
-int gdr_verbs_am_connected_peers(const gdr_verbs_am_t *am)
+int gdr_verbs_am_connected_peers(const gdr_verbs_iface_t *am)
 {
     return (int) am->stats.connections;
 }
 
-gdr_verbs_device_t *gdr_verbs_am_device(gdr_verbs_am_t *am)
+gdr_verbs_device_t *gdr_verbs_am_device(gdr_verbs_iface_t *am)
 {
     return am->dev;
 }
 
-int gdr_verbs_am_nranks(const gdr_verbs_am_t *am)
+int gdr_verbs_am_nranks(const gdr_verbs_iface_t *am)
 {
     return am->nranks;
 }
 
-uint32_t gdr_verbs_am_max_inline(const gdr_verbs_am_t *am)
+uint32_t gdr_verbs_am_max_inline(const gdr_verbs_iface_t *am)
 {
     return am->max_inline;
 }
 
-uint32_t gdr_verbs_am_max_sge(const gdr_verbs_am_t *am)
+uint32_t gdr_verbs_am_max_sge(const gdr_verbs_iface_t *am)
 {
     return am->max_sge;
 }
 
-gdr_verbs_rcache_t *gdr_verbs_am_rcache(gdr_verbs_am_t *am)
+gdr_verbs_rcache_t *gdr_verbs_am_rcache(gdr_verbs_iface_t *am)
 {
     return am->rcache;
 }
 
-void gdr_verbs_am_reg_cache_stats(gdr_verbs_am_t *am, gdr_verbs_rcache_stats_t *st)
+void gdr_verbs_am_reg_cache_stats(gdr_verbs_iface_t *am, gdr_verbs_rcache_stats_t *st)
 {
     gdr_verbs_rcache_get_stats(am->rcache, st);
 }
 
-int gdr_verbs_am_busy(const gdr_verbs_am_t *am)
+int gdr_verbs_am_busy(const gdr_verbs_iface_t *am)
 {
     return am->queued > 0 || am->reads_active > 0 || am->rsend_active > 0;
 }
 
-const gdr_verbs_am_stats_t *gdr_verbs_am_stats(const gdr_verbs_am_t *am)
+const gdr_verbs_am_stats_t *gdr_verbs_am_stats(const gdr_verbs_iface_t *am)
 {
     return &am->stats;
 }
 
-void gdr_verbs_am_destroy(gdr_verbs_am_t *am)
+void gdr_verbs_am_destroy(gdr_verbs_iface_t *am)
 {
     if (am == NULL)
         return;

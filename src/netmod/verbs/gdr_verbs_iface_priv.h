@@ -189,7 +189,7 @@ typedef struct qp_slot {
     int peer;
 } qp_slot_t;
 
-struct gdr_verbs_am {
+struct gdr_verbs_iface {
     gdr_verbs_device_t *dev;
     int rank, nranks;
     int npeers;                 /* eps in use: the job's ranks, then processes of other jobs */
@@ -251,10 +251,10 @@ struct gdr_verbs_am {
 };
 
 /* gdr_verbs_fail.c: the channel fails (fail() below, gdr_verbs_am_fail_peer) */
-int gdr_verbs_iface_vfail(gdr_verbs_am_t *am, const char *fmt, va_list ap);
+int gdr_verbs_iface_vfail(gdr_verbs_iface_t *am, const char *fmt, va_list ap);
 
 /* Fails the channel with a printf-style message; returns -1. */
-static inline int fail(gdr_verbs_am_t *am, const char *fmt, ...)
+static inline int fail(gdr_verbs_iface_t *am, const char *fmt, ...)
 {
     va_list ap;
     va_start(ap, fmt);
@@ -265,62 +265,62 @@ static inline int fail(gdr_verbs_am_t *am, const char *fmt, ...)
 
 /* The one-sided engine's held work requests to peer (-1: any) go first: they were
  * posted before what the channel posts now, or are what a poll may be waited for. */
-static inline int rma_held_out(gdr_verbs_am_t *am, int peer)
+static inline int rma_held_out(gdr_verbs_iface_t *am, int peer)
 {
     return am->rma_held != NULL ? am->rma_held(am->rma_ctx, peer) : 0;
 }
 
 /* A process of another job (past the job's ranks). */
-static inline int is_foreign(const gdr_verbs_am_t *am, int peer)
+static inline int is_foreign(const gdr_verbs_iface_t *am, int peer)
 {
     return peer >= am->nranks;
 }
 
 /* gdr_verbs_srq.c: receive buffers and completion-queue room, grown as peers connect */
-int gdr_verbs_iface_post_recv(gdr_verbs_am_t *am, recv_buf_t *rb);
-int gdr_verbs_iface_grow_srq(gdr_verbs_am_t *am);
-int gdr_verbs_iface_grow_cq(gdr_verbs_am_t *am);
+int gdr_verbs_iface_post_recv(gdr_verbs_iface_t *am, recv_buf_t *rb);
+int gdr_verbs_iface_grow_srq(gdr_verbs_iface_t *am);
+int gdr_verbs_iface_grow_cq(gdr_verbs_iface_t *am);
 
 /* gdr_verbs_qpmap.c: the peer of a local QP number; the peers that have a queue pair */
-int gdr_verbs_iface_add_active(gdr_verbs_am_t *am, int peer, uint32_t qpn);
-int gdr_verbs_iface_peer_of_qp(const gdr_verbs_am_t *am, uint32_t qpn);
+int gdr_verbs_iface_add_active(gdr_verbs_iface_t *am, int peer, uint32_t qpn);
+int gdr_verbs_iface_peer_of_qp(const gdr_verbs_iface_t *am, uint32_t qpn);
 
 /* gdr_verbs_peers.c: cards, this job's ranks and other jobs' processes */
-void gdr_verbs_iface_ep_init(gdr_verbs_am_t *am, int peer, int reach);
-int gdr_verbs_iface_foreign_lost(gdr_verbs_am_t *am, int peer, const char *why);
-int gdr_verbs_iface_foreign_from_msg(gdr_verbs_am_t *am, const gdr_verbs_conn_msg_t *m);
-int gdr_verbs_iface_same_job_from_msg(gdr_verbs_am_t *am, const gdr_verbs_conn_msg_t *m);
+void gdr_verbs_iface_ep_init(gdr_verbs_iface_t *am, int peer, int reach);
+int gdr_verbs_iface_foreign_lost(gdr_verbs_iface_t *am, int peer, const char *why);
+int gdr_verbs_iface_foreign_from_msg(gdr_verbs_iface_t *am, const gdr_verbs_conn_msg_t *m);
+int gdr_verbs_iface_same_job_from_msg(gdr_verbs_iface_t *am, const gdr_verbs_conn_msg_t *m);
 
 /* gdr_verbs_handshake.c: connecting peers (the UD queue pair, the handshake's steps) */
-int gdr_verbs_iface_ud_start(gdr_verbs_am_t *am, char *why, size_t why_len);
-int gdr_verbs_iface_conn_do(gdr_verbs_am_t *am, int peer, unsigned todo);
-int gdr_verbs_iface_on_ud_recv(gdr_verbs_am_t *am, ud_buf_t *b, const struct ibv_wc *wc);
-int gdr_verbs_iface_conn_timers(gdr_verbs_am_t *am);
+int gdr_verbs_iface_ud_start(gdr_verbs_iface_t *am, char *why, size_t why_len);
+int gdr_verbs_iface_conn_do(gdr_verbs_iface_t *am, int peer, unsigned todo);
+int gdr_verbs_iface_on_ud_recv(gdr_verbs_iface_t *am, ud_buf_t *b, const struct ibv_wc *wc);
+int gdr_verbs_iface_conn_timers(gdr_verbs_iface_t *am);
 
 /* gdr_verbs_eager.c: messages through send slots, paced by credits */
-int gdr_verbs_iface_check_peer(gdr_verbs_am_t *am, int peer);
-int gdr_verbs_iface_send_simple(gdr_verbs_am_t *am, int peer, gdr_verbs_msg_kind_t kind,
+int gdr_verbs_iface_check_peer(gdr_verbs_iface_t *am, int peer);
+int gdr_verbs_iface_send_simple(gdr_verbs_iface_t *am, int peer, gdr_verbs_msg_kind_t kind,
                                 uint32_t handler, const void *am_hdr, size_t am_hdr_sz,
                                 const void *body, size_t body_sz, uint64_t data_sz);
-int gdr_verbs_iface_flush(gdr_verbs_am_t *am, int *progressed);
+int gdr_verbs_iface_flush(gdr_verbs_iface_t *am, int *progressed);
 
 /* gdr_verbs_rndv.c: rendezvous reads and in-order delivery */
-void gdr_verbs_iface_taken_unlink(gdr_verbs_am_t *am, rndv_read_t *rr);
-void gdr_verbs_iface_read_free(gdr_verbs_am_t *am, rndv_read_t *rr, int keep_landing);
-int gdr_verbs_iface_defer_eager(gdr_verbs_am_t *am, int peer, const gdr_verbs_msg_t *m);
-int gdr_verbs_iface_start_read(gdr_verbs_am_t *am, int peer, const gdr_verbs_msg_t *m);
-int gdr_verbs_iface_finish_read(gdr_verbs_am_t *am, rndv_read_t *rr);
-int gdr_verbs_iface_finish_send(gdr_verbs_am_t *am, int peer, uint64_t cookie);
+void gdr_verbs_iface_taken_unlink(gdr_verbs_iface_t *am, rndv_read_t *rr);
+void gdr_verbs_iface_read_free(gdr_verbs_iface_t *am, rndv_read_t *rr, int keep_landing);
+int gdr_verbs_iface_defer_eager(gdr_verbs_iface_t *am, int peer, const gdr_verbs_msg_t *m);
+int gdr_verbs_iface_start_read(gdr_verbs_iface_t *am, int peer, const gdr_verbs_msg_t *m);
+int gdr_verbs_iface_finish_read(gdr_verbs_iface_t *am, rndv_read_t *rr);
+int gdr_verbs_iface_finish_send(gdr_verbs_iface_t *am, int peer, uint64_t cookie);
 
 /* gdr_verbs_landing.c: the pool of registered landing buffers */
-landing_t *gdr_verbs_iface_landing_get(gdr_verbs_am_t *am, size_t size);
+landing_t *gdr_verbs_iface_landing_get(gdr_verbs_iface_t *am, size_t size);
 void gdr_verbs_iface_landing_release(landing_t *l);
-void gdr_verbs_iface_landing_put(gdr_verbs_am_t *am, landing_t *l);
+void gdr_verbs_iface_landing_put(gdr_verbs_iface_t *am, landing_t *l);
 
 /* gdr_verbs_idle.c: probing peers while waiting */
-int gdr_verbs_iface_maybe_probe(gdr_verbs_am_t *am, int peer);
-int gdr_verbs_iface_idle_look(gdr_verbs_am_t *am, struct timespec *now_out);
-int gdr_verbs_iface_busy_look(gdr_verbs_am_t *am);
+int gdr_verbs_iface_maybe_probe(gdr_verbs_iface_t *am, int peer);
+int gdr_verbs_iface_idle_look(gdr_verbs_iface_t *am, struct timespec *now_out);
+int gdr_verbs_iface_busy_look(gdr_verbs_iface_t *am);
 
 /* gdr_verbs_progress.c: gdr_verbs_am_progress and gdr_verbs_am_wait only (gdr_verbs_am.h) */
 

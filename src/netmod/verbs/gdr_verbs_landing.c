@@ -11,7 +11,7 @@
 
 #define LANDING_POOL_BYTES ((size_t) 64 << 20)
 
-landing_t *gdr_verbs_iface_landing_get(gdr_verbs_am_t *am, size_t size)
+landing_t *gdr_verbs_iface_landing_get(gdr_verbs_iface_t *am, size_t size)
 {
     landing_t **best = NULL;
     for (landing_t ** pp = &am->landings; *pp; pp = &(*pp)->next) {
@@ -49,7 +49,7 @@ void gdr_verbs_iface_landing_release(landing_t *l)
     free(l);
 }
 
-void gdr_verbs_iface_landing_put(gdr_verbs_am_t *am, landing_t *l)
+void gdr_verbs_iface_landing_put(gdr_verbs_iface_t *am, landing_t *l)
 {
     if (am->landing_bytes + l->cap > LANDING_POOL_BYTES) {
         gdr_verbs_iface_landing_release(l);

@@ -8,7 +8,7 @@
 #include <stdio.h>
 #include <string.h>
 
-void gdr_verbs_iface_ep_init(gdr_verbs_am_t *am, int peer, int reach)
+void gdr_verbs_iface_ep_init(gdr_verbs_iface_t *am, int peer, int reach)
 {
     ep_t *ep = &am->eps[peer];
     ep->reach = reach != 0;
@@ -20,7 +20,7 @@ void gdr_verbs_iface_ep_init(gdr_verbs_am_t *am, int peer, int reach)
 /* A process of another job is lost (it ended after MPI_Comm_disconnect, or its path broke):
  * only its connection fails, the channel stays up for every other peer; sends to it fail
  * from now on, saying so.  Returns 0. */
-int gdr_verbs_iface_foreign_lost(gdr_verbs_am_t *am, int peer, const char *why)
+int gdr_verbs_iface_foreign_lost(gdr_verbs_iface_t *am, int peer, const char *why)
 {
     ep_t *ep = &am->eps[peer];
     ep->failed = 1;
@@ -32,7 +32,7 @@ int gdr_verbs_iface_foreign_lost(gdr_verbs_am_t *am, int peer, const char *why)
 
 /* The peer index of process `rank` of job `job`, made from its card if it is new; -1 when
  * there is no more room (GDR_VERBS_AM_FOREIGN_MAX). */
-static int foreign_peer(gdr_verbs_am_t *am, const gdr_verbs_card_t *card)
+static int foreign_peer(gdr_verbs_iface_t *am, const gdr_verbs_card_t *card)
 {
     for (int i = am->nranks; i < am->npeers; i++) {
         if (am->eps[i].card.job == card->job && am->eps[i].card.rank == card->rank) {
@@ -53,7 +53,7 @@ static int foreign_peer(gdr_verbs_am_t *am, const gdr_verbs_card_t *card)
 
 /* A handshake datagram from another job's process: its peer index, made from the card it
  * carries if this is its first; -1 to drop it (not a card, or no room). */
-int gdr_verbs_iface_foreign_from_msg(gdr_verbs_am_t *am, const gdr_verbs_conn_msg_t *m)
+int gdr_verbs_iface_foreign_from_msg(gdr_verbs_iface_t *am, const gdr_verbs_conn_msg_t *m)
 {
     gdr_verbs_card_t card;
     if (gdr_verbs_card_decode(m->card, sizeof(m->card), 0, &card) != 0 || card.job != m->job
@@ -79,7 +79,7 @@ static void reach_for_dynamic(ep_t *ep, const gdr_verbs_card_t *card)
  * (one of its node, which MPICH's shared memory serves) may still ask, for the dynamic
  * messages of a connect/accept between groups of the job: it is reached through the card
  * it sent, as gdr_verbs_am_add_foreign does from its upid on the other side. */
-int gdr_verbs_iface_same_job_from_msg(gdr_verbs_am_t *am, const gdr_verbs_conn_msg_t *m)
+int gdr_verbs_iface_same_job_from_msg(gdr_verbs_iface_t *am, const gdr_verbs_conn_msg_t *m)
 {
     ep_t *ep = &am->eps[m->src_rank];
     gdr_verbs_card_t card;
@@ -92,7 +92,7 @@ int gdr_verbs_iface_same_job_from_msg(gdr_verbs_am_t *am, const gdr_verbs_conn_m
     return (int) m->src_rank;
 }
 
-int gdr_verbs_am_add_foreign(gdr_verbs_am_t *am, const void *buf, size_t len)
+int gdr_verbs_am_add_foreign(gdr_verbs_iface_t *am, const void *buf, size_t len)
 {
     gdr_verbs_card_t card;
     if (gdr_verbs_card_decode(buf, len, 0, &card) != 0 || card.job == 0)
@@ -116,7 +116,7 @@ int gdr_verbs_am_add_foreign(gdr_verbs_am_t *am, const void *buf, size_t len)
     return peer;
 }
 
-int gdr_verbs_am_peer_card(const gdr_verbs_am_t *am, int peer, void *buf)
+int gdr_verbs_am_peer_card(const gdr_verbs_iface_t *am, int peer, void *buf)
 {
     if (peer < 0 || peer >= am->npeers || !am->eps[peer].has_card)
         return -1;
@@ -124,18 +124,18 @@ int gdr_verbs_am_peer_card(const gdr_verbs_am_t *am, int peer, void *buf)
     return 0;
 }
 
-void gdr_verbs_am_set_job(gdr_verbs_am_t *am, uint64_t job)
+void gdr_verbs_am_set_job(gdr_verbs_iface_t *am, uint64_t job)
 {
     am->job = job;
 }
 
-size_t gdr_verbs_am_card_size(const gdr_verbs_am_t *am)
+size_t gdr_verbs_am_card_size(const gdr_verbs_iface_t *am)
 {
     (void) am;
     return GDR_VERBS_CARD_BYTES;
 }
 
-void gdr_verbs_am_card(const gdr_verbs_am_t *am, void *buf)
+void gdr_verbs_am_card(const gdr_verbs_iface_t *am, void *buf)
 {
     gdr_verbs_card_t card = {
         .port_num = am->dev->port_num,.link_layer = (uint8_t) am->dev->link_layer,
@@ -147,7 +147,7 @@ void gdr_verbs_am_card(const gdr_verbs_am_t *am, void *buf)
     gdr_verbs_card_encode(&card, buf);
 }
 
-int gdr_verbs_am_add_peer(gdr_verbs_am_t *am, int peer, const void *buf, size_t len)
+int gdr_verbs_am_add_peer(gdr_verbs_iface_t *am, int peer, const void *buf, size_t len)
 {
     if (peer < 0 || peer >= am->nranks || !am->eps[peer].reach)
         return fail(am, "rank %d is not reached through %s", peer, am->dev->name);

@@ -18,7 +18,7 @@
 
 #define POLL_BATCH 32
 
-static int on_recv(gdr_verbs_am_t *am, int peer, recv_buf_t *rb, uint32_t byte_len)
+static int on_recv(gdr_verbs_iface_t *am, int peer, recv_buf_t *rb, uint32_t byte_len)
 {
     gdr_verbs_msg_t m;
     ep_t *ep = &am->eps[peer];
@@ -59,7 +59,7 @@ static int on_recv(gdr_verbs_am_t *am, int peer, recv_buf_t *rb, uint32_t byte_l
     return 0;
 }
 
-static int on_completion(gdr_verbs_am_t *am, const struct ibv_wc *wc)
+static int on_completion(gdr_verbs_iface_t *am, const struct ibv_wc *wc)
 {
     wr_kind_t kind = *(const wr_kind_t *) (uintptr_t) wc->wr_id;
     int peer;
@@ -135,7 +135,7 @@ static int on_completion(gdr_verbs_am_t *am, const struct ibv_wc *wc)
     return 0;
 }
 
-int gdr_verbs_am_progress(gdr_verbs_am_t *am, int *progressed)
+int gdr_verbs_am_progress(gdr_verbs_iface_t *am, int *progressed)
 {
     struct ibv_wc wc[POLL_BATCH];
 
@@ -167,7 +167,7 @@ int gdr_verbs_am_progress(gdr_verbs_am_t *am, int *progressed)
     return 0;
 }
 
-int gdr_verbs_am_wait(gdr_verbs_am_t *am, int timeout_us, int *progressed)
+int gdr_verbs_am_wait(gdr_verbs_iface_t *am, int timeout_us, int *progressed)
 {
     *progressed = 0;
     if (am->failed)

@@ -20,7 +20,7 @@ static void qpmap_put(qp_slot_t *map, uint32_t cap, uint32_t qpn, int peer)
 }
 
 /* Remembers peer's QP, and which peers have one. */
-int gdr_verbs_iface_add_active(gdr_verbs_am_t *am, int peer, uint32_t qpn)
+int gdr_verbs_iface_add_active(gdr_verbs_iface_t *am, int peer, uint32_t qpn)
 {
     if (2 * (uint32_t) (am->nactive + 1) > am->qpmap_cap) {
         uint32_t cap = am->qpmap_cap ? 2 * am->qpmap_cap : 16;
@@ -47,7 +47,7 @@ int gdr_verbs_iface_add_active(gdr_verbs_am_t *am, int peer, uint32_t qpn)
 }
 
 /* The peer whose RC queue pair has local number qpn; -1 if none. */
-int gdr_verbs_iface_peer_of_qp(const gdr_verbs_am_t *am, uint32_t qpn)
+int gdr_verbs_iface_peer_of_qp(const gdr_verbs_iface_t *am, uint32_t qpn)
 {
     if (am->qpmap_cap == 0)
         return -1;

@@ -14,7 +14,7 @@
 #define READ_CHUNK_MAX (1u << 30)
 #define RNDV_MAX ((uint64_t) 1 << 40)   /* sanity bound on an announced payload */
 
-int gdr_verbs_am_send_rndv(gdr_verbs_am_t *am, int peer, uint32_t handler_id,
+int gdr_verbs_am_send_rndv(gdr_verbs_iface_t *am, int peer, uint32_t handler_id,
                            const void *am_hdr, size_t am_hdr_sz, const void *data,
                            size_t data_sz, uint64_t device_id, uint64_t cookie)
 {
@@ -53,7 +53,7 @@ int gdr_verbs_am_send_rndv(gdr_verbs_am_t *am, int peer, uint32_t handler_id,
 }
 
 /* Bytes one RDMA READ work request may carry. */
-static uint64_t read_chunk(const gdr_verbs_am_t *am)
+static uint64_t read_chunk(const gdr_verbs_iface_t *am)
 {
     return am->dev->max_msg_sz < READ_CHUNK_MAX ? am->dev->max_msg_sz : READ_CHUNK_MAX;
 }
@@ -61,7 +61,7 @@ static uint64_t read_chunk(const gdr_verbs_am_t *am)
 /* Posts the next batch (at most READ_CHUNKS_MAX chunks, the last one signalled) of a
  * payload's reads; the first call takes a read slot, and a landing buffer when the
  * payload has no destination of the caller's. */
-static int post_read(gdr_verbs_am_t *am, rndv_read_t *rr)
+static int post_read(gdr_verbs_iface_t *am, rndv_read_t *rr)
 {
     ep_t *ep = &am->eps[rr->peer];
     uint64_t chunk = read_chunk(am);
@@ -128,7 +128,7 @@ static void pop_inbound(ep_t *ep)
         ep->in_tail = NULL;
 }
 
-static void taken_link(gdr_verbs_am_t *am, rndv_read_t *rr)
+static void taken_link(gdr_verbs_iface_t *am, rndv_read_t *rr)
 {
     rr->t_prev = NULL;
     rr->t_next = am->taken;
@@ -137,7 +137,7 @@ static void taken_link(gdr_verbs_am_t *am, rndv_read_t *rr)
     am->taken = rr;
 }
 
-void gdr_verbs_iface_taken_unlink(gdr_verbs_am_t *am, rndv_read_t *rr)
+void gdr_verbs_iface_taken_unlink(gdr_verbs_iface_t *am, rndv_read_t *rr)
 {
     if (rr->t_prev != NULL)
         rr->t_prev->t_next = rr->t_next;
@@ -148,7 +148,7 @@ void gdr_verbs_iface_taken_unlink(gdr_verbs_am_t *am, rndv_read_t *rr)
 }
 
 /* Gives back what a payload holds (registrations, landing buffer) and frees it. */
-void gdr_verbs_iface_read_free(gdr_verbs_am_t *am, rndv_read_t *rr, int keep_landing)
+void gdr_verbs_iface_read_free(gdr_verbs_iface_t *am, rndv_read_t *rr, int keep_landing)
 {
     for (uint32_t k = 0; k < rr->nseg; k++) {
         if (rr->dst[k].reg != NULL)
@@ -164,10 +164,10 @@ void gdr_verbs_iface_read_free(gdr_verbs_am_t *am, rndv_read_t *rr, int keep_lan
     free(rr);
 }
 
-static int read_complete(gdr_verbs_am_t *am, rndv_read_t *rr);
+static int read_complete(gdr_verbs_iface_t *am, rndv_read_t *rr);
 
 /* Starts reading a payload, or queues it for one of its peer's read slots. */
-static int queue_read(gdr_verbs_am_t *am, rndv_read_t *rr)
+static int queue_read(gdr_verbs_iface_t *am, rndv_read_t *rr)
 {
     ep_t *ep = &am->eps[rr->peer];
     if (rr->size == 0)
@@ -185,7 +185,7 @@ static int queue_read(gdr_verbs_am_t *am, rndv_read_t *rr)
 
 /* Offers a rendezvous message to ops->rts in its turn: 1 taken (the header was handed
  * up, its payload goes where read_into said), 0 declined, -1 the channel failed. */
-static int offer(gdr_verbs_am_t *am, rndv_read_t *rr, const void *am_hdr, size_t am_hdr_sz)
+static int offer(gdr_verbs_iface_t *am, rndv_read_t *rr, const void *am_hdr, size_t am_hdr_sz)
 {
     am->offering = rr;
     int r = am->ops.rts(am->ctx, rr->peer, rr->handler_id, am_hdr, am_hdr_sz,
@@ -204,7 +204,7 @@ static int offer(gdr_verbs_am_t *am, rndv_read_t *rr, const void *am_hdr, size_t
     return r == 1;
 }
 
-int gdr_verbs_am_read_into(gdr_verbs_am_t *am, gdr_verbs_am_rts_t *rts, const struct iovec *segs,
+int gdr_verbs_am_read_into(gdr_verbs_iface_t *am, gdr_verbs_am_rts_t *rts, const struct iovec *segs,
                            int nsegs, uint64_t device_id, uint64_t cookie)
 {
     rndv_read_t *rr = (rndv_read_t *) rts;
@@ -246,7 +246,7 @@ int gdr_verbs_am_read_into(gdr_verbs_am_t *am, gdr_verbs_am_rts_t *rts, const st
 
 /* Hands up, in order, every message at the head of the queue that is complete, and
  * offers each rendezvous message that waits for its turn at ops->rts. */
-static int drain_inbound(gdr_verbs_am_t *am, int peer)
+static int drain_inbound(gdr_verbs_iface_t *am, int peer)
 {
     ep_t *ep = &am->eps[peer];
     while (ep->in_head != NULL) {
@@ -289,7 +289,7 @@ static int drain_inbound(gdr_verbs_am_t *am, int peer)
 }
 
 /* An eager message arriving behind an unfinished rendezvous one waits, copied. */
-int gdr_verbs_iface_defer_eager(gdr_verbs_am_t *am, int peer, const gdr_verbs_msg_t *m)
+int gdr_verbs_iface_defer_eager(gdr_verbs_iface_t *am, int peer, const gdr_verbs_msg_t *m)
 {
     inbound_t *in = calloc(1, sizeof(*in));
     size_t off = gdr_verbs_wire_pad8(m->am_hdr_sz);
@@ -308,7 +308,7 @@ int gdr_verbs_iface_defer_eager(gdr_verbs_am_t *am, int peer, const gdr_verbs_ms
     return 0;
 }
 
-int gdr_verbs_iface_start_read(gdr_verbs_am_t *am, int peer, const gdr_verbs_msg_t *m)
+int gdr_verbs_iface_start_read(gdr_verbs_iface_t *am, int peer, const gdr_verbs_msg_t *m)
 {
     ep_t *ep = &am->eps[peer];
 
@@ -364,7 +364,7 @@ int gdr_verbs_iface_start_read(gdr_verbs_am_t *am, int peer, const gdr_verbs_msg
 
 /* The whole payload is in: the sender is told, the peer's next waiting read starts, and
  * the payload goes up (taken: read_done; else delivered in order). */
-static int read_complete(gdr_verbs_am_t *am, rndv_read_t *rr)
+static int read_complete(gdr_verbs_iface_t *am, rndv_read_t *rr)
 {
     ep_t *ep = &am->eps[rr->peer];
     gdr_verbs_wire_fin_t fin = {.cookie = rr->rts.cookie };
@@ -402,14 +402,14 @@ static int read_complete(gdr_verbs_am_t *am, rndv_read_t *rr)
     return rc;
 }
 
-int gdr_verbs_iface_finish_read(gdr_verbs_am_t *am, rndv_read_t *rr)
+int gdr_verbs_iface_finish_read(gdr_verbs_iface_t *am, rndv_read_t *rr)
 {
     if (rr->posted < rr->size)
         return post_read(am, rr);       /* a batch landed; reads are ordered: next batch */
     return read_complete(am, rr);
 }
 
-int gdr_verbs_iface_finish_send(gdr_verbs_am_t *am, int peer, uint64_t cookie)
+int gdr_verbs_iface_finish_send(gdr_verbs_iface_t *am, int peer, uint64_t cookie)
 {
     uint32_t idx = (uint32_t) cookie, gen = (uint32_t) (cookie >> 32);
     if (idx >= am->rsend_cap || !am->rsend[idx].in_use || am->rsend[idx].gen != gen

@@ -11,7 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-int gdr_verbs_iface_post_recv(gdr_verbs_am_t *am, recv_buf_t *rb)
+int gdr_verbs_iface_post_recv(gdr_verbs_iface_t *am, recv_buf_t *rb)
 {
     struct ibv_sge sge = {
         .addr = (uintptr_t) rb->addr,.length = (uint32_t) am->cfg.buf_size,.lkey = rb->lkey
@@ -25,7 +25,7 @@ int gdr_verbs_iface_post_recv(gdr_verbs_am_t *am, recv_buf_t *rb)
 
 /* Adds up to recv_depth buffers to the shared receive queue (a peer is connecting),
  * as long as it holds fewer than srq_cap. */
-int gdr_verbs_iface_grow_srq(gdr_verbs_am_t *am)
+int gdr_verbs_iface_grow_srq(gdr_verbs_iface_t *am)
 {
     uint32_t have = (uint32_t) am->stats.recv_buffers, n = am->cfg.recv_depth;
     if (have >= am->srq_cap)
@@ -68,7 +68,7 @@ int gdr_verbs_iface_grow_srq(gdr_verbs_am_t *am)
 
 /* Room in the completion queue for one more QP's sends (and the receive buffers it
  * brought): grown by doubling, so a job that talks to few peers keeps a small one. */
-int gdr_verbs_iface_grow_cq(gdr_verbs_am_t *am)
+int gdr_verbs_iface_grow_cq(gdr_verbs_iface_t *am)
 {
     uint32_t need = am->cq_need + am->qp_send_wr + am->cfg.recv_depth;
     if (need > (uint32_t) am->dev->attr.max_cqe)
