@@ -95,9 +95,9 @@ typedef struct gdr_verbs_am_stats {
  * each is made the first time this rank or the peer sends to the other.  dev must be
  * open with a GID picked.  Returns NULL with why set on failure. */
 gdr_verbs_iface_t *gdr_verbs_am_create(gdr_verbs_device_t *dev, int rank, int nranks,
-                                    const uint8_t *reach, const gdr_verbs_am_config_t *cfg,
-                                    const gdr_verbs_am_ops_t *ops, void *ctx,
-                                    char *why, size_t why_len);
+                                       const uint8_t *reach, const gdr_verbs_am_config_t *cfg,
+                                       const gdr_verbs_am_ops_t *ops, void *ctx,
+                                       char *why, size_t why_len);
 
 /* This rank's business card (GDR_VERBS_CARD_BYTES bytes into buf, whatever the job
  * size): publish it to every peer before any of them sends. */

@@ -43,9 +43,9 @@ static void dereg_mr(void *ctx, void *handle)
 }
 
 gdr_verbs_iface_t *gdr_verbs_am_create(gdr_verbs_device_t *dev, int rank, int nranks,
-                                    const uint8_t *reach, const gdr_verbs_am_config_t *cfg,
-                                    const gdr_verbs_am_ops_t *ops, void *ctx,
-                                    char *why, size_t why_len)
+                                       const uint8_t *reach, const gdr_verbs_am_config_t *cfg,
+                                       const gdr_verbs_am_ops_t *ops, void *ctx,
+                                       char *why, size_t why_len)
 {
     gdr_verbs_iface_t *am = calloc(1, sizeof(*am));
 

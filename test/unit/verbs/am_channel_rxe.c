@@ -210,8 +210,8 @@ static void pump(gdr_verbs_iface_t *am, int *failed)
 /* A channel to the other rank, its card learnt through the socket, and with `now` its
  * queue pair connected at once (else on first use); NULL (said why) on failure. */
 static gdr_verbs_iface_t *channel(gdr_verbs_device_t *dev, int me, const uint8_t *need,
-                               const gdr_verbs_am_config_t *cfg, const gdr_verbs_am_ops_t *ops,
-                               state_t *st, int sock, const char *what, int now)
+                                  const gdr_verbs_am_config_t *cfg, const gdr_verbs_am_ops_t *ops,
+                                  state_t *st, int sock, const char *what, int now)
 {
     char why[256];
     gdr_verbs_iface_t *am = gdr_verbs_am_create(dev, me, 2, need, cfg, ops, st, why, sizeof(why));
@@ -263,7 +263,8 @@ static int run(int me, const char *devname, int sock)
     st.am = am;
     /* a second channel that carries nothing: only its idle probes, to a live peer and
      * then to a dead one (connected now: probes go only where a connection is) */
-    gdr_verbs_iface_t *quiet = channel(&dev, me, need, &cfg, &ops, &st, sock, "the quiet channel", 1);
+    gdr_verbs_iface_t *quiet = channel(&dev, me, need, &cfg, &ops, &st, sock,
+                                       "the quiet channel", 1);
     if (quiet == NULL)
         return 1;
     GDR_CHECK(gdr_verbs_am_connected_peers(quiet) == 1
@@ -287,8 +288,8 @@ static int run(int me, const char *devname, int sock)
     }
     char c = 'x';
     /* both send their first message at the same moment: the two handshakes cross */
-    gdr_verbs_iface_t *cross = channel(&dev, me, need, &cfg, &ops, &st, sock, "the crossing channel",
-                                    0);
+    gdr_verbs_iface_t *cross = channel(&dev, me, need, &cfg, &ops, &st, sock,
+                                       "the crossing channel", 0);
     if (cross == NULL || write(sock, &c, 1) != 1 || read(sock, &c, 1) != 1)
         return 1;
     uint32_t hello = 0;
