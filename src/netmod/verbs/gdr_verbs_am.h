@@ -17,6 +17,9 @@
 #include "gdr_verbs_device.h"
 #include "gdr_verbs_rcache.h"
 
+/* The channel: it owns every queue pair, completion queue and shared receive queue of its
+ * device, not only the active messages' (UCX's uct_rc_verbs_iface); its functions are
+ * gdr_verbs_am_*. */
 typedef struct gdr_verbs_iface gdr_verbs_iface_t;
 
 /* A rendezvous message whose payload is not read yet, as ops->rts offers it. */

@@ -1,7 +1,8 @@
-/* The AM channel as one object: it owns every queue pair, completion queue and receive
- * queue the channel has (UCX's anchor: uct_rc_verbs_iface).  This file makes and unmakes it
- * and answers questions about it (the one-sided engine's accessors among them); what it
- * does lives beside it, one concern a file (gdr_verbs_iface_priv.h lists them). */
+/* The AM channel as one object, gdr_verbs_iface_t: it owns every queue pair, completion
+ * queue and receive queue the channel has (UCX's anchor: uct_rc_verbs_iface).  This file
+ * makes and unmakes it and answers questions about it (the one-sided engine's accessors
+ * among them); what it does lives beside it, one concern a file (gdr_verbs_iface_priv.h
+ * lists them). */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE     /* posix_memalign, clock_gettime */
 #endif
