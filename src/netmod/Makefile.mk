@@ -26,6 +26,7 @@ noinst_HEADERS += src/mpid/ch4/netmod/gdr/gdr_pre.h \
                   src/mpid/ch4/netmod/gdr/verbs/gdr_verbs_qp.h \
                   src/mpid/ch4/netmod/gdr/verbs/gdr_verbs_am.h \
                   src/mpid/ch4/netmod/gdr/verbs/gdr_verbs_am_internal.h \
+                  src/mpid/ch4/netmod/gdr/verbs/gdr_verbs_iface_priv.h \
                   src/mpid/ch4/netmod/gdr/verbs/gdr_verbs_rma.h \
                   src/mpid/ch4/netmod/gdr/verbs/gdr_verbs_rma_transport.h \
                   src/mpid/ch4/netmod/gdr/verbs/gdr_verbs_rcache.h \
@@ -96,7 +97,17 @@ mpi_core_sources += src/mpid/ch4/netmod/gdr/func_table.c \
                     src/mpid/ch4/netmod/gdr/verbs/gdr_verbs_card.c \
                     src/mpid/ch4/netmod/gdr/verbs/gdr_verbs_conn.c \
                     src/mpid/ch4/netmod/gdr/verbs/gdr_verbs_qp.c \
-                    src/mpid/ch4/netmod/gdr/verbs/gdr_verbs_am.c \
+                    src/mpid/ch4/netmod/gdr/verbs/gdr_verbs_iface.c \
+                    src/mpid/ch4/netmod/gdr/verbs/gdr_verbs_fail.c \
+                    src/mpid/ch4/netmod/gdr/verbs/gdr_verbs_srq.c \
+                    src/mpid/ch4/netmod/gdr/verbs/gdr_verbs_qpmap.c \
+                    src/mpid/ch4/netmod/gdr/verbs/gdr_verbs_peers.c \
+                    src/mpid/ch4/netmod/gdr/verbs/gdr_verbs_handshake.c \
+                    src/mpid/ch4/netmod/gdr/verbs/gdr_verbs_eager.c \
+                    src/mpid/ch4/netmod/gdr/verbs/gdr_verbs_rndv.c \
+                    src/mpid/ch4/netmod/gdr/verbs/gdr_verbs_landing.c \
+                    src/mpid/ch4/netmod/gdr/verbs/gdr_verbs_progress.c \
+                    src/mpid/ch4/netmod/gdr/verbs/gdr_verbs_idle.c \
                     src/mpid/ch4/netmod/gdr/verbs/gdr_verbs_rma.c \
                     src/mpid/ch4/netmod/gdr/verbs/gdr_verbs_rma_transport.c \
                     src/mpid/ch4/netmod/gdr/verbs/gdr_verbs_rcache.c \

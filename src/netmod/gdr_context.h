@@ -34,7 +34,7 @@ struct MPIDI_GDR_context {
     gdr_gpu_t gpu;              /* the GPU layer: gpu.on, else gpu.error says why not */
     MPIDI_GDR_gpudirect_t gpudirect;
     char gpudirect_why[512];    /* how the mode was chosen, for the start-up line */
-    gdr_verbs_am_t *am;         /* AM channel to ranks on other nodes; NULL: none */
+    gdr_verbs_iface_t *am;         /* AM channel to ranks on other nodes; NULL: none */
     gdr_verbs_am_stats_t am_stats_kept; /* the channel's counters after it is gone (MPI_T) */
     gdr_verbs_rcache_stats_t reg_cache_stats_kept;      /* its registration cache's */
     uint8_t *world_vcis;        /* [world size]: each rank's VCIs, from the cards; NULL: none */

@@ -153,7 +153,7 @@ static int wait_step(MPL_time_t * start, int timeout, const char *what)
 static int dyn_send(int peer, int tag, int context_id, const void *buf, size_t size, int timeout)
 {
     int mpi_errno = MPI_SUCCESS;
-    gdr_verbs_am_t *am = MPIDI_GDR_global.am;
+    gdr_verbs_iface_t *am = MPIDI_GDR_global.am;
     size_t piece = gdr_verbs_am_eager_limit(am, sizeof(MPIDI_GDR_dynmsg_hdr_t)), off = 0;
     if (size > MPIDI_GDR_DYNMSG_MAX)
         return spawn_error(MPI_ERR_OTHER, "a dynamic-process message too large");

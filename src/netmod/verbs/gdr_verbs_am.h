@@ -17,7 +17,10 @@
 #include "gdr_verbs_device.h"
 #include "gdr_verbs_rcache.h"
 
-typedef struct gdr_verbs_am gdr_verbs_am_t;
+/* The channel: it owns every queue pair, completion queue and shared receive queue of its
+ * device, not only the active messages' (UCX's uct_rc_verbs_iface); its functions are
+ * gdr_verbs_am_*. */
+typedef struct gdr_verbs_iface gdr_verbs_iface_t;
 
 /* A rendezvous message whose payload is not read yet, as ops->rts offers it. */
 typedef struct gdr_verbs_am_rts gdr_verbs_am_rts_t;
@@ -94,19 +97,19 @@ typedef struct gdr_verbs_am_stats {
  * atomic with those of its peers; no messages use it).  No RC queue pair is made here:
  * each is made the first time this rank or the peer sends to the other.  dev must be
  * open with a GID picked.  Returns NULL with why set on failure. */
-gdr_verbs_am_t *gdr_verbs_am_create(gdr_verbs_device_t *dev, int rank, int nranks,
-                                    const uint8_t *reach, const gdr_verbs_am_config_t *cfg,
-                                    const gdr_verbs_am_ops_t *ops, void *ctx,
-                                    char *why, size_t why_len);
+gdr_verbs_iface_t *gdr_verbs_am_create(gdr_verbs_device_t *dev, int rank, int nranks,
+                                       const uint8_t *reach, const gdr_verbs_am_config_t *cfg,
+                                       const gdr_verbs_am_ops_t *ops, void *ctx,
+                                       char *why, size_t why_len);
 
 /* This rank's business card (GDR_VERBS_CARD_BYTES bytes into buf, whatever the job
  * size): publish it to every peer before any of them sends. */
-size_t gdr_verbs_am_card_size(const gdr_verbs_am_t *am);
-void gdr_verbs_am_card(const gdr_verbs_am_t *am, void *buf);
+size_t gdr_verbs_am_card_size(const gdr_verbs_iface_t *am);
+void gdr_verbs_am_card(const gdr_verbs_iface_t *am, void *buf);
 
 /* Learns how to reach peer (its card; rank itself: our own).  Makes no connection.
  * Returns 0 or -1 (see error). */
-int gdr_verbs_am_add_peer(gdr_verbs_am_t *am, int peer, const void *card, size_t len);
+int gdr_verbs_am_add_peer(gdr_verbs_iface_t *am, int peer, const void *card, size_t len);
 
 /* Processes of other jobs (MPI_Comm_spawn, connect/accept, join) a channel may know:
  * their peer numbers follow the job's ranks, nranks and up. */
@@ -115,7 +118,7 @@ int gdr_verbs_am_add_peer(gdr_verbs_am_t *am, int peer, const void *card, size_t
 /* This job's identity, the same on every rank and different in every other job (drawn by
  * rank 0, spread with the cards): set it before any peer connects.  Cards and handshakes
  * carry it; a handshake from another job's process makes it a peer. */
-void gdr_verbs_am_set_job(gdr_verbs_am_t *am, uint64_t job);
+void gdr_verbs_am_set_job(gdr_verbs_iface_t *am, uint64_t job);
 
 /* The peer number of the process whose card (any job's) is buf: this job's rank for a card
  * of this job, or a number past the job's ranks for another job's process (the same one
@@ -123,22 +126,22 @@ void gdr_verbs_am_set_job(gdr_verbs_am_t *am, uint64_t job);
  * Returns -1 if buf is no card (see error) or too many processes of other jobs are known.
  * Failures on such a peer's connection (it ends after MPI_Comm_disconnect) fail only sends
  * to it, never the channel. */
-int gdr_verbs_am_add_foreign(gdr_verbs_am_t *am, const void *buf, size_t len);
+int gdr_verbs_am_add_foreign(gdr_verbs_iface_t *am, const void *buf, size_t len);
 
 /* peer's card (GDR_VERBS_CARD_BYTES into buf) as this channel knows it: 0, or -1 if none. */
-int gdr_verbs_am_peer_card(const gdr_verbs_am_t *am, int peer, void *buf);
+int gdr_verbs_am_peer_card(const gdr_verbs_iface_t *am, int peer, void *buf);
 
 /* Starts connecting to peer now, as its first message would (for connecting every
  * peer at start-up).  Returns 1 once connected, 0 while connecting (progress and ask
  * again), -1 if it cannot be or failed. */
-int gdr_verbs_am_connect_peer(gdr_verbs_am_t *am, int peer);
+int gdr_verbs_am_connect_peer(gdr_verbs_iface_t *am, int peer);
 
 /* Largest eager payload that fits with an AM header of am_hdr_sz bytes. */
-size_t gdr_verbs_am_eager_limit(const gdr_verbs_am_t *am, size_t am_hdr_sz);
+size_t gdr_verbs_am_eager_limit(const gdr_verbs_iface_t *am, size_t am_hdr_sz);
 
 /* Sends handler_id + am_hdr + data (copied before return: the caller may reuse both).
  * data_sz must be <= gdr_verbs_am_eager_limit().  Returns 0 or -1. */
-int gdr_verbs_am_send_eager(gdr_verbs_am_t *am, int peer, uint32_t handler_id,
+int gdr_verbs_am_send_eager(gdr_verbs_iface_t *am, int peer, uint32_t handler_id,
                             const void *am_hdr, size_t am_hdr_sz, const void *data,
                             size_t data_sz);
 
@@ -146,7 +149,7 @@ int gdr_verbs_am_send_eager(gdr_verbs_am_t *am, int peer, uint32_t handler_id,
  * then ops->rndv_done(cookie) runs here.  data is host memory (device_id 0) or device
  * memory the NIC can reach, by its CUDA buffer id (never through a registration made for
  * another allocation at that address).  Returns 0 or -1. */
-int gdr_verbs_am_send_rndv(gdr_verbs_am_t *am, int peer, uint32_t handler_id,
+int gdr_verbs_am_send_rndv(gdr_verbs_iface_t *am, int peer, uint32_t handler_id,
                            const void *am_hdr, size_t am_hdr_sz, const void *data,
                            size_t data_sz, uint64_t device_id, uint64_t cookie);
 
@@ -157,38 +160,38 @@ int gdr_verbs_am_send_rndv(gdr_verbs_am_t *am, int peer, uint32_t handler_id,
  * them; what does not fit is not read (the caller reports the truncation).  nsegs 0:
  * into a landing buffer of the channel, handed to read_done.  Returns 0, or -1 when
  * called outside ops->rts or twice (the channel fails). */
-int gdr_verbs_am_read_into(gdr_verbs_am_t *am, gdr_verbs_am_rts_t *rts, const struct iovec *segs,
+int gdr_verbs_am_read_into(gdr_verbs_iface_t *am, gdr_verbs_am_rts_t *rts, const struct iovec *segs,
                            int nsegs, uint64_t device_id, uint64_t cookie);
 
 /* The registration cache's counters (hits, invalidations by cause, ...). */
-void gdr_verbs_am_reg_cache_stats(gdr_verbs_am_t *am, gdr_verbs_rcache_stats_t *st);
+void gdr_verbs_am_reg_cache_stats(gdr_verbs_iface_t *am, gdr_verbs_rcache_stats_t *st);
 
 /* Polls completions (bounded work) and delivers messages.  *progressed is set when
  * anything happened.  Returns 0, or -1 once a connection failed (see error). */
-int gdr_verbs_am_progress(gdr_verbs_am_t *am, int *progressed);
+int gdr_verbs_am_progress(gdr_verbs_iface_t *am, int *progressed);
 
 /* For ranks that share cores: progress like gdr_verbs_am_progress(), but if nothing
  * is there, sleep in the kernel until a completion arrives (a message, a send or
  * one-sided operation finishing) or timeout_us passes, then progress once more.
  * Without completion events from the device it yields instead.  Returns 0 or -1. */
-int gdr_verbs_am_wait(gdr_verbs_am_t *am, int timeout_us, int *progressed);
+int gdr_verbs_am_wait(gdr_verbs_iface_t *am, int timeout_us, int *progressed);
 
 /* Is peer (or rank itself: loopback) reached through this channel (connected or not
  * yet) and healthy?  (A rank of this node reached only for the dynamic messages of a
  * connect/accept inside the job is not: its windows go as before.) */
-int gdr_verbs_am_reaches(gdr_verbs_am_t *am, int peer);
+int gdr_verbs_am_reaches(gdr_verbs_iface_t *am, int peer);
 
 /* Peers with a ready RC queue pair now (the loopback not counted). */
-int gdr_verbs_am_connected_peers(const gdr_verbs_am_t *am);
+int gdr_verbs_am_connected_peers(const gdr_verbs_iface_t *am);
 
 /* Is there outgoing work (queued messages, unread payloads) not yet finished? */
-int gdr_verbs_am_busy(const gdr_verbs_am_t *am);
+int gdr_verbs_am_busy(const gdr_verbs_iface_t *am);
 
 /* The last failure, one sentence naming the peer; "" if none. */
-const char *gdr_verbs_am_error(const gdr_verbs_am_t *am);
+const char *gdr_verbs_am_error(const gdr_verbs_iface_t *am);
 
-const gdr_verbs_am_stats_t *gdr_verbs_am_stats(const gdr_verbs_am_t *am);
+const gdr_verbs_am_stats_t *gdr_verbs_am_stats(const gdr_verbs_iface_t *am);
 
-void gdr_verbs_am_destroy(gdr_verbs_am_t *am);
+void gdr_verbs_am_destroy(gdr_verbs_iface_t *am);
 
 #endif /* GDR_VERBS_AM_H */

@@ -25,27 +25,27 @@ typedef int (*gdr_verbs_am_rma_cb_t)(void *ctx, const struct ibv_wc *wc);
  * polls or posts to peer itself (the queue pair's order); returns 0 or -1. */
 typedef int (*gdr_verbs_am_rma_held_cb_t)(void *ctx, int peer);
 
-void gdr_verbs_am_attach_rma(gdr_verbs_am_t *am, gdr_verbs_am_rma_cb_t cb,
+void gdr_verbs_am_attach_rma(gdr_verbs_iface_t *am, gdr_verbs_am_rma_cb_t cb,
                              gdr_verbs_am_rma_held_cb_t held, void *ctx);
 
 /* The connected queue pair to peer (rank itself: the loopback QP); NULL if none yet or
  * failed. */
-struct ibv_qp *gdr_verbs_am_qp(gdr_verbs_am_t *am, int peer);
+struct ibv_qp *gdr_verbs_am_qp(gdr_verbs_iface_t *am, int peer);
 
 /* The queue pair to peer is wanted: 1 if it is ready (gdr_verbs_am_qp() gives it),
  * 0 if it is being connected (progress the channel and ask again), -1 if it cannot be
  * (unreachable, failed: see gdr_verbs_am_error()). */
-int gdr_verbs_am_want_qp(gdr_verbs_am_t *am, int peer);
+int gdr_verbs_am_want_qp(gdr_verbs_iface_t *am, int peer);
 
-gdr_verbs_device_t *gdr_verbs_am_device(gdr_verbs_am_t *am);
-int gdr_verbs_am_nranks(const gdr_verbs_am_t *am);
-uint32_t gdr_verbs_am_max_inline(const gdr_verbs_am_t *am);
-uint32_t gdr_verbs_am_max_sge(const gdr_verbs_am_t *am);
-gdr_verbs_rcache_t *gdr_verbs_am_rcache(gdr_verbs_am_t *am);
+gdr_verbs_device_t *gdr_verbs_am_device(gdr_verbs_iface_t *am);
+int gdr_verbs_am_nranks(const gdr_verbs_iface_t *am);
+uint32_t gdr_verbs_am_max_inline(const gdr_verbs_iface_t *am);
+uint32_t gdr_verbs_am_max_sge(const gdr_verbs_iface_t *am);
+gdr_verbs_rcache_t *gdr_verbs_am_rcache(gdr_verbs_iface_t *am);
 
 /* Fails the channel with a printf-style message, and the connection to peer with it
  * (peer -1: no particular peer); returns -1. */
-int gdr_verbs_am_fail_peer(gdr_verbs_am_t *am, int peer, const char *fmt, ...)
+int gdr_verbs_am_fail_peer(gdr_verbs_iface_t *am, int peer, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 
 #endif /* GDR_VERBS_AM_INTERNAL_H */

@@ -58,7 +58,7 @@ typedef struct rma_op {
 } rma_op_t;
 
 struct gdr_verbs_rma {
-    gdr_verbs_am_t *am;
+    gdr_verbs_iface_t *am;
     gdr_verbs_device_t *dev;
     gdr_verbs_rma_config_t cfg;
     uint32_t *in_flight;        /* per peer */
@@ -119,7 +119,7 @@ static int on_complete(void *ctx, const struct ibv_wc *wc)
     return 0;
 }
 
-gdr_verbs_rma_t *gdr_verbs_rma_create(gdr_verbs_am_t *am, const gdr_verbs_rma_config_t *cfg,
+gdr_verbs_rma_t *gdr_verbs_rma_create(gdr_verbs_iface_t *am, const gdr_verbs_rma_config_t *cfg,
                                       char *why, size_t why_len)
 {
     gdr_verbs_rma_t *rma = calloc(1, sizeof(*rma));

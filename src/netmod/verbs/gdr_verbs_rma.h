@@ -79,7 +79,7 @@ typedef struct gdr_verbs_rma_stats {
 #define GDR_VERBS_RMA_NOREG 2
 
 /* Attaches to am (whose config has rma_depth == cfg->depth).  NULL with why set. */
-gdr_verbs_rma_t *gdr_verbs_rma_create(gdr_verbs_am_t *am, const gdr_verbs_rma_config_t *cfg,
+gdr_verbs_rma_t *gdr_verbs_rma_create(gdr_verbs_iface_t *am, const gdr_verbs_rma_config_t *cfg,
                                       char *why, size_t why_len);
 
 /* Registers [addr, addr+len) for remote access (GDR_VERBS_RMA_REMOTE_* flags).

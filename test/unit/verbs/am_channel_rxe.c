@@ -49,7 +49,7 @@ typedef struct {
     int flood_seen;
     int wake_seen;
     uint64_t rndv_done_mask;
-    gdr_verbs_am_t *am;         /* the channel handler 9 is read on */
+    gdr_verbs_iface_t *am;         /* the channel handler 9 is read on */
     int placed_seen, placed_ok;
     uint8_t *piece[N_PLACED][3];        /* where the receiver read each taken payload */
     char order[8];              /* around seq 5: L (handler 11 delivered), O (seq 5 offered),
@@ -198,7 +198,7 @@ static double seconds(const struct timespec *from, const struct timespec *to)
     return (double) (to->tv_sec - from->tv_sec) + (double) (to->tv_nsec - from->tv_nsec) / 1e9;
 }
 
-static void pump(gdr_verbs_am_t *am, int *failed)
+static void pump(gdr_verbs_iface_t *am, int *failed)
 {
     int p;
     if (gdr_verbs_am_progress(am, &p) != 0 && !*failed) {
@@ -209,12 +209,12 @@ static void pump(gdr_verbs_am_t *am, int *failed)
 
 /* A channel to the other rank, its card learnt through the socket, and with `now` its
  * queue pair connected at once (else on first use); NULL (said why) on failure. */
-static gdr_verbs_am_t *channel(gdr_verbs_device_t *dev, int me, const uint8_t *need,
-                               const gdr_verbs_am_config_t *cfg, const gdr_verbs_am_ops_t *ops,
-                               state_t *st, int sock, const char *what, int now)
+static gdr_verbs_iface_t *channel(gdr_verbs_device_t *dev, int me, const uint8_t *need,
+                                  const gdr_verbs_am_config_t *cfg, const gdr_verbs_am_ops_t *ops,
+                                  state_t *st, int sock, const char *what, int now)
 {
     char why[256];
-    gdr_verbs_am_t *am = gdr_verbs_am_create(dev, me, 2, need, cfg, ops, st, why, sizeof(why));
+    gdr_verbs_iface_t *am = gdr_verbs_am_create(dev, me, 2, need, cfg, ops, st, why, sizeof(why));
     if (am == NULL) {
         printf("FAIL rank %d: %s: %s\n", me, what, why);
         return NULL;
@@ -257,13 +257,14 @@ static int run(int me, const char *devname, int sock)
     gdr_verbs_am_config_t cfg = {.buf_size = 16384,.recv_depth = 16,.send_slots = 32,.max_reads = 4 };
     gdr_verbs_am_ops_t ops = {.deliver = deliver,.rndv_done = rndv_done,
         .rts_wanted = rts_wanted,.rts = rts,.read_done = read_done };
-    gdr_verbs_am_t *am = channel(&dev, me, need, &cfg, &ops, &st, sock, "the channel", 0);
+    gdr_verbs_iface_t *am = channel(&dev, me, need, &cfg, &ops, &st, sock, "the channel", 0);
     if (am == NULL)
         return 1;
     st.am = am;
     /* a second channel that carries nothing: only its idle probes, to a live peer and
      * then to a dead one (connected now: probes go only where a connection is) */
-    gdr_verbs_am_t *quiet = channel(&dev, me, need, &cfg, &ops, &st, sock, "the quiet channel", 1);
+    gdr_verbs_iface_t *quiet = channel(&dev, me, need, &cfg, &ops, &st, sock,
+                                       "the quiet channel", 1);
     if (quiet == NULL)
         return 1;
     GDR_CHECK(gdr_verbs_am_connected_peers(quiet) == 1
@@ -287,8 +288,8 @@ static int run(int me, const char *devname, int sock)
     }
     char c = 'x';
     /* both send their first message at the same moment: the two handshakes cross */
-    gdr_verbs_am_t *cross = channel(&dev, me, need, &cfg, &ops, &st, sock, "the crossing channel",
-                                    0);
+    gdr_verbs_iface_t *cross = channel(&dev, me, need, &cfg, &ops, &st, sock,
+                                       "the crossing channel", 0);
     if (cross == NULL || write(sock, &c, 1) != 1 || read(sock, &c, 1) != 1)
         return 1;
     uint32_t hello = 0;

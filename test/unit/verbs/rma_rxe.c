@@ -68,7 +68,7 @@ static void count_done(void *arg, int status)
         (*(int *) arg)++;
 }
 
-static gdr_verbs_am_t *am_g;
+static gdr_verbs_iface_t *am_g;
 static uint64_t rma_chunk_g;    /* GDR_TEST_RMA_CHUNK, 0: none */
 static uint32_t rma_hold_g = 16;        /* GDR_TEST_RMA_HOLD */
 static int failed_g;
