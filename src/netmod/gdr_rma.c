@@ -330,12 +330,19 @@ static int rma_native(const MPIDI_GDR_rma_args_t * a, MPIR_Win * win, MPIR_Reque
 
 /* What reaches target of win (gdr_rma_select.h), decided at its first operation and kept
  * for the window's life; printed with MPIR_CVAR_CH4_GDR_VERBOSE=2. */
-static const gdr_rma_route_t *route_of(MPIR_Win * win, int t)
+static void route_decide(MPIR_Win * win, int t, gdr_rma_route_t * r);
+
+static inline const gdr_rma_route_t *route_of(MPIR_Win * win, int t)
+{
+    gdr_rma_route_t *r = &GDR_WIN(win).rma.targets[t].route;
+    if (!r->known || (r->short_max == 0 && r->rc && MPIR_CVAR_CH4_GDR_RMA_SHORT_MAX != 0))
+        route_decide(win, t, r);
+    return r;
+}
+
+static void route_decide(MPIR_Win * win, int t, gdr_rma_route_t * r)
 {
     struct MPIDI_GDR_win_state *s = win->dev.netmod.gdr.s;
-    gdr_rma_route_t *r = &s->rma.targets[t].route;
-    if (r->known && (r->short_max > 0 || !r->rc || MPIR_CVAR_CH4_GDR_RMA_SHORT_MAX == 0))
-        return r;
     /* (the NIC's inline limit is known once a queue pair exists: asked again until then) */
     uint32_t short_cap = MPIR_CVAR_CH4_GDR_RMA_SHORT_MAX < 0 ? UINT32_MAX
         : (uint32_t) MPIR_CVAR_CH4_GDR_RMA_SHORT_MAX;
@@ -355,7 +362,6 @@ static const gdr_rma_route_t *route_of(MPIR_Win * win, int t)
                     win->handle, t, line);
         }
     }
-    return r;
 }
 
 /* put/rc/short, put/rc/bcopy and get/rc/bcopy: MPI_Put or MPI_Get of a contiguous host

@@ -221,6 +221,16 @@ int MPIDI_GDR_rma_check_target(MPIR_Win * win, int target_rank, MPI_Aint target_
         || target_rank < 0 || target_rank >= win->comm_ptr->local_size)
         return MPI_SUCCESS;     /* nothing touched, no table, or rank already refused */
     const gdr_rma_win_t *w = &GDR_WIN(win).rma;
+    if (HANDLE_IS_BUILTIN(target_datatype) && !w->dynamic && target_disp >= 0) {
+        /* every operation passes here: a predefined type inside the window answers at
+         * once (anything else goes on to the full check, which names what is wrong) */
+        const gdr_rma_target_t *tg = &w->targets[target_rank];
+        uint64_t off, bytes = (uint64_t) target_count
+            * (uint64_t) MPIR_Datatype_get_basic_size(target_datatype);
+        if (!__builtin_mul_overflow((uint64_t) target_disp, tg->disp_unit, &off)
+            && off <= tg->size && bytes <= tg->size - off)
+            return MPI_SUCCESS;
+    }
     uint64_t span = MPIDI_GDR_target_span(target_count, target_datatype, &true_lb);
     gdr_rma_range_status_t st = gdr_rma_win_check_range(w, target_rank, target_disp, true_lb,
                                                         span);

@@ -28,8 +28,8 @@ typedef int (*gdr_verbs_am_rma_held_cb_t)(void *ctx, int peer);
 void gdr_verbs_am_attach_rma(gdr_verbs_iface_t *am, gdr_verbs_am_rma_cb_t cb,
                              gdr_verbs_am_rma_held_cb_t held, void *ctx);
 
-/* The connected queue pair to peer (rank itself: the loopback QP); NULL if none yet or
- * failed. */
+/* The connected queue pair to peer (rank itself: the loopback QP); NULL if none yet, or
+ * the peer or the channel failed. */
 struct ibv_qp *gdr_verbs_am_qp(gdr_verbs_iface_t *am, int peer);
 
 /* The queue pair to peer is wanted: 1 if it is ready (gdr_verbs_am_qp() gives it),

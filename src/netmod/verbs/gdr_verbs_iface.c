@@ -160,7 +160,8 @@ void gdr_verbs_am_attach_rma(gdr_verbs_iface_t *am, gdr_verbs_am_rma_cb_t cb,
 
 struct ibv_qp *gdr_verbs_am_qp(gdr_verbs_iface_t *am, int peer)
 {
-    if (peer < 0 || peer >= am->npeers || am->eps[peer].failed || !am->eps[peer].connected)
+    if (peer < 0 || peer >= am->npeers || am->failed || am->eps[peer].failed
+        || !am->eps[peer].connected)
         return NULL;
     return am->eps[peer].qp;
 }

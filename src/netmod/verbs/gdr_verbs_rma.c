@@ -502,13 +502,19 @@ int gdr_verbs_rma_put_short(gdr_verbs_rma_t *rma, int peer, const void *src, siz
     /* the hot path of an 8-byte MPI_Put (bench/opcost): anything unusual is the general
      * path's, which waits for the connection or room, or says what failed */
     rma_op_t *op = rma->free_ops;
-    if (op == NULL || len > inline_limit(rma) || rma->in_flight[peer] >= rma->cfg.depth
-        || gdr_verbs_am_want_qp(rma->am, peer) != 1)
+    if (op == NULL || len > inline_limit(rma) || gdr_verbs_am_qp(rma->am, peer) == NULL
+        || rma->in_flight[peer] >= rma->cfg.depth)
         return GDR_VERBS_RMA_NOREG;
     rma->free_ops = op->next_free;
-    *op = (rma_op_t) {.head = {.kind = WR_RMA,.peer = peer },.wrs_left = 1,.done = done,
-        .arg = arg
-    };
+    op->head.kind = WR_RMA;
+    op->head.peer = peer;
+    op->wrs_left = 1;
+    op->bounce = NULL;
+    op->copy_to = NULL;
+    op->reg = NULL;
+    op->done = done;
+    op->arg = arg;
+    op->failed = op->check_results = 0;
     rma->stats.inline_puts++;
     rma->stats.writes++;
     rma->stats.bytes_written += len;
