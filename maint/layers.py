@@ -1,12 +1,17 @@
 #!/usr/bin/env python3
 """layers.py: the layering checks of maint/check-layers, by source analysis only.
 
-    layers.py SRC_DIR            the three checks on SRC_DIR (gdr's src/)
+    layers.py SRC_DIR            the checks on SRC_DIR (gdr's src/) and on the include/
+                                 beside it (the public headers), when there is one
     layers.py --self-test TMPDIR builds small trees under TMPDIR and checks the checker
 
+0. include/ (the installed public headers) is the lowest layer: its files include nothing
+   under src/ and no MPICH-internal header, use no MPICH-internal identifier, and every
+   quoted #include of theirs names a file of include/, so that -I$PREFIX/include is all a
+   user's program needs.  src/ may include include/.
 1. The plain layers (src/rma, src/gpu, src/netmod/verbs) include no MPICH or netmod-level
    header and use no MPICH identifier, so that they build and unit-test without MPICH.
-2. No #include cycles among the files under src/.
+2. No #include cycles among the files under src/ and include/.
 3. No call cycles between files: A -> B when code in A (function bodies, initializers,
    macro bodies) names a function that B alone defines among the definitions A can
    reach: a .c file's static functions are its own, and a libc function the memory
@@ -28,6 +33,7 @@ import sys
 SOURCE_SUFFIXES = ('.c', '.h', '.cu', '.cuh')
 PLAIN_LAYERS = ('rma', 'gpu', 'netmod/verbs')   # relative to src/
 INCLUDE_DIRS = ('', 'netmod')                   # the build's -Isrc -Isrc/netmod
+PUBLIC_DIR = 'include'                          # beside src/: the build's -Iinclude, first
 NETMOD_DIR = 'netmod'
 
 # Headers of MPICH (and of its CH4 netmod interface) a plain layer must not include.
@@ -250,23 +256,43 @@ def classify_block(pending):
 class Tree:
     def __init__(self, src_dir):
         self.src = os.path.abspath(src_dir)
+        self.public = os.path.join(os.path.dirname(self.src), PUBLIC_DIR)
         self.label = os.path.basename(self.src) + '/'
+        if os.path.isdir(self.public):
+            self.label += ' and ' + PUBLIC_DIR + '/'
         self.files = {}         # absolute path -> SourceFile
-        for root, dirs, names in os.walk(self.src):
-            dirs.sort()
-            for name in sorted(names):
-                if name.endswith(SOURCE_SUFFIXES):
-                    path = os.path.join(root, name)
-                    self.files[path] = SourceFile(path, self.src)
+        for top in (self.src, self.public):
+            for root, dirs, names in os.walk(top):
+                dirs.sort()
+                for name in sorted(names):
+                    if name.endswith(SOURCE_SUFFIXES):
+                        path = os.path.join(root, name)
+                        self.files[path] = SourceFile(path, self.src)
 
     def resolve(self, including, quote, header):
-        """The file under src/ an include names, as the build finds it; None if none."""
-        dirs = [os.path.join(self.src, d) for d in INCLUDE_DIRS]
+        """The file under src/ or include/ an include names, as the build finds it (-I
+        include -I src -I src/netmod); None if none."""
+        dirs = [self.public] + [os.path.join(self.src, d) for d in INCLUDE_DIRS]
         if quote == '"':
             dirs.insert(0, os.path.dirname(including))
         for d in dirs:
             path = os.path.normpath(os.path.join(d, header))
             if path in self.files:
+                return path
+        return None
+
+    def is_public(self, path):
+        return path.startswith(self.public + os.sep)
+
+    def resolve_installed(self, including, quote, header):
+        """The file of include/ an include of a public header names as a user's build finds
+        it, with include/ installed as $PREFIX/include and nothing else of gdr's."""
+        dirs = [self.public]
+        if quote == '"':
+            dirs.insert(0, os.path.dirname(including))
+        for d in dirs:
+            path = os.path.normpath(os.path.join(d, header))
+            if path in self.files and self.is_public(path):
                 return path
         return None
 
@@ -318,8 +344,42 @@ class Result:
             yield '  ' + d
 
 
+def check_public_layer(tree):
+    what = '%s/ (the public headers) includes nothing of %s, no MPICH-internal header ' \
+        'or identifier, and resolves on its own' % (PUBLIC_DIR, tree.label.split()[0])
+    public = [f for p, f in tree.files.items() if tree.is_public(p)]
+    if not public:
+        return []               # a tree without include/ (an older checkout)
+    offences = []               # (file name, line, what)
+    for f in public:
+        for line, quote, header in f.includes:
+            shown = '%s%s%s' % (quote, header, '"' if quote == '"' else '>')
+            target = tree.resolve(f.path, quote, header)
+            if target and not tree.is_public(target):
+                offences.append((f.name, line, 'includes %s, which is %s' % (
+                    shown, tree.files[target].name)))
+            elif any(fnmatch.fnmatch(os.path.basename(header), p)
+                     for p in MPICH_HEADER_PATTERNS):
+                offences.append((f.name, line, 'includes %s' % shown))
+            elif quote == '"' and not tree.resolve_installed(f.path, quote, header):
+                offences.append((f.name, line, 'includes %s, which is no file of %s/' % (
+                    shown, PUBLIC_DIR)))
+        for number, text in enumerate(f.code.split('\n'), 1):
+            names = sorted(set(MPICH_IDENTIFIER.findall(text)))
+            if names:
+                offences.append((f.name, number, ', '.join(names)))
+    if not offences:
+        return [Result('public', True, what)]
+    offences.sort()
+    details = ['%s:%d: %s' % o for o in offences[:MAX_DETAILS]]
+    if len(offences) > MAX_DETAILS:
+        details.append('... and %d more' % (len(offences) - MAX_DETAILS))
+    return [Result('public', False, '%s: %d offending lines' % (what, len(offences)),
+                   details)]
+
+
 def check_plain_layers(tree):
-    what = ', '.join(tree.label + l for l in PLAIN_LAYERS) + \
+    what = ', '.join(os.path.basename(tree.src) + '/' + l for l in PLAIN_LAYERS) + \
         ' use no MPICH header or identifier'
     plain = [f for p, f in tree.files.items()
              if any(tree.in_dir(p, layer) for layer in PLAIN_LAYERS)]
@@ -403,7 +463,8 @@ def check_call_cycles(tree):
 
 def run_checks(src_dir):
     tree = Tree(src_dir)
-    return check_plain_layers(tree) + check_include_cycles(tree) + check_call_cycles(tree)
+    return check_public_layer(tree) + check_plain_layers(tree) + check_include_cycles(tree) \
+        + check_call_cycles(tree)
 
 
 # ---- self-test ----------------------------------------------------------------------
@@ -435,6 +496,15 @@ CLEAN_TREE = {
                             'void free(void *p)\n{\n    cache_drop();\n    post();\n}\n',
     'netmod/verbs/cache.c': '#include <stdlib.h>\nvoid cache_drop(void)\n{\n'
                             '    int post = 0;\n    free(&post);\n}\n',
+    # the public headers (beside src/): each other, mpi.h and the C library; src/ may
+    # include them; an MPICH name in a comment is no use of MPICH
+    '../include/pub.h': '#include <mpi.h>\n#include <stdint.h>\n#include "pub/step.h"\n'
+                        '/* MPIR_Comment */\nstatic inline int pub_put(int n) '
+                        '{ return pub_step(n); }\n',
+    '../include/pub/step.h': '#include "../pub/kind.h"\n'
+                             'static inline int pub_step(int n) { return n + PUB_KIND; }\n',
+    '../include/pub/kind.h': '#define PUB_KIND 1\n',
+    'rma/uses_pub.c': '#include "pub.h"\nint uses_pub(void)\n{\n    return pub_put(1);\n}\n',
 }
 
 SELF_TESTS = (
@@ -453,6 +523,14 @@ SELF_TESTS = (
         'netmod/e.c': '#include "m.h"\nint e_fn(int x)\n{\n    return m_inline(x);\n}\n',
     }, ('src/netmod/c.c -> src/netmod/d.c (d_two)', 'src/netmod/d.c -> src/netmod/c.c (c_one)',
         'src/netmod/m.h -> src/netmod/e.c (e_fn)', 'src/netmod/e.c -> src/netmod/m.h (m_inline)')),
+    ('public header using src/', 'public', {
+        '../include/bad.h': '#include "rma/plain.h"\n#include "mpiimpl.h"\n'
+                            '#include "gone.h"\n#include "pub.h"\n'
+                            'static inline int bad(void) { return MPIR_Foo(); }\n',
+    }, ('include/bad.h:1: includes "rma/plain.h", which is src/rma/plain.h',
+        'include/bad.h:2: includes "mpiimpl.h"',
+        'include/bad.h:3: includes "gone.h", which is no file of include/',
+        'include/bad.h:5: MPIR_Foo')),
     ('include cycle', 'includes', {
         'netmod/x.h': '#include "y.h"\n',
         'netmod/y.h': '#include "x.h"\n',
@@ -466,8 +544,9 @@ def self_test(tmp_dir):
     for number, (label, failing, extra, expected) in enumerate(SELF_TESTS):
         src = os.path.join(tmp_dir, 'tree%d' % number, 'src')
         for name, text in list(CLEAN_TREE.items()) + list(extra.items()):
-            os.makedirs(os.path.dirname(os.path.join(src, name)), exist_ok=True)
-            with open(os.path.join(src, name), 'w') as f:
+            path = os.path.normpath(os.path.join(src, name))
+            os.makedirs(os.path.dirname(path), exist_ok=True)
+            with open(path, 'w') as f:
                 f.write(text)
         results = run_checks(src)
         details = [d for r in results if not r.ok for d in r.details]
@@ -479,7 +558,7 @@ def self_test(tmp_dir):
         for want in expected:
             if want not in details:
                 problems.append('%s: missing "%s" in %s' % (label, want, details))
-        if failing == 'plain' and len(details) != len(expected):
+        if failing in ('plain', 'public') and len(details) != len(expected):
             problems.append('%s: expected exactly %s, got %s' % (label, expected, details))
     if problems:
         return [Result('selftest', False, 'self-test: ' + p) for p in problems]

@@ -1,8 +1,8 @@
 /* The accumulate executor on the host (gdr_gpu_acc.h): gdr_gpu_acc_body.h's element
  * loop run by the calling thread, for the unit tests and the simulated GPU. */
-#include "gdr_gpu_acc.h"
-#include "gdr_gpu_acc_atomic.h"
-#include "gdr_gpu_acc_body.h"
+#include "gdr/gpu/gdr_gpu_acc.h"
+#include "gdr/gpu/gdr_gpu_acc_atomic.h"
+#include "gdr/gpu/gdr_gpu_acc_body.h"
 
 size_t gdr_gpu_type_size(int type)
 {

@@ -2,9 +2,9 @@
  * (gdr_gpu_kernels_image.h) and loads through the driver at run time.  The only CUDA C++
  * in gdr: each kernel is a thin launch shell around a __host__ __device__ header, so the
  * host (unit tests, the simulated GPU) runs the same element code. */
-#include "gdr_gpu_acc_body.h"
+#include "gdr/gpu/gdr_gpu_acc_body.h"
 #include "gdr_gpu_copy_body.h"
-#include "../rma/gdr_rma_signal.h"
+#include "gdr/gdr_rma_signal.h"
 
 /* gdr_gpu_acc.h's executor (GDR_GPU_ACC_KERNEL): thread k of the grid applies the
  * operation to elements k, k + N, k + 2N, ... of the range, N being the grid's thread

@@ -1,8 +1,8 @@
 /* Kernel images, function lookup (cached per context) and launches. */
 #include "gdr_gpu_module.h"
 #include "gdr_gpu_internal.h"
-#include "gdr_gpu_acc_atomic.h"
-#include "rma/gdr_rma_signal.h"
+#include "gdr/gpu/gdr_gpu_acc_atomic.h"
+#include "gdr/gdr_rma_signal.h"
 
 #include <errno.h>
 #include <stdio.h>

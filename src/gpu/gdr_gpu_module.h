@@ -3,7 +3,7 @@
 #define GDR_GPU_MODULE_H
 
 #include "gdr_gpu.h"
-#include "gdr_gpu_acc.h"
+#include "gdr/gpu/gdr_gpu_acc.h"
 #include "gdr_gpu_copy_body.h"
 #include "gdr_gpu_stream.h"
 
@@ -59,7 +59,7 @@ int gdr_gpu_signal_add_launch(gdr_gpu_t *g, gdr_gpu_stream_t s, uint64_t *word, 
 #define GDR_GPU_SIGNAL_WAIT_KERNEL "gdr_gpu_signal_wait_kernel"
 
 /* Queues a kernel of one thread that polls the 8-byte aligned word until it meets
- * comparison cmp (GDR_CMP_*, src/rma/gdr_rma_signal.h: unsigned) against value: the work
+ * comparison cmp (GDR_CMP_*, gdr/gdr_rma_signal.h: unsigned) against value: the work
  * queued after it on s waits.  It holds a slot of the GPU while it polls. */
 int gdr_gpu_signal_wait_launch(gdr_gpu_t *g, gdr_gpu_stream_t s, const uint64_t *word,
                                uint64_t value, int cmp);

@@ -1,6 +1,6 @@
 /* The device seam over streams, events, pinned memory and the accumulate kernel. */
 #include "gdr_gpu_rma_device.h"
-#include "gdr_gpu_acc_atomic.h"
+#include "gdr/gpu/gdr_gpu_acc_atomic.h"
 #include "gdr_gpu_internal.h"
 #include "gdr_gpu_mem.h"
 #include "gdr_gpu_module.h"

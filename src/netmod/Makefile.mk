@@ -1,9 +1,11 @@
 ## gdr netmod: the MPICH-facing glue (this directory) plus the plain C layers it
-## drives, grafted next to it by maint/graft: verbs/ (transport), rma/, gpu/.
+## drives, grafted next to it by maint/graft: verbs/ (transport), rma/, gpu/, and the
+## public headers (gdr's include/) in include/.
 
 if BUILD_CH4_NETMOD_GDR
 
-AM_CPPFLAGS += -I$(top_srcdir)/src/mpid/ch4/netmod/gdr
+AM_CPPFLAGS += -I$(top_srcdir)/src/mpid/ch4/netmod/gdr \
+               -I$(top_srcdir)/src/mpid/ch4/netmod/gdr/include
 
 noinst_HEADERS += src/mpid/ch4/netmod/gdr/gdr_pre.h \
                   src/mpid/ch4/netmod/gdr/gdr_impl.h \
@@ -39,9 +41,6 @@ noinst_HEADERS += src/mpid/ch4/netmod/gdr/gdr_pre.h \
                   src/mpid/ch4/netmod/gdr/gpu/gdr_gpu_ipc.h \
                   src/mpid/ch4/netmod/gdr/gpu/gdr_gpu_stream.h \
                   src/mpid/ch4/netmod/gdr/gpu/gdr_gpu_module.h \
-                  src/mpid/ch4/netmod/gdr/gpu/gdr_gpu_acc.h \
-                  src/mpid/ch4/netmod/gdr/gpu/gdr_gpu_acc_body.h \
-                  src/mpid/ch4/netmod/gdr/gpu/gdr_gpu_acc_real.h \
                   src/mpid/ch4/netmod/gdr/gpu/gdr_gpu_kernels_image.h \
                   src/mpid/ch4/netmod/gdr/rma/gdr_rma_range.h \
                   src/mpid/ch4/netmod/gdr/rma/gdr_rma_path.h \
@@ -62,12 +61,9 @@ noinst_HEADERS += src/mpid/ch4/netmod/gdr/gdr_pre.h \
                   src/mpid/ch4/netmod/gdr/rma/gdr_rma_staged_wire.h \
                   src/mpid/ch4/netmod/gdr/rma/gdr_rma_staged.h \
                   src/mpid/ch4/netmod/gdr/rma/gdr_rma_staged_internal.h \
-                  src/mpid/ch4/netmod/gdr/rma/gdr_rma_signal.h \
-                  src/mpid/ch4/netmod/gdr/rma/gdr_rma_trigger_ring.h \
                   src/mpid/ch4/netmod/gdr/rma/gdr_rma_trigger_done.h \
                   src/mpid/ch4/netmod/gdr/rma/gdr_rma_trigger_proxy.h \
                   src/mpid/ch4/netmod/gdr/rma/gdr_rma_trigger_exec.h \
-                  src/mpid/ch4/netmod/gdr/rma/gdr_rma_kernel_api.h \
                   src/mpid/ch4/netmod/gdr/rma/gdr_rma_stream_queue.h \
                   src/mpid/ch4/netmod/gdr/rma/gdr_rma_lock.h \
                   src/mpid/ch4/netmod/gdr/gpu/gdr_gpu_rma_device.h \
@@ -157,19 +153,21 @@ mpi_core_sources += src/mpid/ch4/netmod/gdr/func_table.c \
 
 errnames_txt_files += src/mpid/ch4/netmod/gdr/errnames.txt
 
-# kernel-triggered RMA's device header (mpix_gdr_device.cuh) beside mpi.h, and the
-# __host__ __device__ protocol it is written over in include/gdr/
-include_HEADERS += src/mpid/ch4/netmod/gdr/mpix_gdr_device.cuh
+# The public headers, gdr's include/ (grafted as include/ here), installed as they lie
+# there: kernel-triggered RMA's device header (mpix_gdr_device.cuh) beside mpi.h, and the
+# __host__ __device__ protocol it is written over in include/gdr/ and, for the accumulate
+# steps MPIX_Dev_accumulate applies, include/gdr/gpu/.  They include nothing but each
+# other, mpi.h and the C library: -I$(includedir) is all a CUDA file needs.
+include_HEADERS += src/mpid/ch4/netmod/gdr/include/mpix_gdr_device.cuh
 gdrdevincludedir = $(includedir)/gdr
-gdrdevinclude_HEADERS = src/mpid/ch4/netmod/gdr/rma/gdr_rma_kernel_api.h \
-                        src/mpid/ch4/netmod/gdr/rma/gdr_rma_signal.h \
-                        src/mpid/ch4/netmod/gdr/rma/gdr_rma_trigger_ring.h
-# the accumulate steps MPIX_Dev_accumulate applies (include/gdr/gpu/)
+gdrdevinclude_HEADERS = src/mpid/ch4/netmod/gdr/include/gdr/gdr_rma_kernel_api.h \
+                        src/mpid/ch4/netmod/gdr/include/gdr/gdr_rma_signal.h \
+                        src/mpid/ch4/netmod/gdr/include/gdr/gdr_rma_trigger_ring.h
 gdrdevgpuincludedir = $(includedir)/gdr/gpu
-gdrdevgpuinclude_HEADERS = src/mpid/ch4/netmod/gdr/gpu/gdr_gpu_acc.h \
-                           src/mpid/ch4/netmod/gdr/gpu/gdr_gpu_acc_atomic.h \
-                           src/mpid/ch4/netmod/gdr/gpu/gdr_gpu_acc_body.h \
-                           src/mpid/ch4/netmod/gdr/gpu/gdr_gpu_acc_real.h
+gdrdevgpuinclude_HEADERS = src/mpid/ch4/netmod/gdr/include/gdr/gpu/gdr_gpu_acc.h \
+                           src/mpid/ch4/netmod/gdr/include/gdr/gpu/gdr_gpu_acc_atomic.h \
+                           src/mpid/ch4/netmod/gdr/include/gdr/gpu/gdr_gpu_acc_body.h \
+                           src/mpid/ch4/netmod/gdr/include/gdr/gpu/gdr_gpu_acc_real.h
 
 # The GPU kernels (src/gpu/gdr_gpu_kernels.cu) as a fatbin image compiled into libmpi,
 # by the same script as the top-level unit build; without nvcc (NVCC empty) an empty
@@ -179,10 +177,14 @@ GDR_CUDA_SM = 80,90
 src/mpid/ch4/netmod/gdr/gpu/gdr_gpu_kernels_image.c: \
         $(top_srcdir)/src/mpid/ch4/netmod/gdr/gpu/build-kernels \
         $(top_srcdir)/src/mpid/ch4/netmod/gdr/gpu/gdr_gpu_kernels.cu \
-        $(top_srcdir)/src/mpid/ch4/netmod/gdr/gpu/gdr_gpu_acc_body.h \
-        $(top_srcdir)/src/mpid/ch4/netmod/gdr/gpu/gdr_gpu_acc_real.h \
-        $(top_srcdir)/src/mpid/ch4/netmod/gdr/gpu/gdr_gpu_acc.h
+        $(top_srcdir)/src/mpid/ch4/netmod/gdr/gpu/gdr_gpu_copy_body.h \
+        $(top_srcdir)/src/mpid/ch4/netmod/gdr/include/gdr/gdr_rma_signal.h \
+        $(top_srcdir)/src/mpid/ch4/netmod/gdr/include/gdr/gpu/gdr_gpu_acc_body.h \
+        $(top_srcdir)/src/mpid/ch4/netmod/gdr/include/gdr/gpu/gdr_gpu_acc_real.h \
+        $(top_srcdir)/src/mpid/ch4/netmod/gdr/include/gdr/gpu/gdr_gpu_acc_atomic.h \
+        $(top_srcdir)/src/mpid/ch4/netmod/gdr/include/gdr/gpu/gdr_gpu_acc.h
 	$(AM_V_GEN)$(SHELL) $(top_srcdir)/src/mpid/ch4/netmod/gdr/gpu/build-kernels '$(NVCC)' \
-	    '$(GDR_CUDA_SM)' $(top_srcdir)/src/mpid/ch4/netmod/gdr/gpu/gdr_gpu_kernels.cu $@
+	    '$(GDR_CUDA_SM)' $(top_srcdir)/src/mpid/ch4/netmod/gdr/gpu/gdr_gpu_kernels.cu $@ \
+	    $(top_srcdir)/src/mpid/ch4/netmod/gdr/include
 
 endif

@@ -1,6 +1,6 @@
 /* Kernel-triggered RMA (DESIGN.md section 4): a window's device handle
  * (MPIX_Win_get_device_handle, maint/patches 0014) and the proxy that serves it.  The
- * handle is src/rma/gdr_rma_kernel_api.h's gdr_dev_win_t, copied into the opaque
+ * handle is include/gdr/gdr_rma_kernel_api.h's gdr_dev_win_t, copied into the opaque
  * MPIX_Win_device: this rank's own window, and the device windows of ranks on this node
  * (their CUDA IPC handles came with the window's cards, gdr_win.c; mapped here when the
  * first handle is made, unmapped at the window's free), are reached by direct loads and
@@ -17,7 +17,7 @@
 #include "gdr_engine_lock.h"
 #include "gpu/gdr_gpu_mem.h"
 #include "gpu/gdr_gpu_stream.h"
-#include "rma/gdr_rma_kernel_api.h"
+#include "gdr/gdr_rma_kernel_api.h"
 #include "rma/gdr_rma_trigger_exec.h"
 
 enum { DEV_SLOTS = 256 };       /* ring slots (a power of two) */

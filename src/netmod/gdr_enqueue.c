@@ -25,9 +25,9 @@
 #include "gpu/gdr_gpu_module.h"
 #include "gpu/gdr_gpu_rma_stream.h"
 #include "gpu/gdr_gpu_stream.h"
-#include "rma/gdr_rma_signal.h"
+#include "gdr/gdr_rma_signal.h"
 #include "rma/gdr_rma_stream_queue.h"
-#include "rma/gdr_rma_trigger_ring.h"
+#include "gdr/gdr_rma_trigger_ring.h"
 
 enum {
     ENQ_ENTRIES = 1024,         /* operations in flight per window (a power of two) */

@@ -68,7 +68,7 @@ cvars:
 #include "gdr_triggered.h"
 #include "gpu/gdr_gpu_kernels_image.h"
 #include "gpu/gdr_gpu_module.h"
-#include "gpu/gdr_gpu_acc_atomic.h"
+#include "gdr/gpu/gdr_gpu_acc_atomic.h"
 #include "gpu/gdr_gpu_mem.h"
 #include "gpu/gdr_gpu_stream.h"
 

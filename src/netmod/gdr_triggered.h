@@ -7,7 +7,7 @@
 #define GDR_TRIGGERED_H_INCLUDED
 
 #include "gdr_internal.h"
-#include "rma/gdr_rma_kernel_api.h"
+#include "gdr/gdr_rma_kernel_api.h"
 
 /* Puts win on the progress list (its state's enqueue or device part is being set up)
  * and starts the progress thread when MPIR_CVAR_CH4_GDR_ENQUEUE_PROGRESS asks for one. */

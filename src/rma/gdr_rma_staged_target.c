@@ -3,7 +3,7 @@
  * queued on the window's device queue (or applied at once to host memory), results
  * staged in result slots, DONE once the work is reached. */
 #include "gdr_rma_staged_internal.h"
-#include "gpu/gdr_gpu_acc_atomic.h"
+#include "gdr/gpu/gdr_gpu_acc_atomic.h"
 
 #include <stdlib.h>
 #include <string.h>

@@ -4,7 +4,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include "gdr_rma_trigger_ring.h"      /* the acquire/release word accessors */
+#include "gdr/gdr_rma_trigger_ring.h"      /* the acquire/release word accessors */
 
 #define STAGE_ALIGN 64
 /* what `completed` jumps to past every entry at a failure: every stream wait is released

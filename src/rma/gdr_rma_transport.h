@@ -16,7 +16,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <sys/uio.h>
-#include "gpu/gdr_gpu_acc.h"       /* types only: the accumulate kernel's arguments */
+#include "gdr/gpu/gdr_gpu_acc.h"       /* types only: the accumulate kernel's arguments */
 
 /* Results of posts and of the engine's calls.  BUSY: no room (progress, then post
  * again).  NOREG: the origin buffer cannot be registered; nothing was posted, send the

@@ -5,7 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "gdr_rma_issue.h"
-#include "gdr_rma_signal.h"
+#include "gdr/gdr_rma_signal.h"
 
 /* One descriptor being carried out. */
 struct gdr_trig_exec_op {

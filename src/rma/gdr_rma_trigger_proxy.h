@@ -15,7 +15,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include "gdr_rma_trigger_done.h"
-#include "gdr_rma_trigger_ring.h"
+#include "gdr/gdr_rma_trigger_ring.h"
 
 typedef struct gdr_trig_exec {
     /* Starts d; its completion comes later through gdr_trig_proxy_complete(rank,

@@ -6,7 +6,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
-#include "rma/gdr_rma_trigger_ring.h"
+#include "gdr/gdr_rma_trigger_ring.h"
 
 #define DK_RANKS 4              /* fake_engine's "remote" windows */
 #define DK_CELLS 512            /* 8-byte cells in each */

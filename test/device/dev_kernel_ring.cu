@@ -24,7 +24,7 @@ extern "C" {
 #include "gdr_unit.h"
 #include "dev_kernel_host.h"
 }
-#include "rma/gdr_rma_kernel_api.h"
+#include "gdr/gdr_rma_kernel_api.h"
 
 #define CELL_SIGNAL 0           /* the ADD signal word of each target */
 #define CELL_COUNTER 8          /* the fetch_add counter */

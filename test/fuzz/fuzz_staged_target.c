@@ -23,7 +23,7 @@
 #include <unistd.h>
 #include "gdr_fuzz.h"
 #include "rma/gdr_rma_staged.h"
-#include "gpu/gdr_gpu_acc_atomic.h"
+#include "gdr/gpu/gdr_gpu_acc_atomic.h"
 
 #define WIN_ID 0x5157ull
 #define WIN_BYTES 1024

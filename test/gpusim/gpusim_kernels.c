@@ -3,10 +3,10 @@
  * and reaches memory only through device addresses (a pointer outside device memory must
  * be pinned or registered host memory; anything else is the GPU's illegal address). */
 #include "gpusim.h"
-#include "gpu/gdr_gpu_acc_atomic.h"
+#include "gdr/gpu/gdr_gpu_acc_atomic.h"
 #include "gpu/gdr_gpu_copy_body.h"
 #include "gpu/gdr_gpu_module.h"
-#include "rma/gdr_rma_signal.h"
+#include "gdr/gdr_rma_signal.h"
 
 #include <string.h>
 

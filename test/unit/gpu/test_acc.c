@@ -1,4 +1,4 @@
-/* The accumulate executor (src/gpu/gdr_gpu_acc.h) against a reference written here in
+/* The accumulate executor (include/gdr/gpu/gdr_gpu_acc.h) against a reference written here in
  * C's own arithmetic, the way MPICH's host reductions compute (src/mpi/coll/op/op_fns.c
  * of MPICH 5.0.1): every valid op on every type, over every (target, origin) pair of a
  * type's edge values; then the decisions spelled out one by one, the validity table,
@@ -16,9 +16,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include "gdr_unit.h"
-#include "gpu/gdr_gpu_acc.h"
-#include "gpu/gdr_gpu_acc_atomic.h"
-#include "gpu/gdr_gpu_acc_body.h"       /* gdr_gpu_acc_range: partitions of a range */
+#include "gdr/gpu/gdr_gpu_acc.h"
+#include "gdr/gpu/gdr_gpu_acc_atomic.h"
+#include "gdr/gpu/gdr_gpu_acc_body.h"       /* gdr_gpu_acc_range: partitions of a range */
 #include "gpu/gdr_gpu_kernels_image.h"
 #include "gpu/gdr_gpu_mem.h"
 #include "gpu/gdr_gpu_module.h"

@@ -10,7 +10,7 @@
 #include <string.h>
 extern "C" {
 #include "gdr_unit.h"
-#include "gpu/gdr_gpu_acc_body.h"
+#include "gdr/gpu/gdr_gpu_acc_body.h"
 }
 
 /* An element's members: offset, size, and whether it is a floating-point value. */

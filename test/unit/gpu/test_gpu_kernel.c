@@ -10,7 +10,7 @@
 #include <stdint.h>
 #include "gpu/gdr_gpu_mem.h"
 #include "gpu/gdr_gpu_module.h"
-#include "rma/gdr_rma_signal.h"
+#include "gdr/gdr_rma_signal.h"
 #include <time.h>
 
 #define N 3000                  /* more than one block of 256 */

@@ -15,7 +15,7 @@
 #include <string.h>
 #include <unistd.h>
 #include "gdr_unit.h"
-#include "rma/gdr_rma_kernel_api.h"
+#include "gdr/gdr_rma_kernel_api.h"
 #include "rma/gdr_rma_trigger_proxy.h"
 
 #define NRANKS 3

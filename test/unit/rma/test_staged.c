@@ -31,9 +31,9 @@
 #include <unistd.h>
 #include "gdr_unit.h"
 #include "rma/gdr_rma_staged.h"
-#include "rma/gdr_rma_kernel_api.h"
+#include "gdr/gdr_rma_kernel_api.h"
 #include "rma/gdr_rma_trigger_exec.h"
-#include "gpu/gdr_gpu_acc_atomic.h"
+#include "gdr/gpu/gdr_gpu_acc_atomic.h"
 
 #define NR 3                    /* ranks at most */
 #define PEER0 100               /* rank r's transport peer is PEER0 + r */

@@ -12,7 +12,7 @@
 #include <unistd.h>
 #include "gdr_unit.h"
 #include "fake_engine.h"
-#include "rma/gdr_rma_kernel_api.h"
+#include "gdr/gdr_rma_kernel_api.h"
 #include "rma/gdr_rma_trigger_exec.h"
 
 #define NRANKS 4

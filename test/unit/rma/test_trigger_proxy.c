@@ -16,7 +16,7 @@
 #include <time.h>
 #include <unistd.h>
 #include "gdr_unit.h"
-#include "rma/gdr_rma_signal.h"
+#include "gdr/gdr_rma_signal.h"
 #include "rma/gdr_rma_trigger_proxy.h"
 
 #define RANKS 3

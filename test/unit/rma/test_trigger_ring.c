@@ -14,9 +14,9 @@
 #include <string.h>
 #include <time.h>
 #include "gdr_unit.h"
-#include "rma/gdr_rma_signal.h"
+#include "gdr/gdr_rma_signal.h"
 #include "rma/gdr_rma_trigger_done.h"
-#include "rma/gdr_rma_trigger_ring.h"
+#include "gdr/gdr_rma_trigger_ring.h"
 
 typedef struct {
     gdr_trig_ring_t r;

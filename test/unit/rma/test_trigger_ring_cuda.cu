@@ -7,9 +7,9 @@
 extern "C" {
 #include "gdr_unit.h"
 }
-#include "rma/gdr_rma_kernel_api.h"
-#include "rma/gdr_rma_signal.h"
-#include "rma/gdr_rma_trigger_ring.h"
+#include "gdr/gdr_rma_kernel_api.h"
+#include "gdr/gdr_rma_signal.h"
+#include "gdr/gdr_rma_trigger_ring.h"
 
 /* What a kernel does with the ring: one put_signal per thread, a flush, a wait. */
 __global__ void post_and_wait(gdr_trig_ring_t r, uint64_t *signal, int rank)

@@ -1,5 +1,7 @@
 /* mpix_gdr_device.cuh: kernel-triggered RMA on MPI windows (MPICH with the ch4:gdr netmod;
- * gdr's DESIGN.md section 4).  Installed beside mpi.h; include it in CUDA code:
+ * gdr's DESIGN.md section 4).  Installed beside mpi.h, with the __host__ __device__ code it
+ * is written over in gdr/ (gdr's include/ directory, as it is installed): -I$PREFIX/include
+ * (what mpicc passes) is all it needs.  CUDA C++ only; include it in CUDA code:
  *
  *     MPIX_Win_device dwin;
  *     MPIX_Win_get_device_handle(win, &dwin);        // host, inside MPI_Win_lock_all
@@ -28,6 +30,10 @@
  * same arguments; one thread issues the operation, and all return after it. */
 #ifndef MPIX_GDR_DEVICE_CUH
 #define MPIX_GDR_DEVICE_CUH
+
+#if !defined(__CUDACC__)
+#error "mpix_gdr_device.cuh is CUDA C++: compile with nvcc (host code needs only mpi.h)"
+#endif
 
 #include <mpi.h>
 #include "gdr/gdr_rma_kernel_api.h"
