@@ -311,6 +311,35 @@ int MPIDI_GDR_am_send(int rank, MPIR_Comm * comm, int handler_id, const void *am
     goto fn_exit;
 }
 
+int MPIDI_GDR_send_eager(const void *buf, MPI_Aint count, MPI_Datatype datatype, int rank,
+                         int tag, MPIR_Comm * comm, int attr, int src_vci, int dst_vci,
+                         int *sent)
+{
+    int peer;
+    *sent = 0;
+    if (!HANDLE_IS_BUILTIN(datatype) || count < 0 || MPIDI_GDR_global.am == NULL)
+        return MPI_SUCCESS;
+    MPI_Aint data_sz = count * (MPI_Aint) MPIR_Datatype_get_basic_size(datatype);
+    if ((size_t) data_sz > gdr_verbs_am_eager_limit(MPIDI_GDR_global.am, sizeof(MPIDIG_hdr_t))
+        || (data_sz > 0 && MPIDI_GDR_gpu_buffer_id(buf) != 0)
+        || peer_of(comm, rank, &peer) != MPI_SUCCESS)
+        return MPI_SUCCESS;     /* MPIDIG's send: it says what is wrong, or packs */
+    /* what MPIDIG_isend_impl sends for an eager standard-mode message (no request: the
+     * receiver answers only synchronous and rendezvous sends, which never come here) */
+    MPIDIG_hdr_t h = {.src_rank = comm->rank,.tag = tag,
+        .context_id = comm->context_id + MPIR_PT2PT_ATTR_CONTEXT_OFFSET(attr),
+        .error_bits = MPIR_PT2PT_ATTR_GET_ERRFLAG(attr),.flags = MPIDIG_AM_SEND_FLAGS_NONE,
+        .sreq_ptr = NULL,.data_sz = data_sz,.rndv_hdr_sz = 0
+    };
+    if (gdr_verbs_am_send_eager(MPIDI_GDR_global.am, peer,
+                                GDR_AM_WORD(MPIDIG_SEND, src_vci, dst_vci), &h, sizeof(h), buf,
+                                (size_t) data_sz) != 0)
+        return MPIDI_GDR_transport_error();
+    MPIDI_GDR_global.am_sends_immediate++;
+    *sent = 1;                  /* copied (posted or queued in order): buf is free again */
+    return MPI_SUCCESS;
+}
+
 static void am_error(int err)
 {
     if (err != MPI_SUCCESS && MPIDI_GDR_global.am_errno == MPI_SUCCESS)
@@ -631,6 +660,14 @@ void MPIDI_GDR_am_register_pvars(void)
                               "place or small enough to go eagerly); contiguous host data, and "
                               "contiguous device rendezvous data under GPUDirect dmabuf or "
                               "peermem, are sent in place");
+    MPIR_T_PVAR_REGISTER_impl(MPI_T_PVAR_CLASS_COUNTER, MPI_UNSIGNED_LONG_LONG,
+                              "gdr_am_sends_immediate", &MPIDI_GDR_global.am_sends_immediate, 1,
+                              NULL, MPI_T_VERBOSITY_USER_BASIC, MPI_T_BIND_NO_OBJECT,
+                              MPIR_T_PVAR_FLAG_READONLY | MPIR_T_PVAR_FLAG_CONTINUOUS, NULL,
+                              NULL, "CH4_GDR", "standard-mode sends of a predefined type from "
+                              "host memory within the eager limit that gdr sent itself, "
+                              "complete at once, without MPIDIG's send request (the rest go "
+                              "through MPIDIG)");
     register_reg_cache_pvars();
 }
 

@@ -16,6 +16,12 @@
 
 /* gdr_am.c: the paths behind the entry points below.  The VCIs travel with the
  * message: a reserved VCI (an MPIX_Stream's) has its own queues at the target. */
+/* A standard-mode message of a predefined type from host memory that fits the channel's
+ * eager limit, sent as MPIDIG's eager MPIDIG_SEND message with no request (*sent 1: the
+ * data is copied, the send complete); *sent 0: MPIDIG's isend takes it. */
+int MPIDI_GDR_send_eager(const void *buf, MPI_Aint count, MPI_Datatype datatype, int rank,
+                         int tag, MPIR_Comm * comm, int attr, int src_vci, int dst_vci,
+                         int *sent);
 int MPIDI_GDR_am_send(int rank, MPIR_Comm * comm, int handler_id, const void *am_hdr,
                       MPI_Aint am_hdr_sz, const void *data, MPI_Aint count,
                       MPI_Datatype datatype, int src_vci, int dst_vci, MPIR_Request * sreq);

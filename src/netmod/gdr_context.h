@@ -53,6 +53,7 @@ struct MPIDI_GDR_context {
     int engine_errno;           /* the MPI error behind the engine's GDR_RMA_HOST_ERROR */
     int am_errno;               /* first MPI error raised inside a channel callback */
     unsigned long long am_packed_bytes; /* message bytes packed into host buffers (MPI_T) */
+    unsigned long long am_sends_immediate;      /* sends with no MPIDIG request (MPI_T) */
     unsigned empty_polls;       /* consecutive progress calls that found nothing */
     /* the progress guard (gdr_progress.c): MPICH's calls of MPIDI_NM_progress, and as the
      * guard last saw them; whether it is running; rounds it ran because MPICH skipped

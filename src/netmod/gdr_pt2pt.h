@@ -16,8 +16,16 @@ MPL_STATIC_INLINE_PREFIX int MPIDI_NM_mpi_isend(const void *buf, MPI_Aint count,
 {
     int vci_src, vci_dst;
     MPIDI_EXPLICIT_VCIS(comm, attr, comm->rank, rank, vci_src, vci_dst);
+    int mpi_errno = MPI_SUCCESS, sent = 0;
     MPID_THREAD_CS_ENTER(VCI, MPIDI_VCI_LOCK(vci_src));
-    int mpi_errno = MPIDIG_mpi_isend(buf, count, datatype, rank, tag, comm,
+    /* small standard-mode messages skip MPIDIG's request (as ch4:ucx's immediate sends) */
+    if (!MPIR_PT2PT_ATTR_GET_SYNCFLAG(attr))
+        mpi_errno = MPIDI_GDR_send_eager(buf, count, datatype, rank, tag, comm, attr, vci_src,
+                                         vci_dst, &sent);
+    if (sent)
+        *request = MPIR_Request_create_complete(MPIR_REQUEST_KIND__SEND);
+    else if (mpi_errno == MPI_SUCCESS)
+        mpi_errno = MPIDIG_mpi_isend(buf, count, datatype, rank, tag, comm,
                                      MPIR_PT2PT_ATTR_CONTEXT_OFFSET(attr), addr, vci_src,
                                      vci_dst, request, MPIR_PT2PT_ATTR_GET_SYNCFLAG(attr),
                                      MPIR_PT2PT_ATTR_GET_ERRFLAG(attr));

@@ -149,7 +149,8 @@ int MPIDI_GDR_rma_wait_target(MPIR_Win * win, int rank, int local_only)
     return mpi_errno;
 }
 
-int MPIDI_GDR_rma_prepare_am(MPIR_Win * win, gdr_rma_kind_t kind, int target)
+/* A message-path operation: counted, and accumulate ordering kept across paths. */
+static int prepare_am(MPIR_Win * win, gdr_rma_kind_t kind, int target)
 {
     gdr_rma_win_t *w = &GDR_WIN(win).rma;
     if (w->eng == NULL)
@@ -394,7 +395,7 @@ static int rma_small(const MPIDI_GDR_rma_args_t * a, MPIR_Win * win, int *handle
     goto fn_exit;
 }
 
-/* Called with the engine lock held (MPIDI_GDR_rma_native, enqueue calls). */
+/* Called with the engine lock held (MPIDI_GDR_rma, enqueue calls). */
 int MPIDI_GDR_win_need(MPIR_Win * win, int rank)
 {
     if (win->dev.netmod.gdr.s == NULL)
@@ -410,8 +411,8 @@ int MPIDI_GDR_win_need(MPIR_Win * win, int rank)
     return mpi_errno;
 }
 
-int MPIDI_GDR_rma_native(const MPIDI_GDR_rma_args_t * a, MPIR_Win * win, MPIR_Request ** req,
-                         int *handled)
+int MPIDI_GDR_rma(const MPIDI_GDR_rma_args_t * a, MPIR_Win * win, MPIR_Request ** req,
+                  int *handled)
 {
     int took = MPIDI_GDR_engine_enter();
     /* every operation passes here first, whatever path it takes: a native lock epoch
@@ -428,5 +429,10 @@ int MPIDI_GDR_rma_native(const MPIDI_GDR_rma_args_t * a, MPIR_Win * win, MPIR_Re
         && !MPIDI_GDR_local_only_by_message(win, a->target))
         mpi_errno = rma_native(a, win, req, handled);
     MPIDI_GDR_engine_exit(took);
+    /* device memory the NIC cannot take: the staged protocol; else MPIDIG's messages */
+    if (mpi_errno == MPI_SUCCESS && !*handled)
+        mpi_errno = MPIDI_GDR_rma_staged(a, win, req, handled);
+    if (mpi_errno == MPI_SUCCESS && !*handled)
+        mpi_errno = prepare_am(win, a->kind, a->target);
     return mpi_errno;
 }

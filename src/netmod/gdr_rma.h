@@ -25,36 +25,22 @@ typedef struct {
     MPI_Op op;
 } MPIDI_GDR_rma_args_t;
 
-/* *handled = 1: carried out over RDMA (request created when req != NULL);
- * 0: the caller sends it through MPIDIG (after MPIDI_GDR_rma_prepare_am). */
-int MPIDI_GDR_rma_native(const MPIDI_GDR_rma_args_t * a, MPIR_Win * win, MPIR_Request ** req,
-                         int *handled);
-/* *handled = 1: device memory the NIC cannot take went through the staged protocol
- * (gdr_rma_staged.c); 0: host memory only, or the protocol is off. */
+/* Every RMA operation's way (gdr_rma.c): *handled = 1 when gdr carried it out (same-node
+ * GPU path, RDMA, the staged protocol; a request made when req != NULL) or refused it with
+ * the MPI error returned; 0: the caller sends it through MPIDIG's messages (counted, and
+ * accumulate ordering kept, here). */
+int MPIDI_GDR_rma(const MPIDI_GDR_rma_args_t * a, MPIR_Win * win, MPIR_Request ** req,
+                  int *handled);
+/* Its staged part (gdr_rma_staged.c): *handled = 1 when device memory the NIC cannot
+ * take went through gdr's staged protocol; 0: host memory only, or the protocol is off. */
 int MPIDI_GDR_rma_staged(const MPIDI_GDR_rma_args_t * a, MPIR_Win * win, MPIR_Request ** req,
                          int *handled);
-/* Counts the AM path and keeps accumulate ordering across paths. */
-int MPIDI_GDR_rma_prepare_am(MPIR_Win * win, gdr_rma_kind_t kind, int target);
 /* Waits for this rank's RDMA operations on win: all targets or one; remote or local
  * completion. */
 int MPIDI_GDR_rma_wait_all(MPIR_Win * win, int local_only);
 int MPIDI_GDR_rma_wait_target(MPIR_Win * win, int rank, int local_only);
 /* MPIDI_GDR_rma_wait_all(win, 0) but for spared's operations, which complete only locally. */
 int MPIDI_GDR_rma_wait_all_except(MPIR_Win * win, int spared);
-
-#define MPIDI_GDR_RMA_TRY(args_, win_, req_)                                     \
-    do {                                                                         \
-        int handled_ = 0;                                                        \
-        int err_ = MPIDI_GDR_rma_native(&(args_), (win_), (req_), &handled_);    \
-        if (err_ != MPI_SUCCESS || handled_)                                     \
-            return err_;                                                         \
-        err_ = MPIDI_GDR_rma_staged(&(args_), (win_), (req_), &handled_);        \
-        if (err_ != MPI_SUCCESS || handled_)                                     \
-            return err_;                                                         \
-        err_ = MPIDI_GDR_rma_prepare_am((win_), (args_).kind, (args_).target);   \
-        if (err_ != MPI_SUCCESS)                                                 \
-            return err_;                                                         \
-    } while (0)
 
 /* gdr_win_sync.c: window synchronisation, one function per MPI call. */
 int MPIDI_GDR_win_start(MPIR_Group * group, int assert, MPIR_Win * win);
@@ -191,7 +177,9 @@ MPL_STATIC_INLINE_PREFIX int MPIDI_NM_mpi_put(const void *origin_addr, MPI_Aint 
         .ocount = origin_count,.otype = origin_datatype,.target = target_rank,
         .tdisp = target_disp,.tcount = target_count,.ttype = target_datatype
     };
-    MPIDI_GDR_RMA_TRY(a, win, NULL);
+    int handled, mpi_errno = MPIDI_GDR_rma(&a, win, NULL, &handled);
+    if (mpi_errno != MPI_SUCCESS || handled)
+        return mpi_errno;
     return MPIDIG_mpi_put(origin_addr, origin_count, origin_datatype, target_rank, target_disp,
                           target_count, target_datatype, win);
 }
@@ -206,7 +194,9 @@ MPL_STATIC_INLINE_PREFIX int MPIDI_NM_mpi_get(void *origin_addr, MPI_Aint origin
         .ocount = origin_count,.otype = origin_datatype,.target = target_rank,
         .tdisp = target_disp,.tcount = target_count,.ttype = target_datatype
     };
-    MPIDI_GDR_RMA_TRY(a, win, NULL);
+    int handled, mpi_errno = MPIDI_GDR_rma(&a, win, NULL, &handled);
+    if (mpi_errno != MPI_SUCCESS || handled)
+        return mpi_errno;
     return MPIDIG_mpi_get(origin_addr, origin_count, origin_datatype, target_rank, target_disp,
                           target_count, target_datatype, win);
 }
@@ -222,7 +212,9 @@ MPL_STATIC_INLINE_PREFIX int MPIDI_NM_mpi_rput(const void *origin_addr, MPI_Aint
         .ocount = origin_count,.otype = origin_datatype,.target = target_rank,
         .tdisp = target_disp,.tcount = target_count,.ttype = target_datatype
     };
-    MPIDI_GDR_RMA_TRY(a, win, request);
+    int handled, mpi_errno = MPIDI_GDR_rma(&a, win, request, &handled);
+    if (mpi_errno != MPI_SUCCESS || handled)
+        return mpi_errno;
     return MPIDIG_mpi_rput(origin_addr, origin_count, origin_datatype, target_rank,
                            target_disp, target_count, target_datatype, win, request);
 }
@@ -238,7 +230,9 @@ MPL_STATIC_INLINE_PREFIX int MPIDI_NM_mpi_rget(void *origin_addr, MPI_Aint origi
         .ocount = origin_count,.otype = origin_datatype,.target = target_rank,
         .tdisp = target_disp,.tcount = target_count,.ttype = target_datatype
     };
-    MPIDI_GDR_RMA_TRY(a, win, request);
+    int handled, mpi_errno = MPIDI_GDR_rma(&a, win, request, &handled);
+    if (mpi_errno != MPI_SUCCESS || handled)
+        return mpi_errno;
     return MPIDIG_mpi_rget(origin_addr, origin_count, origin_datatype, target_rank,
                            target_disp, target_count, target_datatype, win, request);
 }
@@ -255,7 +249,9 @@ MPL_STATIC_INLINE_PREFIX int MPIDI_NM_mpi_accumulate(const void *origin_addr, MP
         .ocount = origin_count,.otype = origin_datatype,.target = target_rank,
         .tdisp = target_disp,.tcount = target_count,.ttype = target_datatype,.op = op
     };
-    MPIDI_GDR_RMA_TRY(a, win, NULL);
+    int handled, mpi_errno = MPIDI_GDR_rma(&a, win, NULL, &handled);
+    if (mpi_errno != MPI_SUCCESS || handled)
+        return mpi_errno;
     return MPIDIG_mpi_accumulate(origin_addr, origin_count, origin_datatype, target_rank,
                                  target_disp, target_count, target_datatype, op, win);
 }
@@ -273,7 +269,9 @@ MPL_STATIC_INLINE_PREFIX int MPIDI_NM_mpi_raccumulate(const void *origin_addr, M
         .ocount = origin_count,.otype = origin_datatype,.target = target_rank,
         .tdisp = target_disp,.tcount = target_count,.ttype = target_datatype,.op = op
     };
-    MPIDI_GDR_RMA_TRY(a, win, request);
+    int handled, mpi_errno = MPIDI_GDR_rma(&a, win, request, &handled);
+    if (mpi_errno != MPI_SUCCESS || handled)
+        return mpi_errno;
     return MPIDIG_mpi_raccumulate(origin_addr, origin_count, origin_datatype, target_rank,
                                   target_disp, target_count, target_datatype, op, win, request);
 }
@@ -294,7 +292,9 @@ MPL_STATIC_INLINE_PREFIX int MPIDI_NM_mpi_get_accumulate(const void *origin_addr
         .rcount = result_count,.rtype = result_datatype,.target = target_rank,
         .tdisp = target_disp,.tcount = target_count,.ttype = target_datatype,.op = op
     };
-    MPIDI_GDR_RMA_TRY(a, win, NULL);
+    int handled, mpi_errno = MPIDI_GDR_rma(&a, win, NULL, &handled);
+    if (mpi_errno != MPI_SUCCESS || handled)
+        return mpi_errno;
     return MPIDIG_mpi_get_accumulate(origin_addr, origin_count, origin_datatype, result_addr,
                                      result_count, result_datatype, target_rank, target_disp,
                                      target_count, target_datatype, op, win);
@@ -318,7 +318,9 @@ MPL_STATIC_INLINE_PREFIX int MPIDI_NM_mpi_rget_accumulate(const void *origin_add
         .rcount = result_count,.rtype = result_datatype,.target = target_rank,
         .tdisp = target_disp,.tcount = target_count,.ttype = target_datatype,.op = op
     };
-    MPIDI_GDR_RMA_TRY(a, win, request);
+    int handled, mpi_errno = MPIDI_GDR_rma(&a, win, request, &handled);
+    if (mpi_errno != MPI_SUCCESS || handled)
+        return mpi_errno;
     return MPIDIG_mpi_rget_accumulate(origin_addr, origin_count, origin_datatype, result_addr,
                                       result_count, result_datatype, target_rank, target_disp,
                                       target_count, target_datatype, op, win, request);
@@ -334,7 +336,9 @@ MPL_STATIC_INLINE_PREFIX int MPIDI_NM_mpi_fetch_and_op(const void *origin_addr, 
         .otype = datatype,.result = result_addr,.rcount = 1,.rtype = datatype,
         .target = target_rank,.tdisp = target_disp,.tcount = 1,.ttype = datatype,.op = op
     };
-    MPIDI_GDR_RMA_TRY(a, win, NULL);
+    int handled, mpi_errno = MPIDI_GDR_rma(&a, win, NULL, &handled);
+    if (mpi_errno != MPI_SUCCESS || handled)
+        return mpi_errno;
     return MPIDIG_mpi_fetch_and_op(origin_addr, result_addr, datatype, target_rank, target_disp,
                                    op, win);
 }
@@ -353,7 +357,9 @@ MPL_STATIC_INLINE_PREFIX int MPIDI_NM_mpi_compare_and_swap(const void *origin_ad
         .compare = compare_addr,.target = target_rank,.tdisp = target_disp,.tcount = 1,
         .ttype = datatype
     };
-    MPIDI_GDR_RMA_TRY(a, win, NULL);
+    int handled, mpi_errno = MPIDI_GDR_rma(&a, win, NULL, &handled);
+    if (mpi_errno != MPI_SUCCESS || handled)
+        return mpi_errno;
     return MPIDIG_mpi_compare_and_swap(origin_addr, compare_addr, result_addr, datatype,
                                        target_rank, target_disp, win);
 }

@@ -41,7 +41,7 @@ cvars:
  * while MPIDIG keeps the epochs' bookkeeping:
  * - lock epochs (gdr_rma_passive.h) open in MPIDIG as under MPI_MODE_NOCHECK (no
  *   message); gdr takes the lock word with the epoch's first operation
- *   (MPIDI_GDR_rma_native calls MPIDI_GDR_win_need) and gives it back at unlock, once
+ *   (MPIDI_GDR_rma calls MPIDI_GDR_win_need) and gives it back at unlock, once
  *   everything the release could overtake has completed; unlock then waits for the
  *   epoch's writes but not for the release behind them (MPIDI_GDR_mpi_win_free does);
  * - post and start open as under NOCHECK, with gdr's post notices (gdr_rma_active.h);

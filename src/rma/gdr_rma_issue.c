@@ -3,22 +3,17 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* Retries a post while the transport is full, progressing the host. */
-#define POST(call_)                                                                   \
-    do {                                                                              \
-        int rc_;                                                                      \
-        gdr_rma_stall_t st_ = { 0 };                                                  \
-        while ((rc_ = (call_)) == GDR_RMA_BUSY) {                                     \
-            if (eng->host.progress(eng->host.ctx) != 0)                               \
-                return GDR_RMA_HOST_ERROR;                                            \
-            if (++st_.polls % 4096 == 0 && eng->host.stalled != NULL)                 \
-                eng->host.stalled(eng->host.ctx, &st_, "for room to post", peer);     \
-        }                                                                             \
-        if (rc_ == GDR_RMA_NOREG)                                                     \
-            goto noreg;                                                               \
-        if (rc_ != GDR_RMA_OK)                                                        \
-            return GDR_RMA_ERROR;                                                     \
-    } while (0)
+/* A post said BUSY (the transport is full): one round of the host's progress, which
+ * completes work and frees room, reporting a long wait.  GDR_RMA_OK: post again.  Each
+ * post below loops on it, then leaves for not_posted on anything but GDR_RMA_OK. */
+static int room_wait(const gdr_rma_engine_t *eng, gdr_rma_stall_t *st, int peer)
+{
+    if (eng->host.progress(eng->host.ctx) != 0)
+        return GDR_RMA_HOST_ERROR;
+    if (++st->polls % 4096 == 0 && eng->host.stalled != NULL)
+        eng->host.stalled(eng->host.ctx, st, "for room to post", peer);
+    return GDR_RMA_OK;
+}
 
 static uint64_t piece_addr(const gdr_rma_plan_t *plan, const struct iovec *p)
 {
@@ -34,6 +29,7 @@ int gdr_rma_issue(gdr_rma_win_t *w, const gdr_rma_access_t *a, gdr_rma_plan_t *p
     uint32_t rkey = plan->rkey;
     int is_putget = a->kind == GDR_RMA_PUT || a->kind == GDR_RMA_GET;
     int fetches = a->kind != GDR_RMA_PUT && a->kind != GDR_RMA_ACC;
+    gdr_rma_stall_t st = { 0 };
 
     *out = NULL;
     if (plan->path != GDR_RMA_PATH_AM) {
@@ -76,19 +72,28 @@ int gdr_rma_issue(gdr_rma_win_t *w, const gdr_rma_access_t *a, gdr_rma_plan_t *p
     size_t nt = a->ntpieces;
 
     /* pieces of one put or get must not fail half-way for want of a registration */
-    if (is_putget && nt > 1)
-        POST(net->pin(net->ctx, a->kind == GDR_RMA_PUT ? (const void *) src : land,
-                      (size_t) a->tbytes, 0, &op->pin));
+    if (is_putget && nt > 1) {
+        do
+            rc = net->pin(net->ctx, a->kind == GDR_RMA_PUT ? (const void *) src : land,
+                          (size_t) a->tbytes, 0, &op->pin);
+        while (rc == GDR_RMA_BUSY && (rc = room_wait(eng, &st, peer)) == GDR_RMA_OK);
+        if (rc != GDR_RMA_OK)
+            goto not_posted;
+    }
     if (plan->origin_move == GDR_RMA_MOVE_SGE || plan->result_move == GDR_RMA_MOVE_SGE) {
         /* the NIC reads or fills the user's pieces until completion */
         gdr_rma_op_hold_local(op);
         gdr_rma_op_add_part(op);
-        if (a->kind == GDR_RMA_PUT)
-            POST(net->writev(net->ctx, peer, a->origin.iov, a->origin.n, op->pin,
-                             piece_addr(plan, &a->tpieces[0]), rkey, gdr_rma_op_part_done, op));
-        else
-            POST(net->readv(net->ctx, peer, a->result.iov, a->result.n, op->pin,
-                            piece_addr(plan, &a->tpieces[0]), rkey, gdr_rma_op_part_done, op));
+        uint64_t raddr = piece_addr(plan, &a->tpieces[0]);
+        do
+            rc = a->kind == GDR_RMA_PUT
+                ? net->writev(net->ctx, peer, a->origin.iov, a->origin.n, op->pin, raddr, rkey,
+                              gdr_rma_op_part_done, op)
+                : net->readv(net->ctx, peer, a->result.iov, a->result.n, op->pin, raddr, rkey,
+                             gdr_rma_op_part_done, op);
+        while (rc == GDR_RMA_BUSY && (rc = room_wait(eng, &st, peer)) == GDR_RMA_OK);
+        if (rc != GDR_RMA_OK)
+            goto not_posted;
         goto posted;
     }
     switch (a->kind) {
@@ -100,9 +105,13 @@ int gdr_rma_issue(gdr_rma_win_t *w, const gdr_rma_access_t *a, gdr_rma_plan_t *p
                     if (a->tpieces[i].iov_len == 0)
                         continue;
                     gdr_rma_op_add_part(op);
-                    POST(net->put(net->ctx, peer, src + off, a->tpieces[i].iov_len,
-                                  piece_addr(plan, &a->tpieces[i]), rkey, 0,
-                                  gdr_rma_op_part_done, op, &copied));
+                    do
+                        rc = net->put(net->ctx, peer, src + off, a->tpieces[i].iov_len,
+                                      piece_addr(plan, &a->tpieces[i]), rkey, 0,
+                                      gdr_rma_op_part_done, op, &copied);
+                    while (rc == GDR_RMA_BUSY && (rc = room_wait(eng, &st, peer)) == GDR_RMA_OK);
+                    if (rc != GDR_RMA_OK)
+                        goto not_posted;
                     all_copied &= copied;
                 }
                 if (!all_copied && op->origin_temp == NULL)
@@ -122,9 +131,13 @@ int gdr_rma_issue(gdr_rma_win_t *w, const gdr_rma_access_t *a, gdr_rma_plan_t *p
                     if (a->tpieces[i].iov_len == 0)
                         continue;
                     gdr_rma_op_add_part(op);
-                    POST(net->get(net->ctx, peer, land + off, a->tpieces[i].iov_len,
-                                  piece_addr(plan, &a->tpieces[i]), rkey, gdr_rma_op_part_done,
-                                  op));
+                    do
+                        rc = net->get(net->ctx, peer, land + off, a->tpieces[i].iov_len,
+                                      piece_addr(plan, &a->tpieces[i]), rkey, gdr_rma_op_part_done,
+                                      op);
+                    while (rc == GDR_RMA_BUSY && (rc = room_wait(eng, &st, peer)) == GDR_RMA_OK);
+                    if (rc != GDR_RMA_OK)
+                        goto not_posted;
                 }
                 break;
             }
@@ -133,9 +146,13 @@ int gdr_rma_issue(gdr_rma_win_t *w, const gdr_rma_access_t *a, gdr_rma_plan_t *p
                 if (plan->path == GDR_RMA_PATH_READ) {
                     w->acc_read_posted[t] = 1;
                     gdr_rma_op_add_part(op);
-                    POST(net->get(net->ctx, peer, land, (size_t) a->tbytes,
-                                  piece_addr(plan, &a->tpieces[0]), rkey, gdr_rma_op_part_done,
-                                  op));
+                    do
+                        rc = net->get(net->ctx, peer, land, (size_t) a->tbytes,
+                                      piece_addr(plan, &a->tpieces[0]), rkey, gdr_rma_op_part_done,
+                                      op);
+                    while (rc == GDR_RMA_BUSY && (rc = room_wait(eng, &st, peer)) == GDR_RMA_OK);
+                    if (rc != GDR_RMA_OK)
+                        goto not_posted;
                     break;
                 }
                 /* in batches, each posted with one doorbell */
@@ -155,9 +172,14 @@ int gdr_rma_issue(gdr_rma_win_t *w, const gdr_rma_access_t *a, gdr_rma_plan_t *p
                         if (nb < batch_max && elem + nb < n_elems)
                             continue;
                         gdr_rma_op_add_part(op);
-                        POST(net->atomicv(net->ctx, peer, aop, src + 8 * elem, compare,
-                                          fetches ? land + 8 * elem : NULL, raddrs, nb, rkey,
-                                          after_reads, gdr_rma_op_part_done, op));
+                        do
+                            rc = net->atomicv(net->ctx, peer, aop, src + 8 * elem, compare,
+                                              fetches ? land + 8 * elem : NULL, raddrs, nb, rkey,
+                                              after_reads, gdr_rma_op_part_done, op);
+                        while (rc == GDR_RMA_BUSY
+                               && (rc = room_wait(eng, &st, peer)) == GDR_RMA_OK);
+                        if (rc != GDR_RMA_OK)
+                            goto not_posted;
                         after_reads = 0;
                         elem += nb;
                         nb = 0;
@@ -170,7 +192,9 @@ int gdr_rma_issue(gdr_rma_win_t *w, const gdr_rma_access_t *a, gdr_rma_plan_t *p
     eng->count[GDR_RMA_BY_NIC][a->kind]++;
     *out = op;
     return GDR_RMA_OK;
-  noreg:
+  not_posted:
+    if (rc != GDR_RMA_NOREG)
+        return rc == GDR_RMA_HOST_ERROR ? GDR_RMA_HOST_ERROR : GDR_RMA_ERROR;
     /* a user buffer the transport cannot pin (only put and get register one, before
      * posting anything, or pin it first): the operation goes as a message instead */
     gdr_rma_op_abandon(op);

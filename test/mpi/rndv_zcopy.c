@@ -19,7 +19,10 @@
  * gdr_am_rndv_zcopy_bytes grew by 4 MiB, gdr_am_rndv_copied_bytes not at all), a
  * 4-piece vector too, and that a vector of many pieces was landed and copied; and rank 0
  * that a contiguous 4-MiB send packed nothing and a 1-MiB vector send packed 1 MiB (MPI_T
- * gdr_am_send_packed_bytes).  Exactly 2 ranks. */
+ * gdr_am_send_packed_bytes), and that small standard-mode sends of a predefined type went
+ * without MPIDIG's request (MPI_T gdr_am_sends_immediate: an 8-byte MPI_Send and a
+ * 1000-byte MPI_Isend count, an MPI_Ssend, a vector and a rendezvous size do not).
+ * Exactly 2 ranks. */
 #define _POSIX_C_SOURCE 200809L /* nanosleep */
 #include "gdr_mpi_test.h"
 
@@ -509,6 +512,9 @@ static void native_send(MPI_T_pvar_session session)
         MPI_Datatype vec;
         MPI_Type_vector(NB, BL, 2 * BL, MPI_INT, &vec);
         MPI_Type_commit(&vec);
+        MPI_Datatype pair;      /* 4 blocks of 2 ints, stride 512: the first 8 of vec_out */
+        MPI_Type_vector(4, 2, 2 * BL, MPI_INT, &pair);
+        MPI_Type_commit(&pair);
         if (check)
             p0 = gdr_pvar_value(session, "gdr_am_send_packed_bytes");
         gdr_check_mpi("MPI_Send", MPI_Send(out, (int) len, MPI_BYTE, 1, TAG_NATIVE + 1,
@@ -524,6 +530,28 @@ static void native_send(MPI_T_pvar_session session)
             gdr_check_long("bytes packed for a 1-MiB vector send", 0,
                            (long long) sizeof(int) * NB * BL, (long long) (p2 - p1));
         }
+        /* small sends: gdr's own (no MPIDIG request) for standard mode only */
+        unsigned long long i0 = check ? gdr_pvar_value(session, "gdr_am_sends_immediate") : 0;
+        MPI_Request r;
+        gdr_check_mpi("MPI_Send(8 B)", MPI_Send(out, 8, MPI_BYTE, 1, TAG_NATIVE + 3,
+                                                MPI_COMM_WORLD));
+        gdr_check_mpi("MPI_Isend(1000 B)", MPI_Isend(out, 250, MPI_INT, 1, TAG_NATIVE + 4,
+                                                     MPI_COMM_WORLD, &r));
+        gdr_check_mpi("MPI_Wait", MPI_Wait(&r, MPI_STATUS_IGNORE));
+        unsigned long long i1 = check ? gdr_pvar_value(session, "gdr_am_sends_immediate") : 0;
+        gdr_check_mpi("MPI_Ssend(8 B)", MPI_Ssend(out, 8, MPI_BYTE, 1, TAG_NATIVE + 5,
+                                                  MPI_COMM_WORLD));
+        gdr_check_mpi("MPI_Send(vector, 8 ints)", MPI_Send(vec_out, 1, pair, 1, TAG_NATIVE + 6,
+                                                           MPI_COMM_WORLD));
+        gdr_check_mpi("MPI_Send(64 KiB)", MPI_Send(out, 65536, MPI_BYTE, 1, TAG_NATIVE + 7,
+                                                   MPI_COMM_WORLD));
+        if (check) {
+            gdr_check_long("sends without MPIDIG's request: an 8-byte Send, a 1000-byte Isend",
+                           0, 2, (long long) (i1 - i0));
+            gdr_check_long("... and none of an Ssend, a vector, a 64-KiB Send", 0, 0,
+                           (long long) (gdr_pvar_value(session, "gdr_am_sends_immediate") - i1));
+        }
+        MPI_Type_free(&pair);
         MPI_Type_free(&vec);
         free(vec_out);
         free(out);
@@ -545,6 +573,30 @@ static void native_send(MPI_T_pvar_session session)
             if (!gdr_check_long("vector payload", (long) b * BL + j,
                                 5 * (2 * BL * b + j) + 3, vin[b * BL + j]))
                 bad++;
+    /* the small sends, in the order sent */
+    memset(in, GUARD, 9);
+    gdr_check_mpi("MPI_Recv(8 B)", MPI_Recv(in, 8, MPI_BYTE, 0, TAG_NATIVE + 3, MPI_COMM_WORLD,
+                                            &st));
+    check_status(&st, 0, TAG_NATIVE + 3, 8);
+    check_in(in, 8, 8, 8100);
+    memset(in, GUARD, 1001);
+    gdr_check_mpi("MPI_Recv(1000 B)", MPI_Recv(in, 1000, MPI_BYTE, MPI_ANY_SOURCE, MPI_ANY_TAG,
+                                               MPI_COMM_WORLD, &st));
+    check_status(&st, 0, TAG_NATIVE + 4, 1000);
+    check_in(in, 1000, 1000, 8100);
+    memset(in, GUARD, 9);
+    gdr_check_mpi("MPI_Recv(Ssend)", MPI_Recv(in, 8, MPI_BYTE, 0, TAG_NATIVE + 5,
+                                              MPI_COMM_WORLD, &st));
+    check_in(in, 8, 8, 8100);
+    int pair_in[8];
+    gdr_check_mpi("MPI_Recv(8 ints)", MPI_Recv(pair_in, 8, MPI_INT, 0, TAG_NATIVE + 6,
+                                               MPI_COMM_WORLD, &st));
+    for (int k = 0; k < 8; k++)
+        gdr_check_long("vector send's ints", k, 5 * (2 * BL * (k / 2) + k % 2) + 3, pair_in[k]);
+    memset(in, GUARD, 65537);
+    gdr_check_mpi("MPI_Recv(64 KiB)", MPI_Recv(in, 65536, MPI_BYTE, 0, TAG_NATIVE + 7,
+                                               MPI_COMM_WORLD, &st));
+    check_in(in, 65536, 65536, 8100);
     free(vin);
     free(in);
 }

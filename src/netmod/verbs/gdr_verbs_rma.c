@@ -502,7 +502,8 @@ int gdr_verbs_rma_put_short(gdr_verbs_rma_t *rma, int peer, const void *src, siz
     /* the hot path of an 8-byte MPI_Put (bench/opcost): anything unusual is the general
      * path's, which waits for the connection or room, or says what failed */
     rma_op_t *op = rma->free_ops;
-    if (op == NULL || len > inline_limit(rma) || gdr_verbs_am_qp(rma->am, peer) == NULL
+    struct ibv_qp *qp;
+    if (op == NULL || len > inline_limit(rma) || (qp = gdr_verbs_am_qp(rma->am, peer)) == NULL
         || rma->in_flight[peer] >= rma->cfg.depth)
         return GDR_VERBS_RMA_NOREG;
     rma->free_ops = op->next_free;
@@ -534,9 +535,26 @@ int gdr_verbs_rma_put_short(gdr_verbs_rma_t *rma, int peer, const void *src, siz
         rma->stats.held++;
         return 0;
     }
-    rma->stats.chunks--;        /* (post_one counts it) */
-    return post_one(rma, op, IBV_WR_RDMA_WRITE, (uintptr_t) src, 0, (uint32_t) len, raddr,
-                    rkey, IBV_SEND_INLINE);
+    if (rma->nheld > 0) {
+        rma->stats.chunks--;    /* (post_one counts it) */
+        return post_one(rma, op, IBV_WR_RDMA_WRITE, (uintptr_t) src, 0, (uint32_t) len, raddr,
+                        rkey, IBV_SEND_INLINE);
+    }
+    /* nothing held: one doorbell now, as on a NIC by default (one MMIO write there) */
+    struct ibv_sge sge = {.addr = (uintptr_t) src,.length = (uint32_t) len };
+    struct ibv_send_wr wr = {.wr_id = (uintptr_t) op,.sg_list = &sge,.num_sge = 1,
+        .opcode = IBV_WR_RDMA_WRITE,.send_flags = IBV_SEND_SIGNALED | IBV_SEND_INLINE,
+        .wr.rdma = {.remote_addr = raddr,.rkey = rkey }
+    }, *bad = NULL;
+    rma->in_flight[peer]++;
+    rma->stats.doorbells++;
+    if (ibv_post_send(qp, &wr, &bad) != 0) {
+        int err = errno;
+        drop_chain(rma, peer, &wr);
+        return gdr_verbs_am_fail_peer(rma->am, peer, "posting one-sided operations to rank %d "
+                                      "failed: %s (queue pair in error?)", peer, strerror(err));
+    }
+    return 0;
 }
 
 int gdr_verbs_rma_put_bcopy(gdr_verbs_rma_t *rma, int peer, const void *src, size_t len,

@@ -44,6 +44,36 @@ static int f_get(void *c, int peer, void *dst, size_t len, uint64_t raddr, uint3
                 .rkey = rkey,.done = done,.arg = arg });
 }
 
+/* the small protocols copy the data at post, whatever its length (up to inl's) */
+static int f_put_copied(void *c, int peer, const void *src, size_t len, uint64_t raddr,
+                        uint32_t rkey, gdr_rma_done_fn done, void *arg)
+{
+    (void) c;
+    if (len > sizeof(((wr_t *) 0)->inl))
+        return GDR_RMA_NOREG;
+    int rc = post((wr_t) {.kind = W_PUT,.peer = peer,.len = len,.raddr = raddr,.rkey = rkey,
+                  .done = done,.arg = arg,.inlined = 1 });
+    if (rc == GDR_RMA_OK)
+        memcpy(fk.q[fk.n - 1].inl, src, len);
+    fk.small_posts += rc == GDR_RMA_OK;
+    return rc;
+}
+
+static int f_get_bcopy(void *c, int peer, void *dst, size_t len, uint64_t raddr, uint32_t rkey,
+                       gdr_rma_done_fn done, void *arg)
+{
+    int rc = f_get(c, peer, dst, len, raddr, rkey, done, arg);
+    fk.small_posts += rc == GDR_RMA_OK;
+    return rc;
+}
+
+static void f_small_limits(const void *c, uint32_t *short_max, uint32_t *bcopy_max)
+{
+    (void) c;
+    *short_max = (uint32_t) fk.inline_max;
+    *bcopy_max = sizeof(((wr_t *) 0)->inl);
+}
+
 static int f_vec(wr_kind_t k, int peer, const struct iovec *v, size_t n, uint64_t raddr,
                  uint32_t rkey, gdr_rma_done_fn done, void *arg)
 {
@@ -252,7 +282,8 @@ static int h_am_acc(void *c, void *host_win, int target)
 gdr_rma_engine_t eng = {
     .net = {.put = f_put,.get = f_get,.writev = f_writev,.readv = f_readv,.atomicv = f_atomicv,
             .atomicv_max = f_atomicv_max,.sge_fits = f_sge_fits,.pin = f_pin,.unpin = f_unpin,
-            .reg = f_reg,.dereg = f_dereg,.error = f_error},
+            .reg = f_reg,.dereg = f_dereg,.error = f_error,.put_short = f_put_copied,
+            .put_bcopy = f_put_copied,.get_bcopy = f_get_bcopy,.small_limits = f_small_limits},
     .host = {.progress = h_progress,.query_region = h_query,.am_accumulates_pending = h_am_acc},
 };
 

@@ -53,6 +53,7 @@ typedef struct {
     wr_kind_t done_kinds[256];  /* the kinds completed, in order (done_n of them) */
     uint64_t done_addrs[256];   /* and their (first) remote addresses */
     int done_n;
+    int small_posts;            /* posts of the small protocols (put_short, _bcopy) */
 } fake_t;
 
 extern fake_t fk;
