@@ -61,6 +61,7 @@ int MPIDI_GDR_get_local_upids(MPIR_Comm * comm, int **local_upid_size, char **lo
         MPL_free(upids);
         MPIR_ERR_SETANDJUMP1(mpi_errno, MPI_ERR_NO_MEM, "**nomem", "**nomem %s", "gdr upids");
     }
+    uint64_t job = MPIDI_GDR_global.am == NULL ? MPIDI_GDR_job_id() : 0;
     for (int i = 0; i < n; i++) {
         MPIR_Lpid lpid = (comm->comm_kind == MPIR_COMM_KIND__INTERCOMM) ?
             MPIR_Group_rank_to_lpid(comm->local_group, i) : MPIR_comm_rank_to_lpid(comm, i);
@@ -78,7 +79,7 @@ int MPIDI_GDR_get_local_upids(MPIR_Comm * comm, int **local_upid_size, char **lo
              * names the world rank only; good for groups of this job, which is all such a
              * process can reach (MPIDI_GDR_insert_upid) */
             gdr_verbs_card_t c = {.nranks = (uint32_t) MPIR_Process.size,
-                .rank = (uint32_t) MPIR_LPID_WORLD_RANK(lpid),.job = MPIDI_GDR_job_id()
+                .rank = (uint32_t) MPIR_LPID_WORLD_RANK(lpid),.job = job
             };
             gdr_verbs_card_encode(&c, out);
             ok = MPIR_LPID_WORLD_INDEX(lpid) == 0 && !(lpid & MPIR_LPID_DYNAMIC_MASK);

@@ -118,11 +118,8 @@ int gdr_verbs_iface_check_peer(gdr_verbs_iface_t *am, int peer)
     if (peer < 0 || peer >= am->npeers || !am->eps[peer].reach || !am->eps[peer].has_card)
         return fail(am, "no path to rank %d through %s", peer, am->dev->name);
     if (am->eps[peer].failed && is_foreign(am, peer)) {
-        /* the channel stays up: only this process of another job is lost */
-        snprintf(am->error, sizeof(am->error), "the connection to rank %u of job %016llx "
-                 "(another job: spawned, or connected by MPI_Comm_connect/accept) has failed "
-                 "earlier: it ended or its network path broke", am->eps[peer].card.rank,
-                 (unsigned long long) am->eps[peer].card.job);
+        /* the channel stays up: only this process of another job is lost (said again) */
+        gdr_verbs_iface_foreign_lost(am, peer, "earlier (it ended, or its network path broke)");
         return -1;
     }
     if (am->eps[peer].failed)

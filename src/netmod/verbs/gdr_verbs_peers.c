@@ -25,8 +25,8 @@ int gdr_verbs_iface_foreign_lost(gdr_verbs_iface_t *am, int peer, const char *wh
     ep_t *ep = &am->eps[peer];
     ep->failed = 1;
     snprintf(am->error, sizeof(am->error), "the connection to rank %u of job %016llx (another "
-             "job) failed: %s", ep->card.rank, (unsigned long long) ep->card.job,
-             why != NULL ? why : "?");
+             "job: spawned, or connected by MPI_Comm_connect/accept) failed: %s", ep->card.rank,
+             (unsigned long long) ep->card.job, why != NULL ? why : "?");
     return 0;
 }
 
