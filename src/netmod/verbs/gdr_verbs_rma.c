@@ -557,8 +557,10 @@ int gdr_verbs_rma_put_short(gdr_verbs_rma_t *rma, int peer, const void *src, siz
     return 0;
 }
 
-int gdr_verbs_rma_put_bcopy(gdr_verbs_rma_t *rma, int peer, const void *src, size_t len,
-                            uint64_t raddr, uint32_t rkey, gdr_verbs_rma_done_fn done, void *arg)
+/* rc/bcopy's one work request through a bounce buffer: a write copies src into it first,
+ * a read (dst) copies out of it at completion (on_complete). */
+static int post_bcopy(gdr_verbs_rma_t *rma, int peer, const void *src, void *dst, size_t len,
+                      uint64_t raddr, uint32_t rkey, gdr_verbs_rma_done_fn done, void *arg)
 {
     int rc;
     if (len > rma->cfg.bounce_size)
@@ -566,30 +568,32 @@ int gdr_verbs_rma_put_bcopy(gdr_verbs_rma_t *rma, int peer, const void *src, siz
     rma_op_t *op = op_start(rma, peer, 1, 1, done, arg, &rc);
     if (op == NULL)
         return rc;
-    memcpy(op->bounce->addr, src, len);
     rma->stats.bounced++;
-    rma->stats.writes++;
-    rma->stats.bytes_written += len;
-    return post_one(rma, op, IBV_WR_RDMA_WRITE, (uintptr_t) op->bounce->addr,
-                    rma->bounce_mr->lkey, (uint32_t) len, raddr, rkey, 0);
+    if (dst != NULL) {
+        op->copy_to = dst;
+        op->copy_len = len;
+        rma->stats.reads++;
+        rma->stats.bytes_read += len;
+    } else {
+        memcpy(op->bounce->addr, src, len);
+        rma->stats.writes++;
+        rma->stats.bytes_written += len;
+    }
+    return post_one(rma, op, dst != NULL ? IBV_WR_RDMA_READ : IBV_WR_RDMA_WRITE,
+                    (uintptr_t) op->bounce->addr, rma->bounce_mr->lkey, (uint32_t) len, raddr,
+                    rkey, 0);
+}
+
+int gdr_verbs_rma_put_bcopy(gdr_verbs_rma_t *rma, int peer, const void *src, size_t len,
+                            uint64_t raddr, uint32_t rkey, gdr_verbs_rma_done_fn done, void *arg)
+{
+    return post_bcopy(rma, peer, src, NULL, len, raddr, rkey, done, arg);
 }
 
 int gdr_verbs_rma_get_bcopy(gdr_verbs_rma_t *rma, int peer, void *dst, size_t len,
                             uint64_t raddr, uint32_t rkey, gdr_verbs_rma_done_fn done, void *arg)
 {
-    int rc;
-    if (len > rma->cfg.bounce_size)
-        return GDR_VERBS_RMA_NOREG;
-    rma_op_t *op = op_start(rma, peer, 1, 1, done, arg, &rc);
-    if (op == NULL)
-        return rc;
-    op->copy_to = dst;
-    op->copy_len = len;
-    rma->stats.bounced++;
-    rma->stats.reads++;
-    rma->stats.bytes_read += len;
-    return post_one(rma, op, IBV_WR_RDMA_READ, (uintptr_t) op->bounce->addr,
-                    rma->bounce_mr->lkey, (uint32_t) len, raddr, rkey, 0);
+    return post_bcopy(rma, peer, NULL, dst, len, raddr, rkey, done, arg);
 }
 
 uint32_t gdr_verbs_rma_short_max(const gdr_verbs_rma_t *rma)
