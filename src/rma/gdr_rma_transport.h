@@ -1,15 +1,15 @@
 /* The RMA engine's three seams, as structs of function pointers:
- *  - the transport (src/netmod/verbs implements it): post RDMA writes, reads and
+ *  - the transport (src/adapt implements it over src/netmod/verbs): post RDMA writes, reads and
  *    8-byte atomics on a peer's registered memory, with gather/scatter lists; register
  *    memory for remote access; pin origin buffers.  Every posted operation completes
  *    once, through its done callback, inside the host's progress;
  *  - the host (src/netmod implements it over MPICH): drive progress, send the small
  *    control message that asks a target about a dynamic window's region, say whether
  *    message-path accumulates are still in flight, report a long wait;
- *  - the device (src/gpu implements it over CUDA): pinned host memory, ordered work
+ *  - the device (src/adapt implements it over src/gpu): pinned host memory, ordered work
  *    queues of copies and accumulate kernels, and marks polled without waiting: what the
  *    staged protocol for device memory needs of a GPU (maint/gpu-windows-plan.md).
- * Only types here: the engine, the transport and the tests include it. */
+ * Only types here: the engine, the adapters and the tests include it. */
 #ifndef GDR_RMA_TRANSPORT_H
 #define GDR_RMA_TRANSPORT_H
 
