@@ -9,11 +9,12 @@
    under src/ and no MPICH-internal header, use no MPICH-internal identifier, and every
    quoted #include of theirs names a file of include/, so that -I$PREFIX/include is all a
    user's program needs.  src/ may include include/.
-1. The plain layers (src/rma, src/gpu, src/netmod/verbs) and the adapters between them
-   (src/adapt) include no MPICH or netmod-level header and use no MPICH identifier, so that
-   they build and unit-test without MPICH.
-2. Includes point down the layers (LAYER_RANKS): src/gpu and src/netmod/verbs at the
-   bottom, each knowing nothing of the other; src/rma above them (it defines the seams they
+1. The plain layers (src/common, src/rma, src/gpu, src/netmod/verbs) and the adapters
+   between them (src/adapt) include no MPICH or netmod-level header and use no MPICH
+   identifier, so that they build and unit-test without MPICH.
+2. Includes point down the layers (LAYER_RANKS): src/common (what they all share, the
+   status codes) at the bottom, then src/gpu and src/netmod/verbs, each knowing nothing of
+   the other; src/rma above them (it defines the seams they
    are adapted to, and they know nothing of it); src/adapt above those three (the adapters
    that implement src/rma's seams over src/gpu and src/netmod/verbs: where they are wired
    together without MPICH); src/netmod's own files on top.  A file includes headers of its
@@ -38,12 +39,13 @@ import re
 import sys
 
 SOURCE_SUFFIXES = ('.c', '.h', '.cu', '.cuh')
-PLAIN_LAYERS = ('rma', 'gpu', 'netmod/verbs', 'adapt')   # relative to src/
+PLAIN_LAYERS = ('common', 'rma', 'gpu', 'netmod/verbs', 'adapt')   # relative to src/
 # The layers under src/ (relative to it) and their heights: a file may include a header of
 # its own layer or of a lower one, never of a layer as high or higher.  A file belongs to
 # the longest of these directories that holds it (src/netmod/verbs/x.c is netmod/verbs'),
 # and a file in none of them is in no layer.
 LAYER_RANKS = (
+    ('common', -1),                     # what every layer shares: the status codes
     ('gpu', 0), ('netmod/verbs', 0),    # the GPU layer and the verbs channel
     ('rma', 1),                         # the RMA engine: defines the seams
     ('adapt', 2),                       # src/rma's seams over src/gpu and src/netmod/verbs
@@ -533,7 +535,8 @@ CLEAN_TREE = {
     'netmod/verbs/wire.h': 'static inline int wire_pad(int n)\n{\n    return (n + 7) & ~7;\n}\n',
     # an adapter: rma's seam over the layers below it, both reached
     'adapt/seam.h': '#include "rma/plain.h"\n#include "verbs/wire.h"\n#include "gpu/card.h"\n',
-    'gpu/card.h': '#include <stdint.h>\n#include "pub.h"\n',
+    'common/status.h': '#define STATUS_OK 0\n',
+    'gpu/card.h': '#include <stdint.h>\n#include "pub.h"\n#include "common/status.h"\n',
     'netmod/impl.h': '#include <mpidimpl.h>\n#include "rma/plain.h"\n#include "adapt/seam.h"\n'
                      'MPL_STATIC_INLINE_PREFIX int MPIDI_NM_inline(int x)\n'
                      '{\n    return plain_span(x);\n}\n',
@@ -573,7 +576,10 @@ SELF_TESTS = (
         'gpu/up.c': '#include "rma/plain.h"\n#include "card.h"\n',
         'netmod/verbs/up.h': '#include "../../adapt/seam.h"\n#include "gpu/card.h"\n',
         'rma/up.c': '#include "adapt/seam.h"\n',
-    }, ('src/gpu/up.c:1: includes "rma/plain.h", which is src/rma/plain.h: gpu may not '
+        'common/up.h': '#include "../gpu/card.h"\n',
+    }, ('src/common/up.h:1: includes "../gpu/card.h", which is src/gpu/card.h: common may '
+        'not include gpu',
+        'src/gpu/up.c:1: includes "rma/plain.h", which is src/rma/plain.h: gpu may not '
         'include rma',
         'src/netmod/verbs/up.h:1: includes "../../adapt/seam.h", which is src/adapt/seam.h: '
         'netmod/verbs may not include adapt',

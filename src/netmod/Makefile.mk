@@ -1,7 +1,7 @@
 ## gdr netmod: the MPICH-facing glue (this directory) plus the plain C layers it
 ## drives, grafted next to it by maint/graft: verbs/ (transport), rma/, gpu/, adapt/ (the
-## RMA engine's seams over verbs and gpu), and the public headers (gdr's include/) in
-## include/.
+## RMA engine's seams over verbs and gpu), common/ (what they share: status codes), and
+## the public headers (gdr's include/) in include/.
 
 if BUILD_CH4_NETMOD_GDR
 
@@ -69,6 +69,7 @@ noinst_HEADERS += src/mpid/ch4/netmod/gdr/gdr_pre.h \
                   src/mpid/ch4/netmod/gdr/adapt/gdr_verbs_rma_transport.h \
                   src/mpid/ch4/netmod/gdr/adapt/gdr_gpu_rma_device.h \
                   src/mpid/ch4/netmod/gdr/adapt/gdr_gpu_rma_stream.h \
+                  src/mpid/ch4/netmod/gdr/common/gdr_status.h \
                   src/mpid/ch4/netmod/gdr/gdr_context.h \
                   src/mpid/ch4/netmod/gdr/gdr_triggered.h
 
