@@ -9,10 +9,18 @@
    under src/ and no MPICH-internal header, use no MPICH-internal identifier, and every
    quoted #include of theirs names a file of include/, so that -I$PREFIX/include is all a
    user's program needs.  src/ may include include/.
-1. The plain layers (src/rma, src/gpu, src/netmod/verbs) include no MPICH or netmod-level
-   header and use no MPICH identifier, so that they build and unit-test without MPICH.
-2. No #include cycles among the files under src/ and include/.
-3. No call cycles between files: A -> B when code in A (function bodies, initializers,
+1. The plain layers (src/common, src/rma, src/gpu, src/netmod/verbs) and the adapters
+   between them (src/adapt) include no MPICH or netmod-level header and use no MPICH
+   identifier, so that they build and unit-test without MPICH.
+2. Includes point down the layers (LAYER_RANKS): src/common (what they all share, the
+   status codes) at the bottom, then src/gpu and src/netmod/verbs, each knowing nothing of
+   the other; src/rma above them (it defines the seams they
+   are adapted to, and they know nothing of it); src/adapt above those three (the adapters
+   that implement src/rma's seams over src/gpu and src/netmod/verbs: where they are wired
+   together without MPICH); src/netmod's own files on top.  A file includes headers of its
+   own layer, of lower layers and of include/ only.
+3. No #include cycles among the files under src/ and include/.
+4. No call cycles between files: A -> B when code in A (function bodies, initializers,
    macro bodies) names a function that B alone defines among the definitions A can
    reach: a .c file's static functions are its own, and a libc function the memory
    hooks replace (free, munmap...) is no dependency on the hooking file.
@@ -31,7 +39,18 @@ import re
 import sys
 
 SOURCE_SUFFIXES = ('.c', '.h', '.cu', '.cuh')
-PLAIN_LAYERS = ('rma', 'gpu', 'netmod/verbs')   # relative to src/
+PLAIN_LAYERS = ('common', 'rma', 'gpu', 'netmod/verbs', 'adapt')   # relative to src/
+# The layers under src/ (relative to it) and their heights: a file may include a header of
+# its own layer or of a lower one, never of a layer as high or higher.  A file belongs to
+# the longest of these directories that holds it (src/netmod/verbs/x.c is netmod/verbs'),
+# and a file in none of them is in no layer.
+LAYER_RANKS = (
+    ('common', -1),                     # what every layer shares: the status codes
+    ('gpu', 0), ('netmod/verbs', 0),    # the GPU layer and the verbs channel
+    ('rma', 1),                         # the RMA engine: defines the seams
+    ('adapt', 2),                       # src/rma's seams over src/gpu and src/netmod/verbs
+    ('netmod', 3),                      # the MPICH-facing glue: wires them together
+)
 INCLUDE_DIRS = ('', 'netmod')                   # the build's -Isrc -Isrc/netmod
 PUBLIC_DIR = 'include'                          # beside src/: the build's -Iinclude, first
 NETMOD_DIR = 'netmod'
@@ -410,6 +429,42 @@ def check_plain_layers(tree):
         what, len(offences), files, '' if files == 1 else 's'), details)]
 
 
+def check_layer_order(tree):
+    def layer_of(path):
+        found = None
+        for layer, rank in LAYER_RANKS:
+            if tree.in_dir(path, layer) and (found is None or len(layer) > len(found[0])):
+                found = (layer, rank)
+        return found
+
+    what = 'includes point down the layers (%s)' % ' < '.join(
+        ', '.join('%s/%s' % (os.path.basename(tree.src), l) for l, r in LAYER_RANKS if r == rank)
+        for rank in sorted({r for l, r in LAYER_RANKS}))
+    offences = []               # (file name, line, what)
+    for path, f in tree.files.items():
+        mine = layer_of(path)
+        if mine is None:
+            continue
+        for line, quote, header in f.includes:
+            target = tree.resolve(path, quote, header)
+            theirs = layer_of(target) if target else None
+            # every layer below the netmod is plain: the plain check reports its includes
+            # of the netmod's own files
+            if theirs is None or theirs[0] == mine[0] or theirs[1] < mine[1] \
+                    or theirs[0] == NETMOD_DIR:
+                continue
+            offences.append((f.name, line, 'includes %s%s%s, which is %s: %s may not include %s'
+                             % (quote, header, '"' if quote == '"' else '>',
+                                tree.files[target].name, mine[0], theirs[0])))
+    if not offences:
+        return [Result('order', True, what)]
+    offences.sort()
+    details = ['%s:%d: %s' % o for o in offences[:MAX_DETAILS]]
+    if len(offences) > MAX_DETAILS:
+        details.append('... and %d more' % (len(offences) - MAX_DETAILS))
+    return [Result('order', False, '%s: %d offending includes' % (what, len(offences)), details)]
+
+
 def cycle_results(tree, check, noun, edges, cycles, describe_edge):
     """One PASS when there is no cycle, else one FAIL per cycle listing its edges."""
     if not cycles:
@@ -463,8 +518,8 @@ def check_call_cycles(tree):
 
 def run_checks(src_dir):
     tree = Tree(src_dir)
-    return check_public_layer(tree) + check_plain_layers(tree) + check_include_cycles(tree) \
-        + check_call_cycles(tree)
+    return check_public_layer(tree) + check_plain_layers(tree) + check_layer_order(tree) \
+        + check_include_cycles(tree) + check_call_cycles(tree)
 
 
 # ---- self-test ----------------------------------------------------------------------
@@ -478,7 +533,11 @@ CLEAN_TREE = {
                    'static const char *cvar = "MPIR_CVAR_CH4_GDR_DEVICE";\n'
                    'int plain_span(size_t n) { return wire_pad((int) n); }\n',
     'netmod/verbs/wire.h': 'static inline int wire_pad(int n)\n{\n    return (n + 7) & ~7;\n}\n',
-    'netmod/impl.h': '#include <mpidimpl.h>\n#include "rma/plain.h"\n'
+    # an adapter: rma's seam over the layers below it, both reached
+    'adapt/seam.h': '#include "rma/plain.h"\n#include "verbs/wire.h"\n#include "gpu/card.h"\n',
+    'common/status.h': '#define STATUS_OK 0\n',
+    'gpu/card.h': '#include <stdint.h>\n#include "pub.h"\n#include "common/status.h"\n',
+    'netmod/impl.h': '#include <mpidimpl.h>\n#include "rma/plain.h"\n#include "adapt/seam.h"\n'
                      'MPL_STATIC_INLINE_PREFIX int MPIDI_NM_inline(int x)\n'
                      '{\n    return plain_span(x);\n}\n',
     # GNU style, a same-named static helper in each file (ambiguous: no edge),
@@ -513,6 +572,21 @@ SELF_TESTS = (
                      'int bad(void)\n{\n    return MPIR_Foo();\n}\n',
     }, ('src/rma/bad.c:1: includes "mpiimpl.h"', 'src/rma/bad.c:2: includes "../netmod/impl.h"',
         'src/rma/bad.c:5: MPIR_Foo')),
+    ('includes pointing up', 'order', {
+        'gpu/up.c': '#include "rma/plain.h"\n#include "card.h"\n',
+        'netmod/verbs/up.h': '#include "../../adapt/seam.h"\n#include "gpu/card.h"\n',
+        'rma/up.c': '#include "adapt/seam.h"\n',
+        'common/up.h': '#include "../gpu/card.h"\n',
+    }, ('src/common/up.h:1: includes "../gpu/card.h", which is src/gpu/card.h: common may '
+        'not include gpu',
+        'src/gpu/up.c:1: includes "rma/plain.h", which is src/rma/plain.h: gpu may not '
+        'include rma',
+        'src/netmod/verbs/up.h:1: includes "../../adapt/seam.h", which is src/adapt/seam.h: '
+        'netmod/verbs may not include adapt',
+        'src/netmod/verbs/up.h:2: includes "gpu/card.h", which is src/gpu/card.h: '
+        'netmod/verbs may not include gpu',
+        'src/rma/up.c:1: includes "adapt/seam.h", which is src/adapt/seam.h: rma may not '
+        'include adapt')),
     ('call cycle', 'calls', {
         'netmod/c.c': 'int c_one(int n)\n{\n    return n ? d_two(n - 1) : 0;\n}\n',
         'netmod/d.c': 'int d_two(int n)\n{\n    return c_one(n);\n}\n',
@@ -558,7 +632,7 @@ def self_test(tmp_dir):
         for want in expected:
             if want not in details:
                 problems.append('%s: missing "%s" in %s' % (label, want, details))
-        if failing in ('plain', 'public') and len(details) != len(expected):
+        if failing in ('plain', 'public', 'order') and len(details) != len(expected):
             problems.append('%s: expected exactly %s, got %s' % (label, expected, details))
     if problems:
         return [Result('selftest', False, 'self-test: ' + p) for p in problems]

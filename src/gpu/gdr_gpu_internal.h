@@ -1,4 +1,5 @@
-/* Shared by the GPU layer's own files (gdr_gpu*.c); not for its users. */
+/* Shared by the GPU layer's own files (gdr_gpu*.c) and the adapters over it in src/adapt
+ * (gdr_gpu_rma_device.c, gdr_gpu_rma_stream.c); not for its other users. */
 #ifndef GDR_GPU_INTERNAL_H
 #define GDR_GPU_INTERNAL_H
 

@@ -1,6 +1,7 @@
 ## gdr netmod: the MPICH-facing glue (this directory) plus the plain C layers it
-## drives, grafted next to it by maint/graft: verbs/ (transport), rma/, gpu/, and the
-## public headers (gdr's include/) in include/.
+## drives, grafted next to it by maint/graft: verbs/ (transport), rma/, gpu/, adapt/ (the
+## RMA engine's seams over verbs and gpu), common/ (what they share: status codes), and
+## the public headers (gdr's include/) in include/.
 
 if BUILD_CH4_NETMOD_GDR
 
@@ -30,7 +31,6 @@ noinst_HEADERS += src/mpid/ch4/netmod/gdr/gdr_pre.h \
                   src/mpid/ch4/netmod/gdr/verbs/gdr_verbs_am_internal.h \
                   src/mpid/ch4/netmod/gdr/verbs/gdr_verbs_iface_priv.h \
                   src/mpid/ch4/netmod/gdr/verbs/gdr_verbs_rma.h \
-                  src/mpid/ch4/netmod/gdr/verbs/gdr_verbs_rma_transport.h \
                   src/mpid/ch4/netmod/gdr/verbs/gdr_verbs_rcache.h \
                   src/mpid/ch4/netmod/gdr/verbs/gdr_verbs_memhooks.h \
                   src/mpid/ch4/netmod/gdr/gpu/gdr_gpu_driver.h \
@@ -66,8 +66,10 @@ noinst_HEADERS += src/mpid/ch4/netmod/gdr/gdr_pre.h \
                   src/mpid/ch4/netmod/gdr/rma/gdr_rma_trigger_exec.h \
                   src/mpid/ch4/netmod/gdr/rma/gdr_rma_stream_queue.h \
                   src/mpid/ch4/netmod/gdr/rma/gdr_rma_lock.h \
-                  src/mpid/ch4/netmod/gdr/gpu/gdr_gpu_rma_device.h \
-                  src/mpid/ch4/netmod/gdr/gpu/gdr_gpu_rma_stream.h \
+                  src/mpid/ch4/netmod/gdr/adapt/gdr_verbs_rma_transport.h \
+                  src/mpid/ch4/netmod/gdr/adapt/gdr_gpu_rma_device.h \
+                  src/mpid/ch4/netmod/gdr/adapt/gdr_gpu_rma_stream.h \
+                  src/mpid/ch4/netmod/gdr/common/gdr_status.h \
                   src/mpid/ch4/netmod/gdr/gdr_context.h \
                   src/mpid/ch4/netmod/gdr/gdr_triggered.h
 
@@ -105,7 +107,6 @@ mpi_core_sources += src/mpid/ch4/netmod/gdr/func_table.c \
                     src/mpid/ch4/netmod/gdr/verbs/gdr_verbs_progress.c \
                     src/mpid/ch4/netmod/gdr/verbs/gdr_verbs_idle.c \
                     src/mpid/ch4/netmod/gdr/verbs/gdr_verbs_rma.c \
-                    src/mpid/ch4/netmod/gdr/verbs/gdr_verbs_rma_transport.c \
                     src/mpid/ch4/netmod/gdr/verbs/gdr_verbs_rcache.c \
                     src/mpid/ch4/netmod/gdr/verbs/gdr_verbs_memhooks.c \
                     src/mpid/ch4/netmod/gdr/gdr_gpudirect.c \
@@ -141,8 +142,9 @@ mpi_core_sources += src/mpid/ch4/netmod/gdr/func_table.c \
                     src/mpid/ch4/netmod/gdr/rma/gdr_rma_ctl.c \
                     src/mpid/ch4/netmod/gdr/rma/gdr_rma_passive.c \
                     src/mpid/ch4/netmod/gdr/rma/gdr_rma_active.c \
-                    src/mpid/ch4/netmod/gdr/gpu/gdr_gpu_rma_device.c \
-                    src/mpid/ch4/netmod/gdr/gpu/gdr_gpu_rma_stream.c \
+                    src/mpid/ch4/netmod/gdr/adapt/gdr_verbs_rma_transport.c \
+                    src/mpid/ch4/netmod/gdr/adapt/gdr_gpu_rma_device.c \
+                    src/mpid/ch4/netmod/gdr/adapt/gdr_gpu_rma_stream.c \
                     src/mpid/ch4/netmod/gdr/gdr_rma_staged.c \
                     src/mpid/ch4/netmod/gdr/gdr_rma_local.c \
                     src/mpid/ch4/netmod/gdr/gdr_progress.c \

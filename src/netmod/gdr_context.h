@@ -12,7 +12,7 @@
 #include "rma/gdr_rma_win.h"
 #include "gpu/gdr_gpu.h"
 #include "gpu/gdr_gpu_ipc.h"
-#include "gpu/gdr_gpu_rma_device.h"
+#include "adapt/gdr_gpu_rma_device.h"
 
 struct gdr_rma_staged;             /* the staged protocol (rma/gdr_rma_staged.h) */
 struct gdr_rma_staged_win;

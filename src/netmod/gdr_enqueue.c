@@ -23,7 +23,7 @@
 #include "gpu/gdr_gpu_kernels_image.h"
 #include "gpu/gdr_gpu_mem.h"
 #include "gpu/gdr_gpu_module.h"
-#include "gpu/gdr_gpu_rma_stream.h"
+#include "adapt/gdr_gpu_rma_stream.h"
 #include "gpu/gdr_gpu_stream.h"
 #include "gdr/gdr_rma_signal.h"
 #include "rma/gdr_rma_stream_queue.h"

@@ -6,7 +6,7 @@
 #include "gdr_noinline.h"
 #include "gdr_engine_lock.h"
 #include "gdr_rma_local.h"
-#include "verbs/gdr_verbs_rma_transport.h"
+#include "adapt/gdr_verbs_rma_transport.h"
 #include "rma/gdr_rma_staged.h"
 
 static int host_progress(void *ctx)

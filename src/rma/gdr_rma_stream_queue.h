@@ -27,7 +27,8 @@
 #include <stdint.h>
 #include "gdr_rma_trigger_done.h"
 
-/* The stream, as src/gpu (or a test) drives it: every call queues work and returns. */
+/* The stream, as src/gpu (through src/adapt, or a test) drives it: every call queues work
+ * and returns. */
 typedef struct gdr_sq_stream {
     void *ctx;
     void *stream;               /* the window's stream (a CUstream), opaque here */

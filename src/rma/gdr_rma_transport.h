@@ -1,15 +1,15 @@
 /* The RMA engine's three seams, as structs of function pointers:
- *  - the transport (src/netmod/verbs implements it): post RDMA writes, reads and
+ *  - the transport (src/adapt implements it over src/netmod/verbs): post RDMA writes, reads and
  *    8-byte atomics on a peer's registered memory, with gather/scatter lists; register
  *    memory for remote access; pin origin buffers.  Every posted operation completes
  *    once, through its done callback, inside the host's progress;
  *  - the host (src/netmod implements it over MPICH): drive progress, send the small
  *    control message that asks a target about a dynamic window's region, say whether
  *    message-path accumulates are still in flight, report a long wait;
- *  - the device (src/gpu implements it over CUDA): pinned host memory, ordered work
+ *  - the device (src/adapt implements it over src/gpu): pinned host memory, ordered work
  *    queues of copies and accumulate kernels, and marks polled without waiting: what the
  *    staged protocol for device memory needs of a GPU (maint/gpu-windows-plan.md).
- * Only types here: the engine, the transport and the tests include it. */
+ * Only types here: the engine, the adapters and the tests include it. */
 #ifndef GDR_RMA_TRANSPORT_H
 #define GDR_RMA_TRANSPORT_H
 
@@ -17,15 +17,17 @@
 #include <stdint.h>
 #include <sys/uio.h>
 #include "gdr/gpu/gdr_gpu_acc.h"       /* types only: the accumulate kernel's arguments */
+#include "common/gdr_status.h"
 
-/* Results of posts and of the engine's calls.  BUSY: no room (progress, then post
- * again).  NOREG: the origin buffer cannot be registered; nothing was posted, send the
- * data another way.  ERROR: the transport failed (its error says why), or a
- * transport operation completed in error.  HOST_ERROR: a host callback failed (the
- * host keeps its own error).  NOMEM: out of memory. */
+/* Results of posts and of the engine's calls: common/gdr_status.h's, by the engine's
+ * names.  BUSY: no room (progress, then post again).  NOREG: the origin buffer cannot be
+ * registered; nothing was posted, send the data another way.  ERROR: the transport
+ * failed (its error says why), or a transport operation completed in error.  HOST_ERROR:
+ * a host callback failed (the host keeps its own error).  NOMEM: out of memory. */
 enum {
-    GDR_RMA_OK = 0, GDR_RMA_BUSY = 1, GDR_RMA_NOREG = 2,
-    GDR_RMA_ERROR = -1, GDR_RMA_HOST_ERROR = -2, GDR_RMA_NOMEM = -3
+    GDR_RMA_OK = GDR_STATUS_OK, GDR_RMA_BUSY = GDR_STATUS_BUSY, GDR_RMA_NOREG = GDR_STATUS_NOREG,
+    GDR_RMA_ERROR = GDR_STATUS_ERROR, GDR_RMA_HOST_ERROR = GDR_STATUS_HOST_ERROR,
+    GDR_RMA_NOMEM = GDR_STATUS_NOMEM
 };
 
 /* status 0: completed (writes and atomics: at the target); else the work failed. */

@@ -19,6 +19,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <sys/uio.h>
+#include "common/gdr_status.h"
 #include "gdr_verbs_am.h"
 
 typedef struct gdr_verbs_rma gdr_verbs_rma_t;
@@ -70,13 +71,15 @@ typedef struct gdr_verbs_rma_stats {
     uint64_t hold_limit;        /* cfg.hold: work requests one doorbell may wait for */
 } gdr_verbs_rma_stats_t;
 
+/* Post results are common/gdr_status.h's (-1 is GDR_STATUS_ERROR), so that the RMA
+ * engine's transport seam hands them on unchanged. */
 /* Returned by the post functions when the peer's send queue or the bounce buffers are
  * full: progress the channel and post again. */
-#define GDR_VERBS_RMA_BUSY 1
+#define GDR_VERBS_RMA_BUSY GDR_STATUS_BUSY
 /* Returned by put and get when the origin buffer cannot be registered (not memory the
  * NIC can pin, or over the locked-memory limit): nothing was posted, the channel is
  * fine; send the data another way.  gdr_verbs_rma_error() says why. */
-#define GDR_VERBS_RMA_NOREG 2
+#define GDR_VERBS_RMA_NOREG GDR_STATUS_NOREG
 
 /* Attaches to am (whose config has rma_depth == cfg->depth).  NULL with why set. */
 gdr_verbs_rma_t *gdr_verbs_rma_create(gdr_verbs_iface_t *am, const gdr_verbs_rma_config_t *cfg,

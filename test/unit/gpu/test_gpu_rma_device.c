@@ -1,4 +1,4 @@
-/* The RMA engine's device seam over the GPU layer (src/gpu/gdr_gpu_rma_device.h), on the
+/* The RMA engine's device seam over the GPU layer (src/adapt/gdr_gpu_rma_device.h), on the
  * simulated GPU in both modes (strict: the test never touches device memory on the
  * host; it reads device memory back with gdr_gpu_copy): scattered copies both ways, order
  * on one queue, marks that never wait, the accumulate kernel, buffer ids, refusals. */
@@ -7,7 +7,7 @@
 #include <time.h>
 #include "gpu/gdr_gpu_mem.h"
 #include "gpu/gdr_gpu_module.h"
-#include "gpu/gdr_gpu_rma_device.h"
+#include "adapt/gdr_gpu_rma_device.h"
 #include "gpu/gdr_gpu_stream.h"
 
 static void pause_ms(int ms)

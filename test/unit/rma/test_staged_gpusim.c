@@ -1,5 +1,5 @@
 /* The staged protocol (src/rma/gdr_rma_staged.h) over the real device seam
- * (src/gpu/gdr_gpu_rma_device.h) on the simulated GPU, in both of its modes.  In strict
+ * (src/adapt/gdr_gpu_rma_device.h) on the simulated GPU, in both of its modes.  In strict
  * mode device memory is PROT_NONE for the host: if the protocol dereferenced window,
  * origin or result memory on the host, this test would die of SIGSEGV.  Accumulates run
  * through the simulator's kernel (gdr_gpu_acc_launch).
@@ -29,7 +29,7 @@
 #include <time.h>
 #include "gpu/gdr_gpu_mem.h"
 #include "gpu/gdr_gpu_module.h"
-#include "gpu/gdr_gpu_rma_device.h"
+#include "adapt/gdr_gpu_rma_device.h"
 #include "gpu/gdr_gpu_stream.h"
 #include "rma/gdr_rma_staged.h"
 

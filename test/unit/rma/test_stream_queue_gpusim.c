@@ -1,5 +1,5 @@
 /* The stream queue of stream-ordered RMA (src/rma/gdr_rma_stream_queue.h) on the simulated
- * GPU's streams (src/gpu/gdr_gpu_rma_stream.h), in both of its modes.  The executor is a
+ * GPU's streams (src/adapt/gdr_gpu_rma_stream.h), in both of its modes.  The executor is a
  * fake "transport" that applies puts and gets to a host array (the target) when it starts
  * them and completes them later, newest first (so completion is out of order).  The
  * stream stands in for the application's: memsets play the kernels that write origin
@@ -19,7 +19,7 @@
 #include <stdint.h>
 #include <time.h>
 #include "gpu/gdr_gpu_mem.h"
-#include "gpu/gdr_gpu_rma_stream.h"
+#include "adapt/gdr_gpu_rma_stream.h"
 #include "gpu/gdr_gpu_stream.h"
 #include "rma/gdr_rma_stream_queue.h"
 

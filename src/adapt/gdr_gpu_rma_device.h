@@ -1,14 +1,15 @@
-/* The RMA engine's device seam (gdr_rma_device_t, src/rma/gdr_rma_transport.h) over this
- * layer, as src/netmod/verbs implements the transport seam: host_alloc is
- * gdr_gpu_host_alloc (pinned, mapped for the device at the same address), a queue is a
- * gdr_gpu_stream_t of its own, copyv one gdr_gpu_copy_async per piece pair, acc
- * gdr_gpu_acc_launch, a mark an event (recycled), buffer_id gdr_gpu_mem_query's id.
+/* The RMA engine's device seam (gdr_rma_device_t, src/rma/gdr_rma_transport.h) over the
+ * GPU layer (src/gpu), as gdr_verbs_rma_transport.h implements the transport seam over
+ * verbs: host_alloc is gdr_gpu_host_alloc (pinned, mapped for the device at the same
+ * address), a queue is a gdr_gpu_stream_t of its own, copyv one gdr_gpu_copy_async per
+ * piece pair, acc gdr_gpu_acc_launch, a mark an event (recycled), buffer_id
+ * gdr_gpu_mem_query's id.
  * Errors are g->error's sentences.  Not thread safe (as the seam); the calling thread
  * has g's context current (gdr_gpu_bind_thread). */
 #ifndef GDR_GPU_RMA_DEVICE_H
 #define GDR_GPU_RMA_DEVICE_H
 
-#include "gdr_gpu.h"
+#include "gpu/gdr_gpu.h"
 #include "rma/gdr_rma_transport.h"
 
 typedef struct gdr_gpu_rma_mark gdr_gpu_rma_mark_t;

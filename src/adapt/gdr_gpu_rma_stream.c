@@ -1,7 +1,7 @@
 #include "gdr_gpu_rma_stream.h"
 
 #include <errno.h>
-#include "gdr_gpu_internal.h"
+#include "gpu/gdr_gpu_internal.h"
 
 static int s_write(void *ctx, void *stream, volatile uint64_t *word, uint64_t value)
 {

@@ -1,10 +1,10 @@
 /* The device seam over streams, events, pinned memory and the accumulate kernel. */
 #include "gdr_gpu_rma_device.h"
 #include "gdr/gpu/gdr_gpu_acc_atomic.h"
-#include "gdr_gpu_internal.h"
-#include "gdr_gpu_mem.h"
-#include "gdr_gpu_module.h"
-#include "gdr_gpu_stream.h"
+#include "gpu/gdr_gpu_internal.h"
+#include "gpu/gdr_gpu_mem.h"
+#include "gpu/gdr_gpu_module.h"
+#include "gpu/gdr_gpu_stream.h"
 
 #include <errno.h>
 #include <stdlib.h>
@@ -15,7 +15,7 @@ struct gdr_gpu_rma_mark {
     gdr_gpu_rma_mark_t *next_made;
 };
 
-/* The seam's answer for one of this layer's (0 or a negative errno value). */
+/* The seam's answer for one of the GPU layer's (0 or a negative errno value). */
 static int seam_rc(int rc)
 {
     if (rc >= 0)
