@@ -18,7 +18,7 @@ noinst_HEADERS += src/mpid/ch4/netmod/gdr/gdr_pre.h \
                   src/mpid/ch4/netmod/gdr/gdr_request.h \
                   src/mpid/ch4/netmod/gdr/netmod_inline.h \
                   src/mpid/ch4/netmod/gdr/gdr_rma.h \
-                  src/mpid/ch4/netmod/gdr/gdr_rma_local.h \
+                  src/mpid/ch4/netmod/gdr/gdr_rma_ipc.h \
                   src/mpid/ch4/netmod/gdr/verbs/gdr_verbs_select.h \
                   src/mpid/ch4/netmod/gdr/verbs/gdr_verbs_topo.h \
                   src/mpid/ch4/netmod/gdr/verbs/gdr_verbs_device.h \
@@ -146,7 +146,7 @@ mpi_core_sources += src/mpid/ch4/netmod/gdr/func_table.c \
                     src/mpid/ch4/netmod/gdr/adapt/gdr_gpu_rma_device.c \
                     src/mpid/ch4/netmod/gdr/adapt/gdr_gpu_rma_stream.c \
                     src/mpid/ch4/netmod/gdr/gdr_rma_staged.c \
-                    src/mpid/ch4/netmod/gdr/gdr_rma_local.c \
+                    src/mpid/ch4/netmod/gdr/gdr_rma_ipc.c \
                     src/mpid/ch4/netmod/gdr/gdr_progress.c \
                     src/mpid/ch4/netmod/gdr/gdr_triggered_base.c \
                     src/mpid/ch4/netmod/gdr/gdr_triggered.c \

@@ -98,7 +98,7 @@ struct MPIDI_GDR_win_state {
     struct gdr_rma_staged_win *staged;     /* the staged protocol's part, or NULL */
     struct MPIDI_GDR_enqueue *enqueue;  /* stream-ordered RMA (gdr_enqueue.c), or NULL */
     struct MPIDI_GDR_device_win *device;        /* kernel-triggered RMA (gdr_device_win.c) */
-    struct MPIDI_GDR_local_win *local;  /* same-node device path (gdr_rma_local.c), or NULL */
+    struct MPIDI_GDR_ipc_win *ipc;    /* same-node device path (gdr_rma_ipc.c), or NULL */
     struct MPIR_Win *win;       /* the window (set with enqueue or device) */
     int native_active;          /* fence and PSCW through control blocks (gdr_win_sync.c) */
     struct MPIDI_GDR_win_state *next_triggered; /* in MPIDI_GDR_global.triggered */

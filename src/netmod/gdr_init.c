@@ -152,7 +152,7 @@ int MPIDI_GDR_init_local(int *tag_bits)
     mpi_errno = MPIDI_GDR_dynamic_register_handlers();
     MPIR_ERR_CHECK(mpi_errno);
     MPIDI_GDR_staged_register_pvars();
-    MPIDI_GDR_local_register_pvars();
+    MPIDI_GDR_ipc_register_pvars();
     mpi_errno = MPIDI_GDR_staged_register_handler();
     MPIR_ERR_CHECK(mpi_errno);
 

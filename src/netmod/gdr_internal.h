@@ -153,7 +153,7 @@ int MPIDI_GDR_win_need(MPIR_Win * win, int rank);
  * send_msg), each window's part.  Its progress: gdr_progress.h. */
 int MPIDI_GDR_staged_register_handler(void);
 void MPIDI_GDR_staged_register_pvars(void);
-void MPIDI_GDR_local_register_pvars(void);
+void MPIDI_GDR_ipc_register_pvars(void);
 void MPIDI_GDR_staged_start(void);
 void MPIDI_GDR_staged_stop(void);
 void MPIDI_GDR_staged_win_new(MPIR_Win * win);

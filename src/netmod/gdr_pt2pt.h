@@ -8,6 +8,7 @@
 #define GDR_PT2PT_H_INCLUDED
 
 #include "gdr_impl.h"
+#include "gdr_am.h"              /* MPIDI_GDR_send_eager */
 
 MPL_STATIC_INLINE_PREFIX int MPIDI_NM_mpi_isend(const void *buf, MPI_Aint count,
                                                 MPI_Datatype datatype, int rank, int tag,

@@ -6,7 +6,7 @@
 #include "gdr_noinline.h"
 #include "gdr_engine_lock.h"
 #include "gdr_rma.h"
-#include "gdr_rma_local.h"
+#include "gdr_rma_ipc.h"
 #include "rma/gdr_rma_issue.h"
 #include "rma/gdr_rma_small.h"
 
@@ -111,7 +111,7 @@ static int wait_all_sparing(MPIR_Win * win, int local_only, int spared)
     /* (the engine's wait forgets learned regions itself on windows with RDMA) */
     if (!local_only && !w->rdma)
         MPIDI_GDR_dynamic_forget(win, -1);
-    int mpi_errno = MPIDI_GDR_local_wait(win);
+    int mpi_errno = MPIDI_GDR_ipc_wait(win);
     if (mpi_errno != MPI_SUCCESS || w->eng == NULL)
         return mpi_errno;
     int took = MPIDI_GDR_engine_enter();
@@ -139,7 +139,7 @@ int MPIDI_GDR_rma_wait_target(MPIR_Win * win, int rank, int local_only)
     gdr_rma_win_t *w = &GDR_WIN(win).rma;
     if (!local_only && !w->rdma)
         MPIDI_GDR_dynamic_forget(win, rank);
-    int mpi_errno = MPIDI_GDR_local_wait_target(win, rank);
+    int mpi_errno = MPIDI_GDR_ipc_wait_target(win, rank);
     if (mpi_errno != MPI_SUCCESS || w->eng == NULL)
         return mpi_errno;
     int took = MPIDI_GDR_engine_enter();
@@ -350,8 +350,8 @@ static void route_decide(MPIR_Win * win, int t, gdr_rma_route_t * r)
     int first = !r->known;
     gdr_rma_route_fill(&s->rma, t, short_cap, UINT32_MAX, r);
     if (first) {
-        r->ipc = (uint8_t) MPIDI_GDR_local_maps(win, t);
-        r->node_am = (uint8_t) MPIDI_GDR_local_only_by_message(win, t);
+        r->ipc = (uint8_t) MPIDI_GDR_ipc_maps(win, t);
+        r->node_am = (uint8_t) MPIDI_GDR_ipc_only_by_message(win, t);
         r->staged = s->staged != NULL;
         r->nic_gpu = (uint8_t) MPIDI_GDR_nic_takes_gpu_memory();
         r->small = r->rc && !r->ipc && !r->node_am && !r->dynamic;
@@ -424,9 +424,9 @@ int MPIDI_GDR_rma(const MPIDI_GDR_rma_args_t * a, MPIR_Win * win, MPIR_Request *
         mpi_errno = rma_small(a, win, handled);
     /* same-node device windows first: copies straight into the peer's window */
     if (mpi_errno == MPI_SUCCESS && !*handled)
-        mpi_errno = MPIDI_GDR_local_rma(a, win, req, handled);
+        mpi_errno = MPIDI_GDR_ipc_rma(a, win, req, handled);
     if (mpi_errno == MPI_SUCCESS && !*handled
-        && !MPIDI_GDR_local_only_by_message(win, a->target))
+        && !MPIDI_GDR_ipc_only_by_message(win, a->target))
         mpi_errno = rma_native(a, win, req, handled);
     MPIDI_GDR_engine_exit(took);
     /* device memory the NIC cannot take: the staged protocol; else MPIDIG's messages */

@@ -5,7 +5,7 @@
 #include "gdr_internal.h"
 #include "gdr_noinline.h"
 #include "gdr_engine_lock.h"
-#include "gdr_rma_local.h"
+#include "gdr_rma_ipc.h"
 #include "adapt/gdr_verbs_rma_transport.h"
 #include "rma/gdr_rma_staged.h"
 

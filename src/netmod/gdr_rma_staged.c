@@ -9,7 +9,7 @@
 #include "gdr_engine_lock.h"
 #include "gdr_am.h"
 #include "gdr_rma.h"
-#include "gdr_rma_local.h"
+#include "gdr_rma_ipc.h"
 #include "gdr_acc_map.h"
 #include "rma/gdr_rma_staged.h"
 #include "gpu/gdr_gpu_module.h"
@@ -385,7 +385,7 @@ int MPIDI_GDR_rma_staged(const MPIDI_GDR_rma_args_t * a, MPIR_Win * win, MPIR_Re
                          int *handled)
 {
     *handled = 0;
-    if (MPIDI_GDR_local_only_by_message(win, a->target))
+    if (MPIDI_GDR_ipc_only_by_message(win, a->target))
         return MPI_SUCCESS;
     int took = MPIDI_GDR_engine_enter();
     int mpi_errno = rma_staged(a, win, req, handled);

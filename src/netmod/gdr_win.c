@@ -8,7 +8,7 @@
 #include "gdr_internal.h"
 #include "gdr_noinline.h"
 #include "gdr_rma.h"
-#include "gdr_rma_local.h"
+#include "gdr_rma_ipc.h"
 #include "gdr_engine_lock.h"
 #include "gpu/gdr_gpu_ipc.h"
 #include "gpu/gdr_gpu_mem.h"
@@ -165,7 +165,7 @@ static int win_table_init(MPIR_Win * win, int rdma)
     for (int i = 0; i < n; i++)
         gdr_rma_win_set_card(w, i, &cards[i].rma);
     keep_peer_ipc(win, cards);
-    if (MPIDI_GDR_local_claims(win, node_on_one_gpu(win, cards)))
+    if (MPIDI_GDR_ipc_claims(win, node_on_one_gpu(win, cards)))
         MPIDI_WIN(win, winattr) |= MPIDI_WINATTR_NM_LOCAL;     /* (MPICH patch 0015) */
     MPIDI_GDR_engine_exit(took);
   fn_exit:
@@ -420,7 +420,7 @@ int MPIDI_GDR_mpi_win_free_hook(MPIR_Win * win)
     mpi_errno = mpi_errno ? mpi_errno : mpi_errno2;
     int took = MPIDI_GDR_engine_enter();
     MPIDI_GDR_staged_win_free(win);
-    MPIDI_GDR_local_free(win);
+    MPIDI_GDR_ipc_free(win);
     gdr_rma_win_free(&GDR_WIN(win).rma);        /* the key dies here */
     MPIDI_GDR_engine_exit(took);
     MPL_free(GDR_WIN(win).peer_ipc);

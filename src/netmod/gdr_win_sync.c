@@ -51,7 +51,7 @@ cvars:
 #include "gdr_internal.h"
 #include "gdr_noinline.h"
 #include "gdr_rma.h"
-#include "gdr_rma_local.h"
+#include "gdr_rma_ipc.h"
 #include "gdr_triggered.h"
 #include "gdr_engine_lock.h"
 
@@ -190,7 +190,7 @@ int MPIDI_GDR_win_complete(MPIR_Win * win)
     mpi_errno = group_ranks(win, group, &ranks);
     MPIR_ERR_CHECK(mpi_errno);
     /* same-node copies land before the notices (they do not go on the queue pairs) */
-    mpi_errno = MPIDI_GDR_local_wait(win);
+    mpi_errno = MPIDI_GDR_ipc_wait(win);
     MPIR_ERR_CHECK(mpi_errno);
     for (int i = 0; i < group->size; i++) {
         if (!release_must_wait(win, ranks[i]))

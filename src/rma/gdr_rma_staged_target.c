@@ -199,7 +199,7 @@ static int apply_part(void *arg, const span_t *sp, char *addr, uint64_t n)
             .result = c->out != NULL ? c->out + off : NULL,
             .compare = cas ? c->in + t->elem : NULL,.count = n / t->elem,
             /* same-node origins may apply accumulates to this window at once
-             * (gdr_rma_local.c): element-wise atomic wherever the type allows */
+             * (gdr_rma_ipc.c): element-wise atomic wherever the type allows */
             .op = t->op | (gdr_gpu_acc_atomic_ok(t->type, addr) ? GDR_GPU_ACC_ATOMIC : 0),
             .type = t->type
         };

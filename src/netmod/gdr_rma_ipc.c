@@ -63,7 +63,7 @@ cvars:
 #include "gdr_internal.h"
 #include "gdr_noinline.h"
 #include "gdr_engine_lock.h"
-#include "gdr_rma_local.h"
+#include "gdr_rma_ipc.h"
 #include "gdr_acc_map.h"
 #include "gdr_triggered.h"
 #include "gpu/gdr_gpu_kernels_image.h"
@@ -86,7 +86,7 @@ typedef struct {
     size_t scratch_size;
 } local_lane_t;
 
-struct MPIDI_GDR_local_win {
+struct MPIDI_GDR_ipc_win {
     int nranks;
     gdr_dev_peer_t *peers;      /* per rank, mapped on first use (base NULL: not this path) */
     unsigned char *seen;        /* per rank: looked at */
@@ -99,7 +99,7 @@ struct MPIDI_GDR_local_win {
                                  * available (the copy engine carries everything) */
 };
 
-void MPIDI_GDR_local_register_pvars(void)
+void MPIDI_GDR_ipc_register_pvars(void)
 {
     static const char *const names[GDR_RMA_KINDS][2] = {
         {"gdr_rma_put_local", "MPI_Put/Rput to a same-node device window as GPU copies"},
@@ -126,7 +126,7 @@ void MPIDI_GDR_local_register_pvars(void)
                               "gdr's copy kernel (MPIR_CVAR_CH4_GDR_LOCAL_KERNEL_COPY)");
 }
 
-static void local_release(MPIR_Win * win, struct MPIDI_GDR_local_win *l)
+static void local_release(MPIR_Win * win, struct MPIDI_GDR_ipc_win *l)
 {
     gdr_gpu_t *g = &MPIDI_GDR_global.gpu;
     for (int r = 0; l->peers != NULL && r < l->nranks; r++)
@@ -148,7 +148,7 @@ static void local_release(MPIR_Win * win, struct MPIDI_GDR_local_win *l)
     MPL_free(l);
 }
 
-int MPIDI_GDR_local_claims(MPIR_Win * win, int one_gpu)
+int MPIDI_GDR_ipc_claims(MPIR_Win * win, int one_gpu)
 {
     if (!MPIR_CVAR_CH4_GDR_LOCAL_DEVICE || !MPIDI_GDR_global.gpu.on
         || win->create_flavor == MPI_WIN_FLAVOR_DYNAMIC)
@@ -162,7 +162,7 @@ int MPIDI_GDR_local_claims(MPIR_Win * win, int one_gpu)
         && (info.is_device || info.is_pinned_host);
     if (!any && !self)
         return 0;
-    struct MPIDI_GDR_local_win *l = MPL_calloc(1, sizeof(*l), MPL_MEM_RMA);
+    struct MPIDI_GDR_ipc_win *l = MPL_calloc(1, sizeof(*l), MPL_MEM_RMA);
     if (l != NULL) {
         l->nranks = n;
         l->peers = MPL_calloc(n, sizeof(*l->peers), MPL_MEM_RMA);
@@ -178,12 +178,12 @@ int MPIDI_GDR_local_claims(MPIR_Win * win, int one_gpu)
             local_release(win, l);
         return 0;               /* only a shortcut lost: MPICH's shared memory carries them */
     }
-    GDR_WIN(win).local = l;
+    GDR_WIN(win).ipc = l;
     return 1;
 }
 
 /* Rank's window as mapped here, or NULL: not this path. */
-static const gdr_dev_peer_t *peer_of(MPIR_Win * win, struct MPIDI_GDR_local_win *l, int rank)
+static const gdr_dev_peer_t *peer_of(MPIR_Win * win, struct MPIDI_GDR_ipc_win *l, int rank)
 {
     if (!l->seen[rank]) {
         l->seen[rank] = 1;
@@ -291,7 +291,7 @@ static int gpu_reaches(const void *p)
 /* Whether the copy kernel is loaded: asked once per window (a lookup under the GPU
  * layer's lock otherwise on every small operation); without it the copy engine carries
  * every operation. */
-static int copy_kernel_usable(struct MPIDI_GDR_local_win *l)
+static int copy_kernel_usable(struct MPIDI_GDR_ipc_win *l)
 {
     if (l->copy_kernel == 0)
         l->copy_kernel = gdr_gpu_kernel_ready(&MPIDI_GDR_global.gpu, GDR_GPU_COPY_KERNEL,
@@ -304,7 +304,7 @@ static int copy_kernel_usable(struct MPIDI_GDR_local_win *l)
  * it is small (MPIR_CVAR_CH4_GDR_LOCAL_KERNEL_COPY), takes at most a launch's runs, the
  * GPU reaches the origin buffer (the target's window it always does) and the kernel is
  * loaded; else one copy-engine transfer per run. */
-static int queue_copies(struct MPIDI_GDR_local_win *l, local_lane_t * lane, int put,
+static int queue_copies(struct MPIDI_GDR_ipc_win *l, local_lane_t * lane, int put,
                         char *tbase, const void *origin, MPI_Aint bytes,
                         const struct iovec *o, size_t on, const struct iovec *t, size_t tn)
 {
@@ -322,7 +322,7 @@ static int queue_copies(struct MPIDI_GDR_local_win *l, local_lane_t * lane, int 
 }
 
 /* Target's lane with its stream and event made, or NULL (the GPU layer's error says why). */
-static local_lane_t *lane_ready(struct MPIDI_GDR_local_win *l, int target)
+static local_lane_t *lane_ready(struct MPIDI_GDR_ipc_win *l, int target)
 {
     gdr_gpu_t *g = &MPIDI_GDR_global.gpu;
     local_lane_t *lane = &l->lanes[target];
@@ -544,7 +544,7 @@ static int scratch_ready(local_lane_t * lane, size_t need)
  * every element of a type the kernel takes goes this way whatever the layout or size, as
  * element-wise atomicity with the other same-node origins needs. */
 static int local_acc(const MPIDI_GDR_rma_args_t * a, MPIR_Win * win,
-                     struct MPIDI_GDR_local_win *l, const gdr_dev_peer_t * peer,
+                     struct MPIDI_GDR_ipc_win *l, const gdr_dev_peer_t * peer,
                      MPIR_Request ** req, int *handled)
 {
     int mpi_errno = MPI_SUCCESS;
@@ -637,7 +637,7 @@ static int local_acc(const MPIDI_GDR_rma_args_t * a, MPIR_Win * win,
 /* An accumulate this path does not take goes another way: with MPI's default ordering,
  * this path's accumulates to that target land first, and the next one here waits for
  * the other way's. */
-static int acc_goes_elsewhere(MPIR_Win * win, struct MPIDI_GDR_local_win *l, int target)
+static int acc_goes_elsewhere(MPIR_Win * win, struct MPIDI_GDR_ipc_win *l, int target)
 {
     l->acc_elsewhere[target] = 1;
     if (!l->lanes[target].acc_here)
@@ -645,11 +645,11 @@ static int acc_goes_elsewhere(MPIR_Win * win, struct MPIDI_GDR_local_win *l, int
     return lane_wait(&l->lanes[target]);
 }
 
-int MPIDI_GDR_local_rma(const MPIDI_GDR_rma_args_t * a, MPIR_Win * win, MPIR_Request ** req,
+int MPIDI_GDR_ipc_rma(const MPIDI_GDR_rma_args_t * a, MPIR_Win * win, MPIR_Request ** req,
                         int *handled)
 {
     int mpi_errno = MPI_SUCCESS, put = a->kind == GDR_RMA_PUT;
-    struct MPIDI_GDR_local_win *l = GDR_WIN(win).local;
+    struct MPIDI_GDR_ipc_win *l = GDR_WIN(win).ipc;
     gdr_gpu_t *g = &MPIDI_GDR_global.gpu;
     struct iovec o_one, t_one, *o = &o_one, *t = &t_one;
     size_t on = 0, tn = 0;
@@ -710,26 +710,26 @@ int MPIDI_GDR_local_rma(const MPIDI_GDR_rma_args_t * a, MPIR_Win * win, MPIR_Req
     goto fn_exit;
 }
 
-int MPIDI_GDR_local_maps(MPIR_Win * win, int target)
+int MPIDI_GDR_ipc_maps(MPIR_Win * win, int target)
 {
-    struct MPIDI_GDR_local_win *l = GDR_WIN(win).local;
+    struct MPIDI_GDR_ipc_win *l = GDR_WIN(win).ipc;
     return l != NULL && target >= 0 && target < l->nranks && peer_of(win, l, target) != NULL;
 }
 
-int MPIDI_GDR_local_only_by_message(MPIR_Win * win, int target)
+int MPIDI_GDR_ipc_only_by_message(MPIR_Win * win, int target)
 {
     /* (this rank itself stays with the engine when the node is on one GPU, as the other
      * ranks' accumulates are then GPU atomics too; with several GPUs the node's
      * accumulates all go as messages, this rank's own as well) */
     return (MPIDI_WIN(win, winattr) & MPIDI_WINATTR_NM_LOCAL)
         && target >= 0 && target < win->comm_ptr->local_size
-        && (target != win->comm_ptr->rank || !GDR_WIN(win).local->one_gpu)
+        && (target != win->comm_ptr->rank || !GDR_WIN(win).ipc->one_gpu)
         && MPIDI_av_is_local(MPIDIU_comm_rank_to_av(win->comm_ptr, target));
 }
 
-int MPIDI_GDR_local_wait_target(MPIR_Win * win, int target)
+int MPIDI_GDR_ipc_wait_target(MPIR_Win * win, int target)
 {
-    struct MPIDI_GDR_local_win *l = win->dev.netmod.gdr.s != NULL ? GDR_WIN(win).local : NULL;
+    struct MPIDI_GDR_ipc_win *l = win->dev.netmod.gdr.s != NULL ? GDR_WIN(win).ipc : NULL;
     int mpi_errno = MPI_SUCCESS;
     if (l == NULL)
         return MPI_SUCCESS;
@@ -742,18 +742,18 @@ int MPIDI_GDR_local_wait_target(MPIR_Win * win, int target)
     return mpi_errno;
 }
 
-int MPIDI_GDR_local_wait(MPIR_Win * win)
+int MPIDI_GDR_ipc_wait(MPIR_Win * win)
 {
-    return MPIDI_GDR_local_wait_target(win, -1);
+    return MPIDI_GDR_ipc_wait_target(win, -1);
 }
 
-void MPIDI_GDR_local_free(MPIR_Win * win)
+void MPIDI_GDR_ipc_free(MPIR_Win * win)
 {
-    struct MPIDI_GDR_local_win *l = GDR_WIN(win).local;
+    struct MPIDI_GDR_ipc_win *l = GDR_WIN(win).ipc;
     if (l == NULL)
         return;
     /* (a failed wait leaves copies that may still use the mappings: they stay) */
-    if (MPIDI_GDR_local_wait(win) == MPI_SUCCESS)
+    if (MPIDI_GDR_ipc_wait(win) == MPI_SUCCESS)
         local_release(win, l);
-    GDR_WIN(win).local = NULL;
+    GDR_WIN(win).ipc = NULL;
 }
