@@ -310,9 +310,25 @@ static void drop_chain(gdr_verbs_rma_t *rma, int peer, struct ibv_send_wr *wr)
 
 /* Posts the held work requests with the chain tail (NULL: none) behind them, one
  * doorbell; tail's work requests are already counted in flight. */
+/* One doorbell for the chain from head on peer's queue pair qp (NULL: there is none), whose
+ * work requests are counted in flight; those a failure leaves unposted are dropped. */
+static inline int ring(gdr_verbs_rma_t *rma, int peer, struct ibv_qp *qp,
+                       struct ibv_send_wr *head)
+{
+    struct ibv_send_wr *bad = NULL;
+    rma->stats.doorbells++;
+    if (qp == NULL || ibv_post_send(qp, head, &bad) != 0) {
+        int err = qp == NULL ? ENOTCONN : errno;
+        drop_chain(rma, peer, bad != NULL ? bad : head);
+        return gdr_verbs_am_fail_peer(rma->am, peer, "posting one-sided operations to rank %d "
+                                      "failed: %s (queue pair in error?)", peer, strerror(err));
+    }
+    return 0;
+}
+
 static int post_chain(gdr_verbs_rma_t *rma, int peer, struct ibv_send_wr *tail)
 {
-    struct ibv_send_wr *head = tail, *bad = NULL;
+    struct ibv_send_wr *head = tail;
     if (rma->nheld > 0) {
         for (uint32_t i = 0; i < rma->nheld; i++)
             rma->held[i].wr.next = i + 1 < rma->nheld ? &rma->held[i + 1].wr : tail;
@@ -322,15 +338,7 @@ static int post_chain(gdr_verbs_rma_t *rma, int peer, struct ibv_send_wr *tail)
     }
     if (head == NULL)
         return 0;
-    struct ibv_qp *qp = gdr_verbs_am_qp(rma->am, peer);
-    rma->stats.doorbells++;
-    if (qp == NULL || ibv_post_send(qp, head, &bad) != 0) {
-        int err = qp == NULL ? ENOTCONN : errno;
-        drop_chain(rma, peer, bad != NULL ? bad : head);
-        return gdr_verbs_am_fail_peer(rma->am, peer, "posting one-sided operations to rank %d "
-                                      "failed: %s (queue pair in error?)", peer, strerror(err));
-    }
-    return 0;
+    return ring(rma, peer, gdr_verbs_am_qp(rma->am, peer), head);
 }
 
 int gdr_verbs_rma_post_held(gdr_verbs_rma_t *rma, int peer)
@@ -545,16 +553,9 @@ int gdr_verbs_rma_put_short(gdr_verbs_rma_t *rma, int peer, const void *src, siz
     struct ibv_send_wr wr = {.wr_id = (uintptr_t) op,.sg_list = &sge,.num_sge = 1,
         .opcode = IBV_WR_RDMA_WRITE,.send_flags = IBV_SEND_SIGNALED | IBV_SEND_INLINE,
         .wr.rdma = {.remote_addr = raddr,.rkey = rkey }
-    }, *bad = NULL;
+    };
     rma->in_flight[peer]++;
-    rma->stats.doorbells++;
-    if (ibv_post_send(qp, &wr, &bad) != 0) {
-        int err = errno;
-        drop_chain(rma, peer, &wr);
-        return gdr_verbs_am_fail_peer(rma->am, peer, "posting one-sided operations to rank %d "
-                                      "failed: %s (queue pair in error?)", peer, strerror(err));
-    }
-    return 0;
+    return ring(rma, peer, qp, &wr);
 }
 
 /* rc/bcopy's one work request through a bounce buffer: a write copies src into it first,
