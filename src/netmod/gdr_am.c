@@ -315,25 +315,36 @@ int MPIDI_GDR_send_eager(const void *buf, MPI_Aint count, MPI_Datatype datatype,
                          int tag, MPIR_Comm * comm, int attr, int src_vci, int dst_vci,
                          int *sent)
 {
-    int peer;
+    /* every check is a fall back to MPIDIG's send, which says what is wrong, packs, or
+     * reaches processes of other jobs (send_eager_max is -1 without a channel) */
     *sent = 0;
-    if (!HANDLE_IS_BUILTIN(datatype) || count < 0 || MPIDI_GDR_global.am == NULL)
+    if (!HANDLE_IS_BUILTIN(datatype) || count < 0)
         return MPI_SUCCESS;
     MPI_Aint data_sz = count * (MPI_Aint) MPIR_Datatype_get_basic_size(datatype);
-    if ((size_t) data_sz > gdr_verbs_am_eager_limit(MPIDI_GDR_global.am, sizeof(MPIDIG_hdr_t))
-        || (data_sz > 0 && MPIDI_GDR_gpu_buffer_id(buf) != 0)
-        || peer_of(comm, rank, &peer) != MPI_SUCCESS)
-        return MPI_SUCCESS;     /* MPIDIG's send: it says what is wrong, or packs */
+    int peer = MPIDIU_get_grank(rank, comm);
+    if (data_sz > MPIDI_GDR_global.send_eager_max || peer < 0
+        || (data_sz > 0 && MPIDI_GDR_gpu_buffer_id(buf) != 0))
+        return MPI_SUCCESS;
     /* what MPIDIG_isend_impl sends for an eager standard-mode message (no request: the
-     * receiver answers only synchronous and rendezvous sends, which never come here) */
-    MPIDIG_hdr_t h = {.src_rank = comm->rank,.tag = tag,
-        .context_id = comm->context_id + MPIR_PT2PT_ATTR_CONTEXT_OFFSET(attr),
-        .error_bits = MPIR_PT2PT_ATTR_GET_ERRFLAG(attr),.flags = MPIDIG_AM_SEND_FLAGS_NONE,
-        .sreq_ptr = NULL,.data_sz = data_sz,.rndv_hdr_sz = 0
-    };
-    if (gdr_verbs_am_send_eager(MPIDI_GDR_global.am, peer,
-                                GDR_AM_WORD(MPIDIG_SEND, src_vci, dst_vci), &h, sizeof(h), buf,
-                                (size_t) data_sz) != 0)
+     * receiver answers only synchronous and rendezvous sends, which never come here),
+     * built where the channel sends it from; if it cannot go at once, the channel queues
+     * a copy (or says why it cannot) */
+    gdr_verbs_iface_t *am = MPIDI_GDR_global.am;
+    uint32_t word = GDR_AM_WORD(MPIDIG_SEND, src_vci, dst_vci);
+    MPIDIG_hdr_t held, *h = gdr_verbs_am_eager_reserve(am, peer, word, sizeof(*h),
+                                                       (size_t) data_sz);
+    MPIDIG_hdr_t *at = h != NULL ? h : &held;
+    at->src_rank = comm->rank;
+    at->tag = tag;
+    at->context_id = comm->context_id + MPIR_PT2PT_ATTR_CONTEXT_OFFSET(attr);
+    at->error_bits = MPIR_PT2PT_ATTR_GET_ERRFLAG(attr);
+    at->flags = MPIDIG_AM_SEND_FLAGS_NONE;
+    at->sreq_ptr = NULL;
+    at->data_sz = data_sz;
+    at->rndv_hdr_sz = 0;
+    if ((h != NULL ? gdr_verbs_am_eager_post(am, buf, (size_t) data_sz)
+         : gdr_verbs_am_send_eager(am, peer, word, &held, sizeof(held), buf,
+                                   (size_t) data_sz)) != 0)
         return MPIDI_GDR_transport_error();
     MPIDI_GDR_global.am_sends_immediate++;
     *sent = 1;                  /* copied (posted or queued in order): buf is free again */
@@ -750,6 +761,8 @@ int MPIDI_GDR_am_start(void)
                                                   need_qp, &cfg, &ops, NULL, why, sizeof(why));
     MPIR_ERR_CHKANDJUMP1(MPIDI_GDR_global.am == NULL && remote > 0, mpi_errno, MPI_ERR_OTHER,
                          "**gdr_device", "**gdr_device %s", why);
+    MPIDI_GDR_global.send_eager_max = MPIDI_GDR_global.am == NULL ? -1 :
+        (MPI_Aint) gdr_verbs_am_eager_limit(MPIDI_GDR_global.am, sizeof(MPIDIG_hdr_t));
     if (MPIDI_GDR_global.am == NULL) {
         /* one node: its ranks still exchange cards (this one's empty), as every rank of
          * the job does; only processes of other jobs are out of this rank's reach */
@@ -841,6 +854,7 @@ int MPIDI_GDR_am_start(void)
         gdr_verbs_am_destroy(MPIDI_GDR_global.am);
         MPIDI_GDR_global.am = NULL;
     }
+    MPIDI_GDR_global.send_eager_max = -1;
     goto fn_exit;
 }
 
@@ -888,6 +902,7 @@ int MPIDI_GDR_am_stop(void)
     MPIDI_GDR_global.world_vcis = NULL;
     MPIDI_GDR_dynmsg_free_all();
     MPIDI_GDR_peers_free();
+    MPIDI_GDR_global.send_eager_max = -1;
     gdr_verbs_am_destroy(MPIDI_GDR_global.am);
     MPIDI_GDR_global.am = NULL;
     return mpi_errno;

@@ -54,6 +54,8 @@ struct MPIDI_GDR_context {
     int am_errno;               /* first MPI error raised inside a channel callback */
     unsigned long long am_packed_bytes; /* message bytes packed into host buffers (MPI_T) */
     unsigned long long am_sends_immediate;      /* sends with no MPIDIG request (MPI_T) */
+    MPI_Aint send_eager_max;    /* payload bytes of an immediate send (MPIDI_GDR_send_eager);
+                                 * -1: none (no channel) */
     unsigned empty_polls;       /* consecutive progress calls that found nothing */
     /* the progress guard (gdr_progress.c): MPICH's calls of MPIDI_NM_progress, and as the
      * guard last saw them; whether it is running; rounds it ran because MPICH skipped

@@ -145,6 +145,7 @@ int MPIDI_GDR_init_local(int *tag_bits)
     MPIR_ERR_CHKANDJUMP1(MPIDI_global.nm.gdr.ctx == NULL, mpi_errno, MPI_ERR_NO_MEM, "**nomem",
                          "**nomem %s", "gdr's context");
     memset(&MPIDI_GDR_global, 0, sizeof(MPIDI_GDR_global));
+    MPIDI_GDR_global.send_eager_max = -1;       /* no immediate sends until the channel is up */
     *tag_bits = MPIR_TAG_BITS_DEFAULT;
     MPIDI_GDR_rma_register_pvars();
     MPIDI_GDR_am_register_pvars();
@@ -193,5 +194,6 @@ int MPIDI_GDR_mpi_finalize_hook(void)
     MPIDI_GDR_triggered_stop();
     MPIDI_GDR_gpu_stop();
     memset(&MPIDI_GDR_global, 0, sizeof(MPIDI_GDR_global));
+    MPIDI_GDR_global.send_eager_max = -1;
     return mpi_errno;
 }

@@ -10,6 +10,17 @@
 #include "gdr_impl.h"
 #include "gdr_am.h"              /* MPIDI_GDR_send_eager */
 
+/* MPI_Send takes a NULL request as a completed send (MPICH patch 0023) */
+MPL_STATIC_INLINE_PREFIX int MPIDI_GDR_attr_takes_no_request(int attr)
+{
+#ifdef MPIR_PT2PT_ATTR_NOREQ
+    return (attr & MPIR_PT2PT_ATTR_NOREQ) != 0;
+#else
+    (void) attr;
+    return 0;
+#endif
+}
+
 MPL_STATIC_INLINE_PREFIX int MPIDI_NM_mpi_isend(const void *buf, MPI_Aint count,
                                                 MPI_Datatype datatype, int rank, int tag,
                                                 MPIR_Comm * comm, int attr,
@@ -24,7 +35,8 @@ MPL_STATIC_INLINE_PREFIX int MPIDI_NM_mpi_isend(const void *buf, MPI_Aint count,
         mpi_errno = MPIDI_GDR_send_eager(buf, count, datatype, rank, tag, comm, attr, vci_src,
                                          vci_dst, &sent);
     if (sent)
-        *request = MPIR_Request_create_complete(MPIR_REQUEST_KIND__SEND);
+        *request = MPIDI_GDR_attr_takes_no_request(attr) ? NULL :
+            MPIR_Request_create_complete(MPIR_REQUEST_KIND__SEND);
     else if (mpi_errno == MPI_SUCCESS)
         mpi_errno = MPIDIG_mpi_isend(buf, count, datatype, rank, tag, comm,
                                      MPIR_PT2PT_ATTR_CONTEXT_OFFSET(attr), addr, vci_src,

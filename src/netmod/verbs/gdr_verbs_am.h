@@ -145,6 +145,18 @@ int gdr_verbs_am_send_eager(gdr_verbs_iface_t *am, int peer, uint32_t handler_id
                             const void *am_hdr, size_t am_hdr_sz, const void *data,
                             size_t data_sz);
 
+/* The same message built in place, for a caller that would otherwise build its AM header
+ * only to have it copied (the immediate send: bench/opcost counts it).  _reserve takes a
+ * send slot and a credit for it and returns where the am_hdr_sz-byte AM header goes (8-byte
+ * aligned), or NULL when the message must take gdr_verbs_am_send_eager instead (the peer
+ * is not connected yet or has failed, no credit or slot is free, messages to the peer are
+ * queued, or it is too long).  _post then sends the header and data_sz bytes of data, which
+ * may be reused on return; nothing else may be sent between the two calls.  Returns 0 or
+ * -1. */
+void *gdr_verbs_am_eager_reserve(gdr_verbs_iface_t *am, int peer, uint32_t handler_id,
+                                 size_t am_hdr_sz, size_t data_sz);
+int gdr_verbs_am_eager_post(gdr_verbs_iface_t *am, const void *data, size_t data_sz);
+
 /* Sends handler_id + am_hdr now; the peer reads data (any size) with RDMA READ and
  * then ops->rndv_done(cookie) runs here.  data is host memory (device_id 0) or device
  * memory the NIC can reach, by its CUDA buffer id (never through a registration made for

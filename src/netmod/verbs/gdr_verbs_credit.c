@@ -7,20 +7,6 @@ void gdr_verbs_credit_init(gdr_verbs_credit_t *c, uint32_t depth)
     c->to_return = 0;
 }
 
-int gdr_verbs_credit_can_send_data(const gdr_verbs_credit_t *c)
-{
-    return c->send_credits > 1;
-}
-
-uint16_t gdr_verbs_credit_on_send(gdr_verbs_credit_t *c)
-{
-    uint32_t give = c->to_return > UINT16_MAX ? UINT16_MAX : c->to_return;
-    if (c->send_credits > 0)
-        c->send_credits--;
-    c->to_return -= give;
-    return (uint16_t) give;
-}
-
 void gdr_verbs_credit_on_returned(gdr_verbs_credit_t *c, uint32_t n)
 {
     c->send_credits += n;

@@ -17,12 +17,23 @@ typedef struct gdr_verbs_credit {
 
 void gdr_verbs_credit_init(gdr_verbs_credit_t *c, uint32_t depth);
 
-/* May a data message (EAGER, RTS, FIN) be posted now? */
-int gdr_verbs_credit_can_send_data(const gdr_verbs_credit_t *c);
+/* May a data message (EAGER, RTS, FIN) be posted now?  (Inline, as the next one: every
+ * message pays them.) */
+static inline int gdr_verbs_credit_can_send_data(const gdr_verbs_credit_t *c)
+{
+    return c->send_credits > 1;
+}
 
 /* Takes one credit for a message about to be posted, and returns the credits to
  * piggyback on it (at most UINT16_MAX; the rest stays owed). */
-uint16_t gdr_verbs_credit_on_send(gdr_verbs_credit_t *c);
+static inline uint16_t gdr_verbs_credit_on_send(gdr_verbs_credit_t *c)
+{
+    uint32_t give = c->to_return > UINT16_MAX ? UINT16_MAX : c->to_return;
+    if (c->send_credits > 0)
+        c->send_credits--;
+    c->to_return -= give;
+    return (uint16_t) give;
+}
 
 /* The peer returned n credits. */
 void gdr_verbs_credit_on_returned(gdr_verbs_credit_t *c, uint32_t n);

@@ -62,6 +62,7 @@ gdr_verbs_iface_t *gdr_verbs_am_create(gdr_verbs_device_t *dev, int rank, int nr
     am->last_look = am->quiet_since;
     am->clock_every = IDLE_CLOCK_EVERY_FIRST;
     am->cfg = *cfg;
+    am->cfg.buf_size &= ~(size_t) 7;    /* slots 8-byte aligned: AM headers are built in them */
     am->ops = *ops;
     am->ctx = ctx;
     /* room for the processes of other jobs too, never moved: in-flight probes point
@@ -113,7 +114,7 @@ gdr_verbs_iface_t *gdr_verbs_am_create(gdr_verbs_device_t *dev, int rank, int nr
     am->cq_cap = (uint32_t) am->cq->cqe;
 
     /* bounce buffers for outgoing messages */
-    size_t send_bytes = (size_t) cfg->send_slots * cfg->buf_size;
+    size_t send_bytes = (size_t) cfg->send_slots * am->cfg.buf_size;
     if (posix_memalign((void **) &am->send_mem, 4096, send_bytes) != 0)
         goto oom;
     am->send_mr = ibv_reg_mr(dev->pd, am->send_mem, send_bytes, IBV_ACCESS_LOCAL_WRITE);
@@ -126,7 +127,7 @@ gdr_verbs_iface_t *gdr_verbs_am_create(gdr_verbs_device_t *dev, int rank, int nr
     am->stats.pinned_bytes += send_bytes;
     for (uint32_t i = 0; i < cfg->send_slots; i++) {
         am->slots[i].kind = WR_SEND;
-        am->slots[i].addr = am->send_mem + (size_t) i * cfg->buf_size;
+        am->slots[i].addr = am->send_mem + (size_t) i * am->cfg.buf_size;
         am->slots[i].next_free = am->free_slots;
         am->free_slots = &am->slots[i];
     }

@@ -221,6 +221,7 @@ struct gdr_verbs_iface {
     struct ibv_mr *send_mr;
     send_slot_t *slots;
     send_slot_t *free_slots;
+    send_slot_t *reserved;      /* the message between _eager_reserve and _eager_post */
     rndv_send_t *rsend;
     uint32_t rsend_cap;
     gdr_verbs_rcache_t *rcache; /* registrations of rendezvous send buffers and of the
