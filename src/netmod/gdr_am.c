@@ -323,7 +323,7 @@ int MPIDI_GDR_send_eager(const void *buf, MPI_Aint count, MPI_Datatype datatype,
     MPI_Aint data_sz = count * (MPI_Aint) MPIR_Datatype_get_basic_size(datatype);
     int peer = MPIDIU_get_grank(rank, comm);
     if (data_sz > MPIDI_GDR_global.send_eager_max || peer < 0
-        || (data_sz > 0 && MPIDI_GDR_gpu_buffer_id(buf) != 0))
+        || (data_sz > 0 && MPIDI_GDR_is_device(buf)))
         return MPI_SUCCESS;
     /* what MPIDIG_isend_impl sends for an eager standard-mode message (no request: the
      * receiver answers only synchronous and rendezvous sends, which never come here),

@@ -128,6 +128,15 @@ void MPIDI_GDR_gpu_stop(void);
 /* 0: host memory; else device memory, by its CUDA buffer id (UINT64_MAX when only
  * MPICH's CUDA support knows it as device memory) */
 uint64_t MPIDI_GDR_gpu_buffer_id(const void *p);
+/* Whether p is device memory; in a process with no GPU at all (neither gdr's layer nor
+ * MPICH's, which turns MPIR_CVAR_ENABLE_GPU off when it finds no device) answered inline,
+ * as every small operation asks (bench/opcost) */
+static inline int MPIDI_GDR_is_device(const void *p)
+{
+    if (!MPIDI_GDR_global.gpu.on && !MPIR_CVAR_ENABLE_GPU)
+        return 0;
+    return MPIDI_GDR_gpu_buffer_id(p) != 0;
+}
 /* How window memory at base is exposed (GDR_RMA_EXPOSE_ mask, src/rma/gdr_rma_regions.h):
  * device memory or not; registered with the NIC only in GPUDirect dmabuf or peermem mode; whether
  * gdr's GPU layer is on. */

@@ -380,7 +380,7 @@ static int rma_small(const MPIDI_GDR_rma_args_t * a, MPIR_Win * win, int *handle
         return MPI_SUCCESS;
     uint64_t bytes = (uint64_t) a->ocount * (uint64_t) MPIR_Datatype_get_basic_size(a->otype);
     const gdr_rma_route_t *r = route_of(win, a->target);
-    if (!r->small || bytes > r->bcopy_max || MPIDI_GDR_gpu_buffer_id(a->origin) != 0)
+    if (!r->small || bytes > r->bcopy_max || MPIDI_GDR_is_device(a->origin))
         return MPI_SUCCESS;     /* (device memory is never read or filled by the host) */
     MPIDIG_RMA_OP_CHECK_SYNC(a->target, win);
     int rc = a->kind == GDR_RMA_PUT

@@ -176,12 +176,16 @@ void *gdr_verbs_am_eager_reserve(gdr_verbs_iface_t *am, int peer, uint32_t handl
     am->free_slots = slot->next_free;
     am->reserved = slot;
     slot->peer = peer;
-    gdr_verbs_wire_hdr_t h = {.magic = GDR_VERBS_WIRE_MAGIC,.kind = GDR_VERBS_MSG_EAGER,
-        .credits = gdr_verbs_credit_on_send(&ep->credit),.am_hdr_sz = (uint32_t) am_hdr_sz,
-        .handler_id = handler_id,.data_sz = data_sz
-    };
-    memcpy(slot->addr, &h, sizeof(h));
-    return slot->addr + sizeof(h);
+    gdr_verbs_wire_hdr_t *h = (gdr_verbs_wire_hdr_t *) (void *) slot->addr;
+    h->magic = GDR_VERBS_WIRE_MAGIC;
+    h->kind = GDR_VERBS_MSG_EAGER;
+    h->reserved = 0;
+    h->credits = gdr_verbs_credit_on_send(&ep->credit);
+    h->reserved2 = 0;
+    h->am_hdr_sz = (uint32_t) am_hdr_sz;
+    h->handler_id = handler_id;
+    h->data_sz = data_sz;
+    return h + 1;
 }
 
 /* Copies a message's payload into its slot; the few bytes of the commonest messages by
@@ -207,9 +211,8 @@ int gdr_verbs_am_eager_post(gdr_verbs_iface_t *am, const void *data, size_t data
 {
     send_slot_t *slot = am->reserved;
     int peer = slot->peer;
-    uint32_t am_hdr_sz;
-    memcpy(&am_hdr_sz, slot->addr + offsetof(gdr_verbs_wire_hdr_t, am_hdr_sz), sizeof(am_hdr_sz));
-    size_t at = sizeof(gdr_verbs_wire_hdr_t) + gdr_verbs_wire_pad8(am_hdr_sz);
+    const gdr_verbs_wire_hdr_t *h = (const gdr_verbs_wire_hdr_t *) (const void *) slot->addr;
+    size_t at = sizeof(*h) + gdr_verbs_wire_pad8(h->am_hdr_sz);
     size_t len = at + data_sz;
     struct ibv_sge sge;
     struct ibv_send_wr wr, *bad = NULL;

@@ -548,12 +548,22 @@ int gdr_verbs_rma_put_short(gdr_verbs_rma_t *rma, int peer, const void *src, siz
         return post_one(rma, op, IBV_WR_RDMA_WRITE, (uintptr_t) src, 0, (uint32_t) len, raddr,
                         rkey, IBV_SEND_INLINE);
     }
-    /* nothing held: one doorbell now, as on a NIC by default (one MMIO write there) */
-    struct ibv_sge sge = {.addr = (uintptr_t) src,.length = (uint32_t) len };
-    struct ibv_send_wr wr = {.wr_id = (uintptr_t) op,.sg_list = &sge,.num_sge = 1,
-        .opcode = IBV_WR_RDMA_WRITE,.send_flags = IBV_SEND_SIGNALED | IBV_SEND_INLINE,
-        .wr.rdma = {.remote_addr = raddr,.rkey = rkey }
-    };
+    /* nothing held: one doorbell now, as on a NIC by default (one MMIO write there); the
+     * fields a write reads, set one by one (an initializer zeroes all 128 bytes) */
+    struct ibv_sge sge;
+    struct ibv_send_wr wr;
+    sge.addr = (uintptr_t) src;
+    sge.length = (uint32_t) len;
+    sge.lkey = 0;               /* inline: not checked */
+    wr.next = NULL;
+    wr.wr_id = (uintptr_t) op;
+    wr.sg_list = &sge;
+    wr.num_sge = 1;
+    wr.opcode = IBV_WR_RDMA_WRITE;
+    wr.send_flags = IBV_SEND_SIGNALED | IBV_SEND_INLINE;
+    wr.imm_data = 0;
+    wr.wr.rdma.remote_addr = raddr;
+    wr.wr.rdma.rkey = rkey;
     rma->in_flight[peer]++;
     return ring(rma, peer, qp, &wr);
 }
