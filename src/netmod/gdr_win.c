@@ -225,10 +225,12 @@ int MPIDI_GDR_rma_check_target(MPIR_Win * win, int target_rank, MPI_Aint target_
         /* every operation passes here: a predefined type inside the window answers at
          * once (anything else goes on to the full check, which names what is wrong) */
         const gdr_rma_target_t *tg = &w->targets[target_rank];
-        uint64_t off, bytes = (uint64_t) target_count
-            * (uint64_t) MPIR_Datatype_get_basic_size(target_datatype);
-        if (!__builtin_mul_overflow((uint64_t) target_disp, tg->disp_unit, &off)
-            && off <= tg->size && bytes <= tg->size - off)
+        uint64_t off, bytes;
+        if (!__builtin_mul_overflow((uint64_t) target_count,
+                                    (uint64_t) MPIR_Datatype_get_basic_size(target_datatype),
+                                    &bytes)
+            && gdr_rma_range_check(target_disp, tg->disp_unit, bytes, tg->size, &off)
+            == GDR_RMA_RANGE_OK)
             return MPI_SUCCESS;
     }
     uint64_t span = MPIDI_GDR_target_span(target_count, target_datatype, &true_lb);

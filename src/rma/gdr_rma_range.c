@@ -1,22 +1,5 @@
 #include "gdr_rma_range.h"
 
-gdr_rma_range_status_t gdr_rma_range_check(int64_t disp, uint64_t disp_unit, uint64_t bytes,
-                                           uint64_t win_size, uint64_t *offset)
-{
-    uint64_t start, end;
-
-    if (disp < 0)
-        return GDR_RMA_RANGE_NEGATIVE_DISP;
-    if (__builtin_mul_overflow((uint64_t) disp, disp_unit, &start))
-        return GDR_RMA_RANGE_OVERFLOW;
-    if (__builtin_add_overflow(start, bytes, &end))
-        return GDR_RMA_RANGE_OVERFLOW;
-    if (end > win_size || (bytes == 0 && start > win_size))
-        return GDR_RMA_RANGE_OUTSIDE;
-    *offset = start;
-    return GDR_RMA_RANGE_OK;
-}
-
 gdr_rma_range_status_t gdr_rma_range_check_span(int64_t disp, uint64_t disp_unit, int64_t lb,
                                                 uint64_t span, uint64_t win_size,
                                                 uint64_t *offset)

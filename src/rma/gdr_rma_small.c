@@ -18,8 +18,7 @@ void gdr_rma_route_fill(const gdr_rma_win_t *w, int target, uint32_t short_cap,
 static uint64_t target_addr(const gdr_rma_target_t *tg, int64_t disp, size_t len)
 {
     uint64_t off;
-    if (disp < 0 || __builtin_mul_overflow((uint64_t) disp, tg->disp_unit, &off)
-        || off > tg->size || len > tg->size - off)
+    if (gdr_rma_range_check(disp, tg->disp_unit, len, tg->size, &off) != GDR_RMA_RANGE_OK)
         return 0;
     return tg->base + off;
 }
