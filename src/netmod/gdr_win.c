@@ -10,6 +10,7 @@
 #include "gdr_rma.h"
 #include "gdr_rma_ipc.h"
 #include "gdr_engine_lock.h"
+#include "gdr_notify.h"
 #include "gpu/gdr_gpu_ipc.h"
 #include "gpu/gdr_gpu_mem.h"
 
@@ -414,8 +415,11 @@ int MPIDI_GDR_mpi_win_free_hook(MPIR_Win * win)
 {
     if (win->dev.netmod.gdr.s == NULL)
         return MPI_SUCCESS;     /* its creation failed before gdr's part */
+    /* the counters first (collective, as this call): their window is a window of its own */
+    int mpi_errno = MPIDI_GDR_notify_win_free(win);
     /* epochs are closed, so nothing should be in flight; never free under the NIC */
-    int mpi_errno = MPIDI_GDR_triggered_win_free(win);
+    int mpi_errno1 = MPIDI_GDR_triggered_win_free(win);
+    mpi_errno = mpi_errno ? mpi_errno : mpi_errno1;
     int mpi_errno2 = MPIDI_GDR_rma_wait_all(win, 0);
     mpi_errno = mpi_errno ? mpi_errno : mpi_errno2;
     int took = MPIDI_GDR_engine_enter();
