@@ -25,6 +25,8 @@ struct MPIDI_GDR_notify {
     MPIR_Win *win;              /* the user's window */
     MPIR_Win *cwin;             /* the counters' window */
     int err;                    /* first MPI error of a notified operation, for the next drain */
+    int sweeping;               /* a sweep is running: a notification it sends may progress
+                                 * MPICH, whose progress must not sweep the list under it */
     struct MPIDI_GDR_notify *next;      /* in MPIDI_GDR_global.notify */
 };
 
@@ -103,8 +105,12 @@ static int op_send(void *ctx, void *op, int target, int idx)
 
 static int sweep(struct MPIDI_GDR_notify *nt, int target, size_t *sent)
 {
-    int took = MPIDI_GDR_engine_enter();
-    int mpi_errno = gdr_rma_notify_sweep(&nt->t, target, op_done, op_send, nt, sent);
+    int took = MPIDI_GDR_engine_enter(), mpi_errno = MPI_SUCCESS;
+    if (!nt->sweeping) {
+        nt->sweeping = 1;
+        mpi_errno = gdr_rma_notify_sweep(&nt->t, target, op_done, op_send, nt, sent);
+        nt->sweeping = 0;
+    }
     MPIDI_GDR_engine_exit(took);
     return mpi_errno;
 }
