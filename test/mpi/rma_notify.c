@@ -260,10 +260,10 @@ static void sync_modes(gdr_win *w)
             GDR_CHECK_MPI(MPI_Win_unlock_all(w->win));
             break;
         case 2:
-            GDR_CHECK_MPI(MPI_Win_fence(0, w->win));
+            GDR_CHECK_MPI(MPI_Win_fence(MPI_MODE_NOPRECEDE, w->win));
             GDR_CHECK_MPI(MPIX_Put_notify(&x, 1, MPI_INT, right, d, 1, MPI_INT, C_SYNC,
                                           w->win));
-            GDR_CHECK_MPI(MPI_Win_fence(0, w->win));
+            GDR_CHECK_MPI(MPI_Win_fence(MPI_MODE_NOSUCCEED, w->win));
             break;
         case 3:
             GDR_CHECK_MPI(MPI_Win_post(lg, 0, w->win));
