@@ -16,7 +16,8 @@ int MPIDI_GDR_notify_drain(MPIR_Win * win, int rank);
 /* gdr's progress: sends the notifications whose operations have completed, of every
  * window (never waits; not re-entered). */
 int MPIDI_GDR_notify_progress(int *made_progress);
-/* MPI_Win_free: detaches the counters, if any (collective, as MPI_Win_free). */
+/* MPI_Win_free (gdr_win.c, before MPICH frees the window): detaches the counters, if
+ * any (collective, as MPI_Win_free). */
 int MPIDI_GDR_notify_win_free(MPIR_Win * win);
 
 #endif /* GDR_NOTIFY_H_INCLUDED */

@@ -346,6 +346,11 @@ int MPIDI_GDR_mpi_win_free(MPIR_Win ** win_ptr)
     /* no lock release may reach a target after its free's barrier deregistered the word
      * (the free goes on after a failure: the other ranks are in the barrier) */
     int drain_errno = MPIDI_GDR_win_drain_releases(win);
+    /* notification counters first: their window's free is collective as this one, and
+     * MPICH's window free must not run inside it */
+    int notify_errno = MPIDI_GDR_notify_win_free(win);
+    if (drain_errno == MPI_SUCCESS)
+        drain_errno = notify_errno;
     int mpi_errno = MPIDIG_mpi_win_free(win_ptr);
     if (drain_errno != MPI_SUCCESS)
         mpi_errno = drain_errno;
@@ -415,11 +420,8 @@ int MPIDI_GDR_mpi_win_free_hook(MPIR_Win * win)
 {
     if (win->dev.netmod.gdr.s == NULL)
         return MPI_SUCCESS;     /* its creation failed before gdr's part */
-    /* the counters first (collective, as this call): their window is a window of its own */
-    int mpi_errno = MPIDI_GDR_notify_win_free(win);
     /* epochs are closed, so nothing should be in flight; never free under the NIC */
-    int mpi_errno1 = MPIDI_GDR_triggered_win_free(win);
-    mpi_errno = mpi_errno ? mpi_errno : mpi_errno1;
+    int mpi_errno = MPIDI_GDR_triggered_win_free(win);
     int mpi_errno2 = MPIDI_GDR_rma_wait_all(win, 0);
     mpi_errno = mpi_errno ? mpi_errno : mpi_errno2;
     int took = MPIDI_GDR_engine_enter();
