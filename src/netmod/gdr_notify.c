@@ -99,8 +99,8 @@ static int op_send(void *ctx, void *op, int target, int idx)
     }
     /* the data (same-node copies included) before the counter, on every CPU */
     __atomic_thread_fence(__ATOMIC_SEQ_CST);
-    return MPID_Accumulate(&one, 1, MPI_UINT64_T, target, idx, 1, MPI_UINT64_T, MPI_SUM,
-                           nt->cwin);
+    return MPID_Accumulate(&one, 1, MPIR_UINT64_T_INTERNAL, target, idx, 1,
+                           MPIR_UINT64_T_INTERNAL, MPI_SUM, nt->cwin);
 }
 
 static int sweep(struct MPIDI_GDR_notify *nt, int target, size_t *sent)
@@ -188,8 +188,8 @@ int MPIR_Win_notify_attach_impl(MPIR_Win * win, int notification_num, MPIR_Info 
         goto fn_fail;
     }
     /* every origin range-checks its notifications: it learns every target's count */
-    mpi_errno = MPIR_Allgather_impl(&notification_num, 1, MPI_INT, counts, 1, MPI_INT, comm,
-                                    MPIR_COLL_ATTR_SYNC);
+    mpi_errno = MPIR_Allgather_impl(&notification_num, 1, MPIR_INT_INTERNAL, counts, 1,
+                                    MPIR_INT_INTERNAL, comm, MPIR_COLL_ATTR_SYNC);
     MPIR_ERR_CHECK(mpi_errno);
 
     /* only SUM reaches the counters, so the NIC's fetch-add may carry it between nodes */

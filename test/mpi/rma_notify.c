@@ -1,7 +1,7 @@
 /* Notified RMA (docs/notified-rma.md): MPIX_Put_notify / MPIX_Get_notify and the
  * counters of MPIX_Win_notify_attach, on create, allocate and dynamic windows.
  *  - a producer/consumer ring: each rank streams messages into slots of its right
- *    neighbour's window and reads its left neighbour's once the counter says they are
+ *    neighbour's window and reads its left neighbour's once the slot's counter says so
  *    there (no flush by anyone: the consumer only polls its counter), checking every
  *    value; slots are reused once the consumer's 0-element notification (a credit)
  *    came back;
@@ -26,8 +26,9 @@ enum {
     GET_INTS = 512
 };
 
-/* counters every rank attaches in the main phases */
-enum { C_DATA, C_CREDIT, C_ALL, C_GET, C_SYNC, C_ZERO, NCOUNTERS };
+/* counters every rank attaches in the main phases: one per ring slot (notifications
+ * are applied in no particular order, so a counter says how many, not which) */
+enum { C_CREDIT, C_ALL, C_GET, C_SYNC, C_ZERO, C_SLOT0, NCOUNTERS = C_SLOT0 + SLOTS };
 
 static int rank, nranks, right, left;
 
@@ -58,25 +59,29 @@ static int msg_val(int from, int msg, int i)
     return from * 1000003 + msg * 4099 + i;
 }
 
-/* The ring: slots at byte 0 of every window; no flush anywhere. */
+/* The ring: slots at byte 0 of every window; no flush that completes at the target
+ * anywhere (the producer's flush_local only lets it refill an origin buffer). */
 static void ring(gdr_win *w)
 {
-    int *src = malloc(sizeof(int) * SLOT_INTS);
+    int *srcs = malloc(sizeof(int) * SLOT_INTS * SLOTS);
     int *mine = w->base;
     gdr_test_set_context("ring win=%s", gdr_win_kind_name(w->kind));
     GDR_CHECK_MPI(MPI_Win_lock_all(0, w->win));
     for (int m = 0; m < MESSAGES; m++) {
         /* produce message m into the right neighbour's slot m % SLOTS */
-        if (m >= SLOTS)
+        int *src = srcs + (m % SLOTS) * SLOT_INTS;
+        if (m >= SLOTS) {
             wait_for(w->win, C_CREDIT, m - SLOTS + 1);
+            GDR_CHECK_MPI(MPI_Win_flush_local(right, w->win));  /* src may be refilled */
+        }
         int n = (m % 3 == 0) ? SLOT_INTS : 17 + m;      /* large and small messages */
         for (int i = 0; i < n; i++)
             src[i] = msg_val(rank, m, i);
         MPI_Aint disp = gdr_win_disp(w, right, (MPI_Aint) (m % SLOTS) * SLOT_INTS * 4);
-        GDR_CHECK_MPI(MPIX_Put_notify(src, n, MPI_INT, right, disp, n, MPI_INT, C_DATA,
-                                      w->win));
-        /* consume message m from the left neighbour */
-        wait_for(w->win, C_DATA, m + 1);
+        GDR_CHECK_MPI(MPIX_Put_notify(src, n, MPI_INT, right, disp, n, MPI_INT,
+                                      C_SLOT0 + m % SLOTS, w->win));
+        /* consume message m from the left neighbour: its slot's counter counts it */
+        wait_for(w->win, C_SLOT0 + m % SLOTS, m / SLOTS + 1);
         const int *slot = mine + (m % SLOTS) * SLOT_INTS;
         long bad = 0;
         for (int i = 0; i < n; i++)
@@ -89,10 +94,12 @@ static void ring(gdr_win *w)
                                       MPI_INT, C_CREDIT, w->win));
     }
     GDR_CHECK_MPI(MPI_Win_unlock_all(w->win));
-    gdr_check_long("data counter", 0, MESSAGES, value(w->win, C_DATA));
+    for (int k = 0; k < SLOTS; k++)
+        gdr_check_long("slot counter", k, (MESSAGES - k + SLOTS - 1) / SLOTS,
+                       value(w->win, C_SLOT0 + k));
     MPI_Barrier(MPI_COMM_WORLD);
     gdr_check_long("credit counter", 0, MESSAGES, value(w->win, C_CREDIT));
-    free(src);
+    free(srcs);
 }
 
 /* Every rank notifies rank 0's counter C_ALL FROM_ALL times (Puts and Gets); exact after
@@ -207,10 +214,10 @@ static void errors(gdr_win *w)
     MPI_Count v;
     gdr_test_set_context("errors win=%s", gdr_win_kind_name(w->kind));
     MPI_Win_set_errhandler(w->win, MPI_ERRORS_RETURN);
-    MPI_Count before = value(w->win, C_DATA);
+    MPI_Count before = value(w->win, C_SLOT0);
     MPI_Aint d = gdr_win_disp(w, right, 0);
     gdr_check_class("Put_notify outside an epoch",
-                    MPIX_Put_notify(&x, 1, MPI_INT, right, d, 1, MPI_INT, C_DATA, w->win),
+                    MPIX_Put_notify(&x, 1, MPI_INT, right, d, 1, MPI_INT, C_SLOT0, w->win),
                     MPI_ERR_RMA_SYNC);
     GDR_CHECK_MPI(MPI_Win_lock_all(0, w->win));
     gdr_check_class("index = the target's count",
@@ -227,7 +234,7 @@ static void errors(gdr_win *w)
     gdr_check_class("get_value outside this rank's counters",
                     MPIX_Win_notify_get_value(w->win, NCOUNTERS, &v), MPI_ERR_ARG);
     MPI_Barrier(MPI_COMM_WORLD);
-    gdr_check_long("counter after refused notifications", 0, before, value(w->win, C_DATA));
+    gdr_check_long("counter after refused notifications", 0, before, value(w->win, C_SLOT0));
     MPI_Barrier(MPI_COMM_WORLD);
     MPI_Win_set_errhandler(w->win, MPI_ERRORS_ARE_FATAL);
 }
