@@ -2,8 +2,8 @@
  * counters of MPIX_Win_notify_attach, on create, allocate and dynamic windows.
  *  - a producer/consumer ring: each rank streams messages into slots of its right
  *    neighbour's window and reads its left neighbour's once the slot's counter says so
- *    there (no flush by anyone: the consumer only polls its counter), checking every
- *    value; slots are reused once the consumer's 0-element notification (a credit)
+ *    (no flush completes anything at a target: the consumer only polls its counter),
+ *    checking every value; slots are reused once the consumer's 0-element notification (a credit)
  *    came back;
  *  - every rank notifying one counter of rank 0: the count is exact after unlock_all;
  *  - flush implies applied: after MPI_Win_flush a message tells the target, whose
