@@ -15,7 +15,10 @@
  *    target with no counters, no counters attached, outside an epoch
  *    (MPI_ERR_RMA_SYNC), attach twice (MPI_ERR_RMA_ATTACH), a negative value;
  *  - ranks attach different counts (0 included); detach, then attach again;
- *  - every synchronisation mode: lock, lock_all, fence, PSCW; MPI_Win_free detaches. */
+ *  - every synchronisation mode: lock, lock_all, fence, PSCW; MPI_Win_free detaches.
+ * With GDR_TEST_EXPECT_NATIVE=1 (maint/rxe, one rank per guest, NOLOCAL) it also asserts,
+ * through gdr's MPI_T counters, that the notifications of the many-to-one phase went as
+ * the NIC's atomics (gdr_rma_acc_native: one per notification). */
 #include "gdr_mpi_test.h"
 
 enum {
@@ -30,7 +33,8 @@ enum {
  * are applied in no particular order, so a counter says how many, not which) */
 enum { C_CREDIT, C_ALL, C_GET, C_SYNC, C_ZERO, C_SLOT0, NCOUNTERS = C_SLOT0 + SLOTS };
 
-static int rank, nranks, right, left;
+static int rank, nranks, right, left, expect_native;
+static MPI_T_pvar_session session;
 
 static MPI_Count value(MPI_Win win, int idx)
 {
@@ -109,6 +113,8 @@ static void many_to_one(gdr_win *w)
     int v[4] = { rank, rank, rank, rank }, back[4];
     gdr_test_set_context("many-to-one win=%s", gdr_win_kind_name(w->kind));
     MPI_Count before = rank == 0 ? value(w->win, C_ALL) : 0;
+    unsigned long long atomics = expect_native ? gdr_pvar_value(session, "gdr_rma_acc_native")
+        : 0;
     MPI_Barrier(MPI_COMM_WORLD);
     GDR_CHECK_MPI(MPI_Win_lock_all(0, w->win));
     for (int k = 0; k < FROM_ALL; k++) {
@@ -121,6 +127,9 @@ static void many_to_one(gdr_win *w)
                                           w->win));
     }
     GDR_CHECK_MPI(MPI_Win_unlock_all(w->win));
+    if (expect_native)
+        gdr_check_long("notifications sent as NIC atomics (gdr_rma_acc_native)", 0, FROM_ALL,
+                       (long long) (gdr_pvar_value(session, "gdr_rma_acc_native") - atomics));
     MPI_Barrier(MPI_COMM_WORLD);
     if (rank == 0)
         gdr_check_long("counter of rank 0 (no wait)", 0, before + (long long) FROM_ALL * nranks,
@@ -328,7 +337,11 @@ static void counts_and_reattach(gdr_win *w)
 
 int main(int argc, char **argv)
 {
+    int provided;
     MPI_Init(&argc, &argv);
+    MPI_T_init_thread(MPI_THREAD_SINGLE, &provided);
+    MPI_T_pvar_session_create(&session);
+    expect_native = gdr_test_expect_native();
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
     MPI_Comm_size(MPI_COMM_WORLD, &nranks);
     right = (rank + 1) % nranks;
@@ -350,6 +363,8 @@ int main(int argc, char **argv)
         gdr_win_close(&w);      /* MPI_Win_free detaches the counters */
     }
     gdr_test_finish();
+    MPI_T_pvar_session_free(&session);
+    MPI_T_finalize();
     MPI_Finalize();
     return 0;
 }
