@@ -66,6 +66,8 @@ noinst_HEADERS += src/mpid/ch4/netmod/gdr/gdr_pre.h \
                   src/mpid/ch4/netmod/gdr/rma/gdr_rma_trigger_exec.h \
                   src/mpid/ch4/netmod/gdr/rma/gdr_rma_stream_queue.h \
                   src/mpid/ch4/netmod/gdr/rma/gdr_rma_lock.h \
+                  src/mpid/ch4/netmod/gdr/rma/gdr_rma_notify.h \
+                  src/mpid/ch4/netmod/gdr/gdr_notify.h \
                   src/mpid/ch4/netmod/gdr/adapt/gdr_verbs_rma_transport.h \
                   src/mpid/ch4/netmod/gdr/adapt/gdr_gpu_rma_device.h \
                   src/mpid/ch4/netmod/gdr/adapt/gdr_gpu_rma_stream.h \
@@ -139,6 +141,7 @@ mpi_core_sources += src/mpid/ch4/netmod/gdr/func_table.c \
                     src/mpid/ch4/netmod/gdr/rma/gdr_rma_trigger_exec.c \
                     src/mpid/ch4/netmod/gdr/rma/gdr_rma_stream_queue.c \
                     src/mpid/ch4/netmod/gdr/rma/gdr_rma_lock.c \
+                    src/mpid/ch4/netmod/gdr/rma/gdr_rma_notify.c \
                     src/mpid/ch4/netmod/gdr/rma/gdr_rma_ctl.c \
                     src/mpid/ch4/netmod/gdr/rma/gdr_rma_passive.c \
                     src/mpid/ch4/netmod/gdr/rma/gdr_rma_active.c \
@@ -151,7 +154,8 @@ mpi_core_sources += src/mpid/ch4/netmod/gdr/func_table.c \
                     src/mpid/ch4/netmod/gdr/gdr_triggered_base.c \
                     src/mpid/ch4/netmod/gdr/gdr_triggered.c \
                     src/mpid/ch4/netmod/gdr/gdr_enqueue.c \
-                    src/mpid/ch4/netmod/gdr/gdr_device_win.c
+                    src/mpid/ch4/netmod/gdr/gdr_device_win.c \
+                    src/mpid/ch4/netmod/gdr/gdr_notify.c
 
 errnames_txt_files += src/mpid/ch4/netmod/gdr/errnames.txt
 

@@ -81,6 +81,9 @@ struct MPIDI_GDR_context {
     int thread_stop;
     pthread_t thread;
     uint32_t device_handles;    /* device handles made (their numbers, gdr_device_win.c) */
+    /* windows with notification counters (gdr_notify.c), for progress */
+    struct MPIDI_GDR_notify *notify;
+    int notify_progressing;     /* their progress is running: not re-entered */
 };
 
 /* Per window (MPIDI_GDR_win_t points to it from the window's first gdr hook to its free
@@ -101,6 +104,7 @@ struct MPIDI_GDR_win_state {
     struct MPIDI_GDR_enqueue *enqueue;  /* stream-ordered RMA (gdr_enqueue.c), or NULL */
     struct MPIDI_GDR_device_win *device;        /* kernel-triggered RMA (gdr_device_win.c) */
     struct MPIDI_GDR_ipc_win *ipc;    /* same-node device path (gdr_rma_ipc.c), or NULL */
+    struct MPIDI_GDR_notify *notify;    /* notification counters (gdr_notify.c), or NULL */
     struct MPIR_Win *win;       /* the window (set with enqueue or device) */
     int native_active;          /* fence and PSCW through control blocks (gdr_win_sync.c) */
     struct MPIDI_GDR_win_state *next_triggered; /* in MPIDI_GDR_global.triggered */

@@ -14,6 +14,7 @@
  * still polls shared memory in that pass and neither side can starve the other. */
 #include "gdr_internal.h"
 #include "gdr_progress.h"
+#include "gdr_notify.h"
 
 /* One round of all of gdr's progress; may_idle: the channel may yield or sleep when it
  * has long been empty (MPIR_CVAR_CH4_GDR_YIELD_AFTER, _IDLE_SLEEP_US). */
@@ -27,6 +28,8 @@ static int progress_round(int vci, int *made_progress, int may_idle)
         mpi_errno = MPIDI_GDR_staged_progress();
     if (mpi_errno == MPI_SUCCESS && MPIDI_GDR_global.triggered != NULL)
         mpi_errno = MPIDI_GDR_triggered_progress(vci, made_progress);
+    if (mpi_errno == MPI_SUCCESS && MPIDI_GDR_global.notify != NULL)
+        mpi_errno = MPIDI_GDR_notify_progress(made_progress);
     /* what the staged protocol and the stream queues posted just now leaves at once */
     if (mpi_errno == MPI_SUCCESS && MPIDI_GDR_global.rma != NULL
         && gdr_verbs_rma_post_held(MPIDI_GDR_global.rma, -1) != 0)

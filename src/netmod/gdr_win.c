@@ -10,6 +10,7 @@
 #include "gdr_rma.h"
 #include "gdr_rma_ipc.h"
 #include "gdr_engine_lock.h"
+#include "gdr_notify.h"
 #include "gpu/gdr_gpu_ipc.h"
 #include "gpu/gdr_gpu_mem.h"
 
@@ -347,6 +348,11 @@ int MPIDI_GDR_mpi_win_free(MPIR_Win ** win_ptr)
     /* no lock release may reach a target after its free's barrier deregistered the word
      * (the free goes on after a failure: the other ranks are in the barrier) */
     int drain_errno = MPIDI_GDR_win_drain_releases(win);
+    /* notification counters first: their window's free is collective as this one, and
+     * MPICH's window free must not run inside it */
+    int notify_errno = MPIDI_GDR_notify_win_free(win);
+    if (drain_errno == MPI_SUCCESS)
+        drain_errno = notify_errno;
     int mpi_errno = MPIDIG_mpi_win_free(win_ptr);
     if (drain_errno != MPI_SUCCESS)
         mpi_errno = drain_errno;

@@ -54,6 +54,7 @@ cvars:
 #include "gdr_rma_ipc.h"
 #include "gdr_triggered.h"
 #include "gdr_engine_lock.h"
+#include "gdr_notify.h"
 
 /* Whether win's passive-target epochs lock by remote atomics (the same for every target
  * and on every rank: gdr_rma_passive.h). */
@@ -179,9 +180,12 @@ int MPIDI_GDR_win_start(MPIR_Group * group, int assert, MPIR_Win * win)
  * instead of its messages, each once everything it could overtake has completed there. */
 int MPIDI_GDR_win_complete(MPIR_Win * win)
 {
+    int mpi_errno = MPIDI_GDR_notify_drain(win, -1);
+    if (mpi_errno != MPI_SUCCESS)
+        return mpi_errno;
     if (!native_active(win))
         return MPIDIG_mpi_win_complete(win);
-    int mpi_errno = MPI_SUCCESS, *ranks = NULL, need_unlock = 0;
+    int *ranks = NULL, need_unlock = 0;
     MPIDIG_ACCESS_EPOCH_CHECK(win, MPIDIG_EPOTYPE_START, mpi_errno, return mpi_errno);
     MPIR_Group *group = MPIDIG_WIN(win, sync).sc.group;
     int vci = MPIDI_WIN(win, am_vci);
@@ -292,9 +296,11 @@ int MPIDI_GDR_win_drain_releases(MPIR_Win * win)
 
 int MPIDI_GDR_win_unlock(int rank, MPIR_Win * win)
 {
+    int mpi_errno = MPIDI_GDR_notify_drain(win, rank);
+    if (mpi_errno != MPI_SUCCESS)
+        return mpi_errno;
     if (!native_locks(win))
         return MPIDIG_mpi_win_unlock(rank, win);
-    int mpi_errno = MPI_SUCCESS;
     if (gdr_rma_passive_held(&GDR_WIN(win).rma, rank) && release_must_wait(win, rank))
         mpi_errno = MPIDIG_mpi_win_flush(rank, win);
     /* (ends the epoch's lock state even when nothing was taken: no traffic then) */
@@ -331,6 +337,8 @@ int MPIDI_GDR_win_lock_all(int assert, MPIR_Win * win)
 int MPIDI_GDR_win_unlock_all(MPIR_Win * win)
 {
     int mpi_errno = MPIDI_GDR_enqueue_drain(win);
+    if (mpi_errno == MPI_SUCCESS)
+        mpi_errno = MPIDI_GDR_notify_drain(win, -1);
     if (mpi_errno != MPI_SUCCESS || !native_locks(win))
         return mpi_errno != MPI_SUCCESS ? mpi_errno : MPIDIG_mpi_win_unlock_all(win);
     gdr_rma_win_t *w = &GDR_WIN(win).rma;
@@ -353,9 +361,11 @@ int MPIDI_GDR_win_unlock_all(MPIR_Win * win)
  * instead of MPIR_Barrier's messages. */
 int MPIDI_GDR_win_fence(int assert, MPIR_Win * win)
 {
+    int mpi_errno = MPIDI_GDR_notify_drain(win, -1), need_unlock = 0;
+    if (mpi_errno != MPI_SUCCESS)
+        return mpi_errno;
     if (!native_active(win))
         return MPIDIG_mpi_win_fence(assert, win);
-    int mpi_errno = MPI_SUCCESS, need_unlock = 0;
     MPIDIG_FENCE_EPOCH_CHECK(win, mpi_errno, goto fn_fail);
     int vci = MPIDI_WIN(win, am_vci);
     MPID_THREAD_CS_ENTER(VCI, MPIDI_VCI_LOCK(vci));
@@ -407,7 +417,8 @@ int MPIDI_GDR_win_fence(int assert, MPIR_Win * win)
 
 int MPIDI_GDR_win_flush(int rank, MPIR_Win * win)
 {
-    return MPIDIG_mpi_win_flush(rank, win);
+    int mpi_errno = MPIDI_GDR_notify_drain(win, rank);
+    return mpi_errno != MPI_SUCCESS ? mpi_errno : MPIDIG_mpi_win_flush(rank, win);
 }
 
 int MPIDI_GDR_win_flush_local(int rank, MPIR_Win * win)
@@ -417,7 +428,8 @@ int MPIDI_GDR_win_flush_local(int rank, MPIR_Win * win)
 
 int MPIDI_GDR_win_flush_all(MPIR_Win * win)
 {
-    return MPIDIG_mpi_win_flush_all(win);
+    int mpi_errno = MPIDI_GDR_notify_drain(win, -1);
+    return mpi_errno != MPI_SUCCESS ? mpi_errno : MPIDIG_mpi_win_flush_all(win);
 }
 
 int MPIDI_GDR_win_flush_local_all(MPIR_Win * win)

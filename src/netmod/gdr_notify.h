@@ -1,0 +1,23 @@
+/* Notified RMA (docs/notified-rma.md): the counters a window carries, and what the
+ * window's synchronisation, free and gdr's progress call so that a notification leaves
+ * once its operation is complete at the target and is applied before the call that
+ * completes the operation returns.  The MPIX_ calls' bodies (MPIR_*_impl of patch 0022)
+ * are in gdr_notify.c. */
+#ifndef GDR_NOTIFY_H_INCLUDED
+#define GDR_NOTIFY_H_INCLUDED
+
+#include "gdr_internal.h"
+
+/* Sends the notifications of win's notified operations to rank (-1: every rank), waiting
+ * for their data, and waits until they are applied at their targets.  Called first by
+ * MPI_Win_flush(_all), _unlock(_all), _fence and _complete; at once when win has no
+ * counters.  Returns the first error of a notified operation since the last call. */
+int MPIDI_GDR_notify_drain(MPIR_Win * win, int rank);
+/* gdr's progress: sends the notifications whose operations have completed, of every
+ * window (never waits; not re-entered). */
+int MPIDI_GDR_notify_progress(int *made_progress);
+/* MPI_Win_free (gdr_win.c, before MPICH frees the window): detaches the counters, if
+ * any (collective, as MPI_Win_free). */
+int MPIDI_GDR_notify_win_free(MPIR_Win * win);
+
+#endif /* GDR_NOTIFY_H_INCLUDED */
