@@ -350,8 +350,10 @@ int main(int argc, char **argv)
         gdr_win w;
         gdr_win_open(&w, (gdr_win_kind) k, (SLOTS * SLOT_INTS + 4096) * 4, 4, MPI_COMM_WORLD);
         GDR_CHECK_MPI(MPIX_Win_notify_attach(w.win, NCOUNTERS, MPI_INFO_NULL));
+        gdr_test_set_context("attach win=%s", gdr_win_kind_name(w.kind));
         for (int i = 0; i < NCOUNTERS; i++)
             gdr_check_long("fresh counter", i, 0, value(w.win, i));
+        MPI_Barrier(MPI_COMM_WORLD);    /* before anyone notifies */
         ring(&w);
         many_to_one(&w);
         flush_implies_applied(&w);
