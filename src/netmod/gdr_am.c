@@ -311,6 +311,33 @@ int MPIDI_GDR_am_send(int rank, MPIR_Comm * comm, int handler_id, const void *am
     goto fn_exit;
 }
 
+/* What MPIDIG_isend_impl sends for an eager standard-mode message (no request: the
+ * receiver answers only synchronous and rendezvous sends, which never come here). */
+static inline void eager_hdr(MPIDIG_hdr_t * h, MPIR_Comm * comm, int tag, int attr,
+                             MPI_Aint data_sz)
+{
+    h->src_rank = comm->rank;
+    h->tag = tag;
+    h->context_id = comm->context_id + MPIR_PT2PT_ATTR_CONTEXT_OFFSET(attr);
+    h->error_bits = MPIR_PT2PT_ATTR_GET_ERRFLAG(attr);
+    h->flags = MPIDIG_AM_SEND_FLAGS_NONE;
+    h->sreq_ptr = NULL;
+    h->data_sz = data_sz;
+    h->rndv_hdr_sz = 0;
+}
+
+/* An immediate send that cannot go at once: the channel queues a copy, or says why it
+ * cannot (out of line: the hot path keeps no header of its own on the stack). */
+static __attribute__((noinline))
+int send_eager_queued(int peer, uint32_t word, const void *buf, MPI_Aint data_sz,
+                      MPIR_Comm * comm, int tag, int attr)
+{
+    MPIDIG_hdr_t h;
+    eager_hdr(&h, comm, tag, attr, data_sz);
+    return gdr_verbs_am_send_eager(MPIDI_GDR_global.am, peer, word, &h, sizeof(h), buf,
+                                   (size_t) data_sz);
+}
+
 int MPIDI_GDR_send_eager(const void *buf, MPI_Aint count, MPI_Datatype datatype, int rank,
                          int tag, MPIR_Comm * comm, int attr, int src_vci, int dst_vci,
                          int *sent)
@@ -325,26 +352,18 @@ int MPIDI_GDR_send_eager(const void *buf, MPI_Aint count, MPI_Datatype datatype,
     if (data_sz > MPIDI_GDR_global.send_eager_max || peer < 0
         || (data_sz > 0 && MPIDI_GDR_is_device(buf)))
         return MPI_SUCCESS;
-    /* what MPIDIG_isend_impl sends for an eager standard-mode message (no request: the
-     * receiver answers only synchronous and rendezvous sends, which never come here),
-     * built where the channel sends it from; if it cannot go at once, the channel queues
-     * a copy (or says why it cannot) */
+    /* built where the channel sends it from */
     gdr_verbs_iface_t *am = MPIDI_GDR_global.am;
     uint32_t word = GDR_AM_WORD(MPIDIG_SEND, src_vci, dst_vci);
-    MPIDIG_hdr_t held, *h = gdr_verbs_am_eager_reserve(am, peer, word, sizeof(*h),
-                                                       (size_t) data_sz);
-    MPIDIG_hdr_t *at = h != NULL ? h : &held;
-    at->src_rank = comm->rank;
-    at->tag = tag;
-    at->context_id = comm->context_id + MPIR_PT2PT_ATTR_CONTEXT_OFFSET(attr);
-    at->error_bits = MPIR_PT2PT_ATTR_GET_ERRFLAG(attr);
-    at->flags = MPIDIG_AM_SEND_FLAGS_NONE;
-    at->sreq_ptr = NULL;
-    at->data_sz = data_sz;
-    at->rndv_hdr_sz = 0;
-    if ((h != NULL ? gdr_verbs_am_eager_post(am, buf, (size_t) data_sz)
-         : gdr_verbs_am_send_eager(am, peer, word, &held, sizeof(held), buf,
-                                   (size_t) data_sz)) != 0)
+    MPIDIG_hdr_t *h = gdr_verbs_am_eager_reserve(am, peer, word, sizeof(*h), (size_t) data_sz);
+    int rc;
+    if (h != NULL) {
+        eager_hdr(h, comm, tag, attr, data_sz);
+        rc = gdr_verbs_am_eager_post(am, buf, (size_t) data_sz);
+    } else {
+        rc = send_eager_queued(peer, word, buf, data_sz, comm, tag, attr);
+    }
+    if (rc != 0)
         return MPIDI_GDR_transport_error();
     MPIDI_GDR_global.am_sends_immediate++;
     *sent = 1;                  /* copied (posted or queued in order): buf is free again */

@@ -135,7 +135,7 @@ int MPIDI_GDR_notify_progress(int *made_progress)
     return mpi_errno;
 }
 
-int MPIDI_GDR_notify_drain(MPIR_Win * win, int rank)
+int MPIDI_GDR_notify_drain_counters(MPIR_Win * win, int rank)
 {
     struct MPIDI_GDR_notify *nt = notify_of(win);
     if (nt == NULL)
@@ -241,7 +241,7 @@ int MPIR_Win_notify_attach_impl(MPIR_Win * win, int notification_num, MPIR_Info 
 static int detach(MPIR_Win * win, struct MPIDI_GDR_notify *nt)
 {
     /* by MPI's rules nothing is in flight; a notification still pending leaves first */
-    int mpi_errno = MPIDI_GDR_notify_drain(win, -1);
+    int mpi_errno = MPIDI_GDR_notify_drain_counters(win, -1);
     int took = MPIDI_GDR_engine_enter();
     for (struct MPIDI_GDR_notify ** p = &MPIDI_GDR_global.notify; *p != NULL; p = &(*p)->next)
         if (*p == nt) {

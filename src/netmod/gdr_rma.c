@@ -417,7 +417,9 @@ int MPIDI_GDR_rma(const MPIDI_GDR_rma_args_t * a, MPIR_Win * win, MPIR_Request *
     int took = MPIDI_GDR_engine_enter();
     /* every operation passes here first, whatever path it takes: a native lock epoch
      * takes its lock now (gdr_win_sync.c) */
-    int mpi_errno = MPIDI_GDR_win_need(win, a->target);
+    int mpi_errno = win->dev.netmod.gdr.s != NULL
+        && gdr_rma_win_lock_wanted(&GDR_WIN(win).rma, a->target)
+        ? MPIDI_GDR_win_need(win, a->target) : MPI_SUCCESS;
     *handled = 0;
     if (mpi_errno == MPI_SUCCESS && req == NULL
         && (a->kind == GDR_RMA_PUT || a->kind == GDR_RMA_GET))

@@ -9,7 +9,6 @@
 #include <string.h>
 #include <time.h>
 
-enum { EPOCH_NONE, EPOCH_WANTED, EPOCH_HELD };
 
 static uint64_t now_ns(void)
 {
@@ -145,7 +144,7 @@ static int acquire(gdr_rma_win_t *w, int target)
         if (rc != GDR_RMA_OK)
             return rc;
         if (gdr_rma_lock_on_result(&t->lk, t->result, &t->step, &delay) == GDR_RMA_LOCK_HELD) {
-            t->state = EPOCH_HELD;
+            t->state = GDR_RMA_EPOCH_HELD;
             w->eng->lock_retries += t->lk.tries;
             return GDR_RMA_OK;
         }
@@ -160,7 +159,7 @@ int gdr_rma_passive_lock(gdr_rma_win_t *w, int target, gdr_rma_lock_kind_t kind)
         return GDR_RMA_NOMEM;
     gdr_rma_passive_target_t *t = &w->passive.t[target];
     t->lk.kind = kind;
-    t->state = EPOCH_WANTED;
+    t->state = GDR_RMA_EPOCH_WANTED;
     return target == w->self ? acquire(w, target) : GDR_RMA_OK;
 }
 
@@ -168,7 +167,7 @@ int gdr_rma_passive_need(gdr_rma_win_t *w, int target)
 {
     /* (every operation asks: the state first, as only native epochs are ever WANTED) */
     if (w->passive.t == NULL || target < 0 || target >= w->n
-        || w->passive.t[target].state != EPOCH_WANTED || !gdr_rma_passive_native(w, target))
+        || w->passive.t[target].state != GDR_RMA_EPOCH_WANTED || !gdr_rma_passive_native(w, target))
         return GDR_RMA_OK;
     return acquire(w, target);
 }
@@ -186,7 +185,7 @@ int gdr_rma_passive_need_all(gdr_rma_win_t *w)
 int gdr_rma_passive_held(const gdr_rma_win_t *w, int target)
 {
     return gdr_rma_passive_native(w, target) && w->passive.t != NULL
-        && w->passive.t[target].state == EPOCH_HELD;
+        && w->passive.t[target].state == GDR_RMA_EPOCH_HELD;
 }
 
 /* Posts target's release if its lock is held; the epoch ends either way.  Nobody waits
@@ -196,8 +195,8 @@ int gdr_rma_passive_unlock(gdr_rma_win_t *w, int target)
     if (!gdr_rma_passive_native(w, target) || w->passive.t == NULL)
         return GDR_RMA_OK;
     gdr_rma_passive_target_t *t = &w->passive.t[target];
-    int held = t->state == EPOCH_HELD;
-    t->state = EPOCH_NONE;      /* the epoch is over, whatever the release's fate */
+    int held = t->state == GDR_RMA_EPOCH_HELD;
+    t->state = GDR_RMA_EPOCH_NONE;      /* the epoch is over, whatever the release's fate */
     if (!held)
         return GDR_RMA_OK;
     gdr_rma_lock_release(&t->lk, &t->step);

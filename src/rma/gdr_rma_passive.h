@@ -16,8 +16,11 @@
 
 struct gdr_rma_win;
 
+/* An epoch's lock to one target: not wanted, wanted (the next operation takes it), held. */
+enum { GDR_RMA_EPOCH_NONE, GDR_RMA_EPOCH_WANTED, GDR_RMA_EPOCH_HELD };
+
 typedef struct gdr_rma_passive_target {
-    uint8_t state;              /* private: none, wanted, held */
+    uint8_t state;              /* GDR_RMA_EPOCH_*: set only in gdr_rma_passive.c */
     gdr_rma_lock_t lk;
     gdr_rma_lock_step_t step;   /* the atomic in flight: stays put until it completes */
     uint64_t operand, result;

@@ -26,12 +26,12 @@ static inline gdr_rma_range_status_t gdr_rma_range_check(int64_t disp, uint64_t 
         return GDR_RMA_RANGE_NEGATIVE_DISP;
     if (__builtin_mul_overflow((uint64_t) disp, disp_unit, &start))
         return GDR_RMA_RANGE_OVERFLOW;
-    if (__builtin_add_overflow(start, bytes, &end))
-        return GDR_RMA_RANGE_OVERFLOW;
-    if (end > win_size || (bytes == 0 && start > win_size))
-        return GDR_RMA_RANGE_OUTSIDE;
-    *offset = start;
-    return GDR_RMA_RANGE_OK;
+    if (start <= win_size && bytes <= win_size - start) {
+        *offset = start;
+        return GDR_RMA_RANGE_OK;
+    }
+    return __builtin_add_overflow(start, bytes, &end) ? GDR_RMA_RANGE_OVERFLOW
+        : GDR_RMA_RANGE_OUTSIDE;
 }
 
 /* The same for a datatype footprint: the access touches [disp * disp_unit + lb,

@@ -54,6 +54,14 @@ typedef struct gdr_rma_win {
     gdr_rma_active_t active;    /* fence and PSCW by RDMA writes */
 } gdr_rma_win_t;
 
+/* Whether the next operation to target must take its epoch's lock first
+ * (gdr_rma_passive_need); inline, as every operation asks and almost always hears no. */
+static inline int gdr_rma_win_lock_wanted(const gdr_rma_win_t *w, int target)
+{
+    return w->passive.t != NULL && (unsigned) target < (unsigned) w->n
+        && w->passive.t[target].state == GDR_RMA_EPOCH_WANTED;
+}
+
 /* Sets up the registry of n targets (this rank is self).  rdma: the engine may reach
  * targets (then set each peer).  GDR_RMA_OK or GDR_RMA_NOMEM. */
 int gdr_rma_win_init(gdr_rma_win_t *w, gdr_rma_engine_t *eng, void *host_win, int n,

@@ -25,8 +25,11 @@ typedef int (*gdr_verbs_am_rma_cb_t)(void *ctx, const struct ibv_wc *wc);
  * polls or posts to peer itself (the queue pair's order); returns 0 or -1. */
 typedef int (*gdr_verbs_am_rma_held_cb_t)(void *ctx, int peer);
 
+/* held_count: how many work requests the engine holds (read by the channel before each
+ * post, so that a send pays the callback only when something is held). */
 void gdr_verbs_am_attach_rma(gdr_verbs_iface_t *am, gdr_verbs_am_rma_cb_t cb,
-                             gdr_verbs_am_rma_held_cb_t held, void *ctx);
+                             gdr_verbs_am_rma_held_cb_t held, const uint32_t *held_count,
+                             void *ctx);
 
 /* The connected queue pair to peer (rank itself: the loopback QP); NULL if none yet, or
  * the peer or the channel failed. */

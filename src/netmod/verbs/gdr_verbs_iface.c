@@ -152,10 +152,13 @@ gdr_verbs_iface_t *gdr_verbs_am_create(gdr_verbs_device_t *dev, int rank, int nr
 }
 
 void gdr_verbs_am_attach_rma(gdr_verbs_iface_t *am, gdr_verbs_am_rma_cb_t cb,
-                             gdr_verbs_am_rma_held_cb_t held, void *ctx)
+                             gdr_verbs_am_rma_held_cb_t held, const uint32_t *held_count,
+                             void *ctx)
 {
+    static const uint32_t none;
     am->rma_cb = cb;
     am->rma_held = held;
+    am->rma_held_count = held != NULL && held_count != NULL ? held_count : &none;
     am->rma_ctx = ctx;
 }
 

@@ -238,6 +238,7 @@ struct gdr_verbs_iface {
     gdr_verbs_am_stats_t stats;
     gdr_verbs_am_rma_cb_t rma_cb;       /* completions of one-sided work requests */
     gdr_verbs_am_rma_held_cb_t rma_held;        /* posts the ones it held back */
+    const uint32_t *rma_held_count;     /* how many it holds (never NULL once attached) */
     void *rma_ctx;
     /* idle probing: when the channel last heard something (or last probed), whether it
      * heard anything since the clock was last read, empty polls since then, how many
@@ -268,7 +269,8 @@ static inline int fail(gdr_verbs_iface_t *am, const char *fmt, ...)
  * posted before what the channel posts now, or are what a poll may be waited for. */
 static inline int rma_held_out(gdr_verbs_iface_t *am, int peer)
 {
-    return am->rma_held != NULL ? am->rma_held(am->rma_ctx, peer) : 0;
+    return am->rma_held != NULL && *am->rma_held_count != 0 ? am->rma_held(am->rma_ctx, peer)
+        : 0;
 }
 
 /* A process of another job (past the job's ranks). */

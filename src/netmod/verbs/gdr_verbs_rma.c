@@ -155,7 +155,7 @@ gdr_verbs_rma_t *gdr_verbs_rma_create(gdr_verbs_iface_t *am, const gdr_verbs_rma
         rma->bounces[i].next_free = rma->free_bounces;
         rma->free_bounces = &rma->bounces[i];
     }
-    gdr_verbs_am_attach_rma(am, on_complete, post_held_cb, rma);
+    gdr_verbs_am_attach_rma(am, on_complete, post_held_cb, &rma->nheld, rma);
     return rma;
   oom:
     snprintf(why, why_len, "out of memory creating the RMA engine");
@@ -837,7 +837,7 @@ void gdr_verbs_rma_destroy(gdr_verbs_rma_t *rma)
     if (rma == NULL)
         return;
     if (rma->am != NULL)
-        gdr_verbs_am_attach_rma(rma->am, NULL, NULL, NULL);
+        gdr_verbs_am_attach_rma(rma->am, NULL, NULL, NULL, NULL);
     while (rma->free_ops != NULL) {
         rma_op_t *op = rma->free_ops;
         rma->free_ops = op->next_free;
