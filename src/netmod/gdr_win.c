@@ -211,8 +211,11 @@ static int dynamic_check(MPIR_Win * win, int target, uint64_t addr, uint64_t len
     return mpi_errno;
 }
 
-int MPIDI_GDR_rma_check_target(MPIR_Win * win, int target_rank, MPI_Aint target_disp,
-                               MPI_Aint target_count, MPI_Datatype target_datatype)
+/* Every case but a predefined type inside a static window: the full check, which names
+ * what is wrong (out of line: the common case keeps a small frame). */
+static __attribute__((noinline))
+int check_target_full(MPIR_Win * win, int target_rank, MPI_Aint target_disp,
+                      MPI_Aint target_count, MPI_Datatype target_datatype)
 {
     int mpi_errno = MPI_SUCCESS;
     MPI_Aint true_lb;
@@ -222,18 +225,6 @@ int MPIDI_GDR_rma_check_target(MPIR_Win * win, int target_rank, MPI_Aint target_
         || target_rank < 0 || target_rank >= win->comm_ptr->local_size)
         return MPI_SUCCESS;     /* nothing touched, no table, or rank already refused */
     const gdr_rma_win_t *w = &GDR_WIN(win).rma;
-    if (HANDLE_IS_BUILTIN(target_datatype) && !w->dynamic && target_disp >= 0) {
-        /* every operation passes here: a predefined type inside the window answers at
-         * once (anything else goes on to the full check, which names what is wrong) */
-        const gdr_rma_target_t *tg = &w->targets[target_rank];
-        uint64_t off, bytes;
-        if (!__builtin_mul_overflow((uint64_t) target_count,
-                                    (uint64_t) MPIR_Datatype_get_basic_size(target_datatype),
-                                    &bytes)
-            && gdr_rma_range_check(target_disp, tg->disp_unit, bytes, tg->size, &off)
-            == GDR_RMA_RANGE_OK)
-            return MPI_SUCCESS;
-    }
     uint64_t span = MPIDI_GDR_target_span(target_count, target_datatype, &true_lb);
     gdr_rma_range_status_t st = gdr_rma_win_check_range(w, target_rank, target_disp, true_lb,
                                                         span);
@@ -252,6 +243,25 @@ int MPIDI_GDR_rma_check_target(MPIR_Win * win, int target_rank, MPI_Aint target_
         MPIR_ERR_SET1(mpi_errno, MPI_ERR_RMA_RANGE, "**gdr_range", "**gdr_range %s",
                       gdr_rma_range_str(st));
     return mpi_errno;
+}
+
+int MPIDI_GDR_rma_check_target(MPIR_Win * win, int target_rank, MPI_Aint target_disp,
+                               MPI_Aint target_count, MPI_Datatype target_datatype)
+{
+    /* every operation passes here: a predefined type inside a static window answers at
+     * once (a rank outside the window's group, PROC_NULL included, fails the unsigned
+     * compare and goes to the full check) */
+    const struct MPIDI_GDR_win_state *s = win->dev.netmod.gdr.s;
+    uint64_t bytes, off;
+    if (s != NULL && HANDLE_IS_BUILTIN(target_datatype) && s->rma.targets != NULL
+        && !s->rma.dynamic && (unsigned) target_rank < (unsigned) s->rma.n
+        && !__builtin_mul_overflow((uint64_t) target_count,
+                                   (uint64_t) MPIR_Datatype_get_basic_size(target_datatype),
+                                   &bytes)
+        && gdr_rma_range_check(target_disp, s->rma.targets[target_rank].disp_unit, bytes,
+                               s->rma.targets[target_rank].size, &off) == GDR_RMA_RANGE_OK)
+        return MPI_SUCCESS;
+    return check_target_full(win, target_rank, target_disp, target_count, target_datatype);
 }
 
 int MPIDI_GDR_mpi_win_create(void *base, MPI_Aint length, int disp_unit, MPIR_Info * info,

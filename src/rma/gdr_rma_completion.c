@@ -167,13 +167,6 @@ void gdr_rma_op_posted(gdr_rma_op_t *op)
     gdr_rma_op_part_done(op, 0);
 }
 
-gdr_rma_tracker_slot_t *gdr_rma_tracker_write_begin(gdr_rma_tracker_t *t, int target)
-{
-    t->remote[target]++;
-    t->total_remote++;
-    return &t->slots[target];
-}
-
 void gdr_rma_tracker_write_done(void *slot, int status)
 {
     gdr_rma_tracker_slot_t *s = slot;
@@ -182,14 +175,6 @@ void gdr_rma_tracker_write_done(void *slot, int status)
     t->total_remote--;
     if (status != 0)
         t->failed = 1;
-}
-
-gdr_rma_tracker_slot_t *gdr_rma_tracker_read_begin(gdr_rma_tracker_t *t, int target)
-{
-    t->local[target]++;
-    t->total_local++;
-    t->reading[target]++;
-    return gdr_rma_tracker_write_begin(t, target);
 }
 
 void gdr_rma_tracker_read_done(void *slot, int status)

@@ -105,9 +105,25 @@ void gdr_rma_op_abandon(gdr_rma_op_t *op);
  * write is in flight remotely, a read remotely, locally and as reading, from _begin until
  * the done callback (its argument: the slot _begin returns; called with status 0 when
  * the transfer was never posted). */
-gdr_rma_tracker_slot_t *gdr_rma_tracker_write_begin(gdr_rma_tracker_t *t, int target);
+static inline gdr_rma_tracker_slot_t *gdr_rma_tracker_write_begin(gdr_rma_tracker_t *t,
+                                                                  int target)
+{
+    t->remote[target]++;
+    t->total_remote++;
+    return &t->slots[target];
+}
+
 void gdr_rma_tracker_write_done(void *slot, int status);
-gdr_rma_tracker_slot_t *gdr_rma_tracker_read_begin(gdr_rma_tracker_t *t, int target);
+
+static inline gdr_rma_tracker_slot_t *gdr_rma_tracker_read_begin(gdr_rma_tracker_t *t,
+                                                                 int target)
+{
+    t->local[target]++;
+    t->total_local++;
+    t->reading[target]++;
+    return gdr_rma_tracker_write_begin(t, target);
+}
+
 void gdr_rma_tracker_read_done(void *slot, int status);
 
 /* Waits: remote or local completion of every operation, or of those to one target.

@@ -504,63 +504,66 @@ static int post_one(gdr_verbs_rma_t *rma, rma_op_t *op, enum ibv_wr_opcode opcod
     return submit(rma, op->head.peer, &wr, 1, 1);
 }
 
-int gdr_verbs_rma_put_short(gdr_verbs_rma_t *rma, int peer, const void *src, size_t len,
-                            uint64_t raddr, uint32_t rkey, gdr_verbs_rma_done_fn done, void *arg)
+/* The hot paths' operation (rc/short, rc/bcopy): one work request, from the free list
+ * (the caller checked there is one). */
+static inline rma_op_t *op_take(gdr_verbs_rma_t *rma, int peer, bounce_t *bounce,
+                                gdr_verbs_rma_done_fn done, void *arg)
 {
-    /* the hot path of an 8-byte MPI_Put (bench/opcost): anything unusual is the general
-     * path's, which waits for the connection or room, or says what failed */
     rma_op_t *op = rma->free_ops;
-    struct ibv_qp *qp;
-    if (op == NULL || len > inline_limit(rma) || (qp = gdr_verbs_am_qp(rma->am, peer)) == NULL
-        || rma->in_flight[peer] >= rma->cfg.depth)
-        return GDR_VERBS_RMA_NOREG;
     rma->free_ops = op->next_free;
     op->head.kind = WR_RMA;
     op->head.peer = peer;
     op->wrs_left = 1;
-    op->bounce = NULL;
+    op->bounce = bounce;
     op->copy_to = NULL;
     op->reg = NULL;
     op->done = done;
     op->arg = arg;
     op->failed = op->check_results = 0;
-    rma->stats.inline_puts++;
-    rma->stats.writes++;
-    rma->stats.bytes_written += len;
     rma->stats.chunks++;
-    if (len <= HOLD_DATA && rma->nheld < rma->cfg.hold
-        && (rma->nheld == 0 || rma->held_peer == peer)) {
-        /* built where it waits for the doorbell (submit's hold, without the copy) */
-        held_wr_t *h = &rma->held[rma->nheld++];
-        memcpy(h->data, src, len);
-        h->sge[0] = (struct ibv_sge) {.addr = (uintptr_t) h->data,.length = (uint32_t) len };
-        h->wr = (struct ibv_send_wr) {.wr_id = (uintptr_t) op,.sg_list = h->sge,.num_sge = 1,
-            .opcode = IBV_WR_RDMA_WRITE,.send_flags = IBV_SEND_SIGNALED | IBV_SEND_INLINE,
-            .wr.rdma = {.remote_addr = raddr,.rkey = rkey }
-        };
-        rma->held_peer = peer;
-        rma->in_flight[peer]++;
-        rma->stats.held++;
-        return 0;
-    }
-    if (rma->nheld > 0) {
-        rma->stats.chunks--;    /* (post_one counts it) */
-        return post_one(rma, op, IBV_WR_RDMA_WRITE, (uintptr_t) src, 0, (uint32_t) len, raddr,
-                        rkey, IBV_SEND_INLINE);
-    }
-    /* nothing held: one doorbell now, as on a NIC by default (one MMIO write there); the
-     * fields a write reads, set one by one (an initializer zeroes all 128 bytes) */
+    return op;
+}
+
+/* Whether a hot path's work request to peer waits in a held slot for the next doorbell
+ * (MPIR_CVAR_CH4_GDR_DOORBELL_BATCH): room, and nothing held for another peer. */
+static inline int hold_room(const gdr_verbs_rma_t *rma, int peer)
+{
+    return rma->nheld < rma->cfg.hold && (rma->nheld == 0 || rma->held_peer == peer);
+}
+
+/* A hot path's work request in the next held slot (its sge set by the caller). */
+static inline held_wr_t *hold_one(gdr_verbs_rma_t *rma, int peer, rma_op_t *op,
+                                  enum ibv_wr_opcode opcode, unsigned flags, uint64_t raddr,
+                                  uint32_t rkey)
+{
+    held_wr_t *h = &rma->held[rma->nheld++];
+    h->wr = (struct ibv_send_wr) {.wr_id = (uintptr_t) op,.sg_list = h->sge,.num_sge = 1,
+        .opcode = opcode,.send_flags = IBV_SEND_SIGNALED | flags,
+        .wr.rdma = {.remote_addr = raddr,.rkey = rkey }
+    };
+    rma->held_peer = peer;
+    rma->in_flight[peer]++;
+    rma->stats.held++;
+    return h;
+}
+
+/* A hot path's work request posted now, nothing held (one doorbell: one MMIO write on a
+ * NIC); the fields a transfer reads, set one by one (an initializer zeroes 128 bytes). */
+static inline int ring_one(gdr_verbs_rma_t *rma, int peer, struct ibv_qp *qp, rma_op_t *op,
+                           enum ibv_wr_opcode opcode, unsigned flags, uint64_t laddr,
+                           uint32_t lkey, uint32_t len, uint64_t raddr, uint32_t rkey)
+{
     struct ibv_sge sge;
     struct ibv_send_wr wr;
-    sge.addr = (uintptr_t) src;
-    sge.length = (uint32_t) len;
-    sge.lkey = 0;               /* inline: not checked */
+    sge.addr = laddr;
+    sge.length = len;
+    sge.lkey = lkey;
     wr.next = NULL;
     wr.wr_id = (uintptr_t) op;
     wr.sg_list = &sge;
     wr.num_sge = 1;
-    wr.opcode = IBV_WR_RDMA_WRITE;
-    wr.send_flags = IBV_SEND_SIGNALED | IBV_SEND_INLINE;
+    wr.opcode = opcode;
+    wr.send_flags = IBV_SEND_SIGNALED | flags;
     wr.imm_data = 0;
     wr.wr.rdma.remote_addr = raddr;
     wr.wr.rdma.rkey = rkey;
@@ -568,14 +571,45 @@ int gdr_verbs_rma_put_short(gdr_verbs_rma_t *rma, int peer, const void *src, siz
     return ring(rma, peer, qp, &wr);
 }
 
+int gdr_verbs_rma_put_short(gdr_verbs_rma_t *rma, int peer, const void *src, size_t len,
+                            uint64_t raddr, uint32_t rkey, gdr_verbs_rma_done_fn done, void *arg)
+{
+    /* the hot path of an 8-byte MPI_Put (bench/opcost): anything unusual is the general
+     * path's, which waits for the connection or room, or says what failed */
+    struct ibv_qp *qp;
+    if (rma->free_ops == NULL || len > inline_limit(rma)
+        || (qp = gdr_verbs_am_qp(rma->am, peer)) == NULL
+        || rma->in_flight[peer] >= rma->cfg.depth)
+        return GDR_VERBS_RMA_NOREG;
+    rma_op_t *op = op_take(rma, peer, NULL, done, arg);
+    rma->stats.inline_puts++;
+    rma->stats.writes++;
+    rma->stats.bytes_written += len;
+    if (len <= HOLD_DATA && hold_room(rma, peer)) {
+        /* built where it waits for the doorbell (submit's hold, without the copy) */
+        held_wr_t *h = hold_one(rma, peer, op, IBV_WR_RDMA_WRITE, IBV_SEND_INLINE, raddr, rkey);
+        memcpy(h->data, src, len);
+        h->sge[0] = (struct ibv_sge) {.addr = (uintptr_t) h->data,.length = (uint32_t) len };
+        return 0;
+    }
+    if (rma->nheld > 0) {
+        rma->stats.chunks--;    /* (post_one counts it) */
+        return post_one(rma, op, IBV_WR_RDMA_WRITE, (uintptr_t) src, 0, (uint32_t) len, raddr,
+                        rkey, IBV_SEND_INLINE);
+    }
+    /* (inline: the lkey is not checked) */
+    return ring_one(rma, peer, qp, op, IBV_WR_RDMA_WRITE, IBV_SEND_INLINE, (uintptr_t) src, 0,
+                    (uint32_t) len, raddr, rkey);
+}
+
 /* rc/bcopy's one work request through a bounce buffer: a write copies src into it first,
- * a read (dst) copies out of it at completion (on_complete). */
-static int post_bcopy(gdr_verbs_rma_t *rma, int peer, const void *src, void *dst, size_t len,
-                      uint64_t raddr, uint32_t rkey, gdr_verbs_rma_done_fn done, void *arg)
+ * a read (dst) copies out of it at completion (on_complete).  The general way: waits for
+ * the connection or room, or says what failed. */
+static __attribute__((noinline))
+int post_bcopy_general(gdr_verbs_rma_t *rma, int peer, const void *src, void *dst, size_t len,
+                       uint64_t raddr, uint32_t rkey, gdr_verbs_rma_done_fn done, void *arg)
 {
     int rc;
-    if (len > rma->cfg.bounce_size)
-        return GDR_VERBS_RMA_NOREG;
     rma_op_t *op = op_start(rma, peer, 1, 1, done, arg, &rc);
     if (op == NULL)
         return rc;
@@ -593,6 +627,51 @@ static int post_bcopy(gdr_verbs_rma_t *rma, int peer, const void *src, void *dst
     return post_one(rma, op, dst != NULL ? IBV_WR_RDMA_READ : IBV_WR_RDMA_WRITE,
                     (uintptr_t) op->bounce->addr, rma->bounce_mr->lkey, (uint32_t) len, raddr,
                     rkey, 0);
+}
+
+/* The same, the hot path of an 8-byte MPI_Get (bench/opcost): a free operation and bounce
+ * buffer, a connected queue pair with room, built where it goes (held slot or stack). */
+static int post_bcopy(gdr_verbs_rma_t *rma, int peer, const void *src, void *dst, size_t len,
+                      uint64_t raddr, uint32_t rkey, gdr_verbs_rma_done_fn done, void *arg)
+{
+    if (len > rma->cfg.bounce_size)
+        return GDR_VERBS_RMA_NOREG;
+    bounce_t *b = rma->free_bounces;
+    struct ibv_qp *qp;
+    if (b == NULL || rma->free_ops == NULL || (qp = gdr_verbs_am_qp(rma->am, peer)) == NULL
+        || rma->in_flight[peer] >= rma->cfg.depth)
+        return post_bcopy_general(rma, peer, src, dst, len, raddr, rkey, done, arg);
+    rma->free_bounces = b->next_free;
+    rma_op_t *op = op_take(rma, peer, b, done, arg);
+    enum ibv_wr_opcode opcode;
+    rma->stats.bounced++;
+    if (dst != NULL) {
+        op->copy_to = dst;
+        op->copy_len = len;
+        rma->stats.reads++;
+        rma->stats.bytes_read += len;
+        opcode = IBV_WR_RDMA_READ;
+    } else {
+        memcpy(b->addr, src, len);
+        rma->stats.writes++;
+        rma->stats.bytes_written += len;
+        opcode = IBV_WR_RDMA_WRITE;
+    }
+    uint32_t lkey = rma->bounce_mr->lkey;
+    if (hold_room(rma, peer)) {
+        held_wr_t *h = hold_one(rma, peer, op, opcode, 0, raddr, rkey);
+        h->sge[0] = (struct ibv_sge) {.addr = (uintptr_t) b->addr,.length = (uint32_t) len,
+            .lkey = lkey
+        };
+        return 0;
+    }
+    if (rma->nheld > 0) {
+        rma->stats.chunks--;    /* (post_one counts it) */
+        return post_one(rma, op, opcode, (uintptr_t) b->addr, lkey, (uint32_t) len, raddr, rkey,
+                        0);
+    }
+    return ring_one(rma, peer, qp, op, opcode, 0, (uintptr_t) b->addr, lkey, (uint32_t) len,
+                    raddr, rkey);
 }
 
 int gdr_verbs_rma_put_bcopy(gdr_verbs_rma_t *rma, int peer, const void *src, size_t len,
