@@ -23,6 +23,7 @@ noinst_HEADERS += src/mpid/ch4/netmod/gdr/gdr_pre.h \
                   src/mpid/ch4/netmod/gdr/verbs/gdr_verbs_topo.h \
                   src/mpid/ch4/netmod/gdr/verbs/gdr_verbs_device.h \
                   src/mpid/ch4/netmod/gdr/verbs/gdr_verbs_wire.h \
+                  src/mpid/ch4/netmod/gdr/verbs/gdr_verbs_small_copy.h \
                   src/mpid/ch4/netmod/gdr/verbs/gdr_verbs_credit.h \
                   src/mpid/ch4/netmod/gdr/verbs/gdr_verbs_card.h \
                   src/mpid/ch4/netmod/gdr/verbs/gdr_verbs_conn.h \

@@ -6,6 +6,7 @@
 #include "gdr_verbs_iface_priv.h"
 #include "gdr_verbs_credit.h"
 #include "gdr_verbs_wire.h"
+#include "gdr_verbs_small_copy.h"
 
 #include <errno.h>
 #include <stddef.h>
@@ -188,22 +189,6 @@ void *gdr_verbs_am_eager_reserve(gdr_verbs_iface_t *am, int peer, uint32_t handl
     return h + 1;
 }
 
-/* Copies a message's payload into its slot; the few bytes of the commonest messages by
- * fixed-size moves (two overlapping words) rather than a call into memcpy. */
-static inline void copy_payload(char *dst, const void *src, size_t n)
-{
-    const char *s = src;
-    if (n >= 8 && n <= 16) {
-        memcpy(dst, s, 8);
-        memcpy(dst + n - 8, s + n - 8, 8);
-    } else if (n >= 4 && n < 8) {
-        memcpy(dst, s, 4);
-        memcpy(dst + n - 4, s + n - 4, 4);
-    } else {
-        memcpy(dst, s, n);
-    }
-}
-
 /* One gather entry, inline where it fits: a second entry for the caller's data would
  * save the copy here but cost the provider a second copy (rxe: 28 instructions more than
  * the 8 bytes' copy, bench/opcost). */
@@ -217,7 +202,7 @@ int gdr_verbs_am_eager_post(gdr_verbs_iface_t *am, const void *data, size_t data
     struct ibv_sge sge;
     struct ibv_send_wr wr, *bad = NULL;
     if (data_sz > 0)
-        copy_payload(slot->addr + at, data, data_sz);
+        gdr_verbs_small_copy(slot->addr + at, data, data_sz);
     sge.addr = (uintptr_t) slot->addr;
     sge.length = (uint32_t) len;
     sge.lkey = am->send_mr->lkey;

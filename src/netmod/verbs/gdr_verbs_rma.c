@@ -4,6 +4,7 @@
 #include "gdr_verbs_rma.h"
 #include "gdr_verbs_am_internal.h"
 #include "gdr_verbs_rcache.h"
+#include "gdr_verbs_small_copy.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -537,10 +538,15 @@ static inline held_wr_t *hold_one(gdr_verbs_rma_t *rma, int peer, rma_op_t *op,
                                   uint32_t rkey)
 {
     held_wr_t *h = &rma->held[rma->nheld++];
-    h->wr = (struct ibv_send_wr) {.wr_id = (uintptr_t) op,.sg_list = h->sge,.num_sge = 1,
-        .opcode = opcode,.send_flags = IBV_SEND_SIGNALED | flags,
-        .wr.rdma = {.remote_addr = raddr,.rkey = rkey }
-    };
+    /* (field by field, as in ring_one; next is set when the chain is posted) */
+    h->wr.wr_id = (uintptr_t) op;
+    h->wr.sg_list = h->sge;
+    h->wr.num_sge = 1;
+    h->wr.opcode = opcode;
+    h->wr.send_flags = IBV_SEND_SIGNALED | flags;
+    h->wr.imm_data = 0;
+    h->wr.wr.rdma.remote_addr = raddr;
+    h->wr.wr.rdma.rkey = rkey;
     rma->held_peer = peer;
     rma->in_flight[peer]++;
     rma->stats.held++;
@@ -588,8 +594,10 @@ int gdr_verbs_rma_put_short(gdr_verbs_rma_t *rma, int peer, const void *src, siz
     if (len <= HOLD_DATA && hold_room(rma, peer)) {
         /* built where it waits for the doorbell (submit's hold, without the copy) */
         held_wr_t *h = hold_one(rma, peer, op, IBV_WR_RDMA_WRITE, IBV_SEND_INLINE, raddr, rkey);
-        memcpy(h->data, src, len);
-        h->sge[0] = (struct ibv_sge) {.addr = (uintptr_t) h->data,.length = (uint32_t) len };
+        gdr_verbs_small_copy(h->data, src, len);
+        h->sge[0].addr = (uintptr_t) h->data;
+        h->sge[0].length = (uint32_t) len;
+        h->sge[0].lkey = 0;
         return 0;
     }
     if (rma->nheld > 0) {
@@ -652,7 +660,7 @@ static int post_bcopy(gdr_verbs_rma_t *rma, int peer, const void *src, void *dst
         rma->stats.bytes_read += len;
         opcode = IBV_WR_RDMA_READ;
     } else {
-        memcpy(b->addr, src, len);
+        gdr_verbs_small_copy(b->addr, src, len);
         rma->stats.writes++;
         rma->stats.bytes_written += len;
         opcode = IBV_WR_RDMA_WRITE;
@@ -660,9 +668,9 @@ static int post_bcopy(gdr_verbs_rma_t *rma, int peer, const void *src, void *dst
     uint32_t lkey = rma->bounce_mr->lkey;
     if (hold_room(rma, peer)) {
         held_wr_t *h = hold_one(rma, peer, op, opcode, 0, raddr, rkey);
-        h->sge[0] = (struct ibv_sge) {.addr = (uintptr_t) b->addr,.length = (uint32_t) len,
-            .lkey = lkey
-        };
+        h->sge[0].addr = (uintptr_t) b->addr;
+        h->sge[0].length = (uint32_t) len;
+        h->sge[0].lkey = lkey;
         return 0;
     }
     if (rma->nheld > 0) {
