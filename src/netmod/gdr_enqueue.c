@@ -13,8 +13,10 @@
  * when the stream reaches it, as MPICH's own request-based RMA (MPID_Rput, MPID_Rget,
  * MPID_Raccumulate: RDMA, the staged protocol or active messages, whatever the window
  * takes), and completes it when its request has; a put_signal's signal is an accumulate
- * (REPLACE or SUM of one uint64) started once the put is complete at the target.  A flush
- * completes when the window's operations to the rank are complete at their targets. */
+ * (REPLACE or SUM of one uint64) started once the put is complete at the target, and a
+ * notified put's or get's notification (MPIX_Put_notify_enqueue, gdr_notify.c) a SUM of 1
+ * on the target's counter, started the same way.  A flush completes when the window's
+ * operations to the rank are complete at their targets, notifications applied. */
 #include "gdr_acc_map.h"
 #include "gdr_triggered.h"
 
@@ -48,6 +50,8 @@ typedef struct enq_op {
     MPI_Aint signal_disp;
     uint64_t signal_value;
     int signal_op;
+    MPIR_Win *notify_win;       /* a notified put or get: the counters' window, else NULL */
+    int notify_idx;
     /* at run time */
     uint64_t seq;
     enum { SIGNAL_NONE, SIGNAL_WAITS, SIGNAL_SENT } signal; /* put_signal: its signal's stage */
@@ -134,10 +138,20 @@ static int ex_flushed(void *ctx, int rank, char *why, size_t why_len)
     return MPIDI_GDR_triggered_remote_done(eq->win, rank);
 }
 
-/* A put_signal whose put is complete at the target: its signal, as an accumulate. */
+static const uint64_t notify_one = 1;
+
+/* A put_signal whose put is complete at the target: its signal, as an accumulate; a
+ * notified put or get complete there: its notification. */
 static int start_signal(struct MPIDI_GDR_enqueue *eq, enq_op_t * op)
 {
     op->signal = SIGNAL_SENT;
+    if (op->notify_win != NULL) {
+        /* the data (same-node copies included) before the counter, on every CPU */
+        __atomic_thread_fence(__ATOMIC_SEQ_CST);
+        return MPID_Raccumulate(&notify_one, 1, MPIR_UINT64_T_INTERNAL, op->target,
+                                op->notify_idx, 1, MPIR_UINT64_T_INTERNAL, MPI_SUM,
+                                op->notify_win, &op->req);
+    }
     return MPID_Raccumulate(&op->signal_value, 1, MPIR_UINT64_T_INTERNAL, op->target,
                             op->signal_disp, 1, MPIR_UINT64_T_INTERNAL,
                             op->signal_op == GDR_SIGNAL_ADD ? MPI_SUM : MPI_REPLACE, eq->win,
@@ -174,7 +188,8 @@ static int reap(struct MPIDI_GDR_enqueue *eq, int *made)
         MPIR_Request_free(op->req);
         op->req = NULL;
         *made = 1;
-        if (err == MPI_SUCCESS && op->kind == GDR_SQ_PUT_SIGNAL && op->signal == SIGNAL_NONE) {
+        if (err == MPI_SUCCESS && (op->kind == GDR_SQ_PUT_SIGNAL || op->notify_win != NULL)
+            && op->signal == SIGNAL_NONE) {
             op->signal = SIGNAL_WAITS;  /* the data first, complete at the target */
             continue;
         }
@@ -222,8 +237,8 @@ static void tell_stall(struct MPIDI_GDR_enqueue *eq)
             (unsigned long long) q->started, (unsigned long long) q->published,
             q->failed ? "; failed: " : "", q->failed ? q->error : "");
     static const char *const kinds[] = { "put", "get", "accumulate", "put_signal", "flush" };
-    static const char *const stages[] = { "", ", its signal waits for the put at the target",
-        ", its signal sent"
+    static const char *const stages[] = { "", ", its signal or notification waits for the "
+        "data at the target", ", its signal or notification sent"
     };
     int shown = 0;
     for (const enq_op_t * op = eq->inflight; op != NULL && shown < 8; op = op->next, shown++)
@@ -306,6 +321,8 @@ static int try_direct(struct MPIDI_GDR_enqueue *eq, const enq_op_t * op, int *mp
     *mpi_errno = MPI_SUCCESS;
     if (op->kind != GDR_SQ_PUT && op->kind != GDR_SQ_GET && op->kind != GDR_SQ_PUT_SIGNAL)
         return 0;               /* accumulates: element-wise atomic through the queue */
+    if (op->notify_win != NULL)
+        return 0;               /* counters are host memory of the target's process */
     const gdr_dev_peer_t *t = direct_target(eq, op->target);
     if (t == NULL || !contig_span(op->ocount, op->otype, &o_lb, &o_bytes)
         || !contig_span(op->tcount, op->ttype, &t_lb, &t_bytes) || o_bytes != t_bytes)
@@ -626,6 +643,20 @@ int MPIR_Put_signal_enqueue_impl(const void *origin_addr, MPI_Aint origin_count,
     return enqueue(&op, win_ptr);
 }
 
+int MPIDI_GDR_enqueue_notified(int is_get, void *origin_addr, MPI_Aint origin_count,
+                               MPI_Datatype origin_datatype, int target_rank,
+                               MPI_Aint target_disp, MPI_Aint target_count,
+                               MPI_Datatype target_datatype, MPIR_Win * win,
+                               MPIR_Win * counters, int idx)
+{
+    enq_op_t op = {.kind = is_get ? GDR_SQ_GET : GDR_SQ_PUT,.origin = origin_addr,
+        .ocount = origin_count,.otype = origin_datatype,.target = target_rank,
+        .tdisp = target_disp,.tcount = target_count,.ttype = target_datatype,.op = MPI_OP_NULL,
+        .notify_win = counters,.notify_idx = idx
+    };
+    return enqueue(&op, win);
+}
+
 int MPIR_Win_flush_enqueue_impl(int rank, MPIR_Win * win_ptr)
 {
     enq_op_t op = {.kind = GDR_SQ_FLUSH,.target = rank,.otype = MPI_DATATYPE_NULL,
@@ -638,8 +669,7 @@ int MPIR_Win_flush_all_enqueue_impl(MPIR_Win * win_ptr)
     return MPIR_Win_flush_enqueue_impl(-1, win_ptr);
 }
 
-int MPIR_Win_signal_wait_enqueue_impl(MPIR_Win * win_ptr, MPI_Aint signal_disp, int cmp,
-                                      uint64_t value)
+int MPIDI_GDR_enqueue_wait(MPIR_Win * win, const uint64_t * word, int cmp, uint64_t value)
 {
     gdr_gpu_t *g = &MPIDI_GDR_global.gpu;
     gdr_gpu_wait_cmp_t how = GDR_GPU_WAIT_EQ;
@@ -649,26 +679,15 @@ int MPIR_Win_signal_wait_enqueue_impl(MPIR_Win * win_ptr, MPI_Aint signal_disp, 
         how = GDR_GPU_WAIT_GEQ;
     else if (cmp != GDR_CMP_EQ)
         by_kernel = 1;
-    if (!gdr_signal_cmp_valid(cmp))
-        return MPIDI_GDR_triggered_error(MPI_ERR_ARG, "comparison %d is none of MPIX_CMP_EQ, "
-                                         "_NE, _GT, _GE, _LT, _LE", cmp);
-    if (cmp == GDR_CMP_GT && value == UINT64_MAX)
-        return MPIDI_GDR_triggered_error(MPI_ERR_ARG, "no value is greater than UINT64_MAX");
     uint64_t v = cmp == GDR_CMP_GT ? value + 1 : value;
-    MPI_Aint at = signal_disp * win_ptr->disp_unit;
-    if (signal_disp < 0 || at + 8 > win_ptr->size || ((uintptr_t) win_ptr->base + at) % 8 != 0)
-        return MPIDI_GDR_triggered_error(MPI_ERR_RMA_RANGE, "the signal word at displacement "
-                                         "%ld is not an aligned 8-byte word inside this rank's "
-                                         "window", (long) signal_disp);
     int took = MPIDI_GDR_engine_enter(), mpi_errno = MPI_SUCCESS;
     struct MPIDI_GDR_enqueue *eq;
     gdr_gpu_mem_info_t info;
-    const void *word = (const char *) win_ptr->base + at;
-    mpi_errno = queue_of(win_ptr, &eq);
+    mpi_errno = queue_of(win, &eq);
     if (mpi_errno == MPI_SUCCESS && (gdr_gpu_mem_query(g, word, &info) != 0
                                      || (!info.is_device && !info.is_pinned_host)))
         mpi_errno = MPIDI_GDR_triggered_error(MPI_ERR_ARG, "a stream can wait only on device "
-                                              "or page-locked memory; this window's is neither");
+                                              "or page-locked memory; this word is neither");
     gdr_gpu_stream_t s = mpi_errno == MPI_SUCCESS ? (gdr_gpu_stream_t) eq->stream.stream : NULL;
     if (mpi_errno == MPI_SUCCESS && by_kernel
         && gdr_gpu_kernel_ready(g, GDR_GPU_SIGNAL_WAIT_KERNEL, gdr_gpu_kernels_image,
@@ -682,4 +701,21 @@ int MPIR_Win_signal_wait_enqueue_impl(MPIR_Win * win_ptr, MPI_Aint signal_disp, 
         mpi_errno = MPIDI_GDR_triggered_error(MPI_ERR_OTHER, "queueing the wait: %s", g->error);
     MPIDI_GDR_engine_exit(took);
     return mpi_errno;
+}
+
+int MPIR_Win_signal_wait_enqueue_impl(MPIR_Win * win_ptr, MPI_Aint signal_disp, int cmp,
+                                      uint64_t value)
+{
+    if (!gdr_signal_cmp_valid(cmp))
+        return MPIDI_GDR_triggered_error(MPI_ERR_ARG, "comparison %d is none of MPIX_CMP_EQ, "
+                                         "_NE, _GT, _GE, _LT, _LE", cmp);
+    if (cmp == GDR_CMP_GT && value == UINT64_MAX)
+        return MPIDI_GDR_triggered_error(MPI_ERR_ARG, "no value is greater than UINT64_MAX");
+    MPI_Aint at = signal_disp * win_ptr->disp_unit;
+    if (signal_disp < 0 || at + 8 > win_ptr->size || ((uintptr_t) win_ptr->base + at) % 8 != 0)
+        return MPIDI_GDR_triggered_error(MPI_ERR_RMA_RANGE, "the signal word at displacement "
+                                         "%ld is not an aligned 8-byte word inside this rank's "
+                                         "window", (long) signal_disp);
+    return MPIDI_GDR_enqueue_wait(win_ptr, (const uint64_t *) ((const char *) win_ptr->base + at),
+                                  cmp, value);
 }

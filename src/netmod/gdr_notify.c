@@ -16,6 +16,9 @@
  * from the synchronisation call that must wait for it (MPIDI_GDR_notify_drain). */
 #include "gdr_notify.h"
 #include "gdr_engine_lock.h"
+#include "gdr_triggered.h"
+#include "gpu/gdr_gpu_mem.h"
+#include "gdr/gdr_rma_signal.h"
 #include "rma/gdr_rma_notify.h"
 
 #include <stdarg.h>
@@ -27,6 +30,9 @@ struct MPIDI_GDR_notify {
     int err;                    /* first MPI error of a notified operation, for the next drain */
     int sweeping;               /* a sweep is running: a notification it sends may progress
                                  * MPICH, whose progress must not sweep the list under it */
+    uint64_t *stream_mine;      /* this rank's counters as streams reach them (page-locked
+                                 * for the GPU at attach), or NULL */
+    char stream_why[200];       /* why streams cannot reach them */
     struct MPIDI_GDR_notify *next;      /* in MPIDI_GDR_global.notify */
 };
 
@@ -160,6 +166,43 @@ int MPIDI_GDR_notify_drain_counters(MPIR_Win * win, int rank)
     return mpi_errno;
 }
 
+/* ---- the counters as streams see them ------------------------------------------------- */
+
+/* This rank's n bytes of counters at mine, page-locked and mapped for the GPU where there
+ * is one, so that a stream can wait on them (MPIX_Win_notify_wait_enqueue); where that
+ * fails only stream waits are refused, saying why. */
+static void pin_for_streams(struct MPIDI_GDR_notify *nt, void *mine, size_t n)
+{
+    gdr_gpu_t *g = &MPIDI_GDR_global.gpu;
+    void *dev = NULL;
+    if (!g->on) {
+        snprintf(nt->stream_why, sizeof(nt->stream_why), "this process has no GPU (%s)",
+                 g->error);
+        return;
+    }
+    if (n == 0) {
+        snprintf(nt->stream_why, sizeof(nt->stream_why), "this rank attached no counters");
+        return;
+    }
+    int took = MPIDI_GDR_engine_enter();
+    if (gdr_gpu_host_register(g, mine, n, &dev) == 0)
+        nt->stream_mine = dev;
+    else
+        snprintf(nt->stream_why, sizeof(nt->stream_why), "page-locking them for the GPU "
+                 "failed: %s", g->error);
+    MPIDI_GDR_engine_exit(took);
+}
+
+static void unpin_for_streams(struct MPIDI_GDR_notify *nt)
+{
+    if (nt->stream_mine == NULL)
+        return;
+    int took = MPIDI_GDR_engine_enter();
+    (void) gdr_gpu_host_unregister(&MPIDI_GDR_global.gpu, nt->t.mine);
+    MPIDI_GDR_engine_exit(took);
+    nt->stream_mine = NULL;
+}
+
 /* ---- the calls ------------------------------------------------------------------------ */
 
 int MPIR_Win_notify_attach_impl(MPIR_Win * win, int notification_num, MPIR_Info * info_ptr)
@@ -211,6 +254,7 @@ int MPIR_Win_notify_attach_impl(MPIR_Win * win, int notification_num, MPIR_Info 
                                  "the notification counters' table could not be made");
         goto fn_fail;
     }
+    pin_for_streams(nt, base, (size_t) notification_num * 8);
     mpi_errno = MPID_Win_lock_all(MPI_MODE_NOCHECK, nt->cwin);
     MPIR_ERR_CHECK(mpi_errno);
     /* nobody notifies a counter before its owner has zeroed it */
@@ -230,6 +274,7 @@ int MPIR_Win_notify_attach_impl(MPIR_Win * win, int notification_num, MPIR_Info 
     return mpi_errno;
   fn_fail:
     if (nt != NULL) {
+        unpin_for_streams(nt);
         gdr_rma_notify_fini(&nt->t);
         if (nt->cwin != NULL)
             MPID_Win_free(&nt->cwin);
@@ -240,8 +285,11 @@ int MPIR_Win_notify_attach_impl(MPIR_Win * win, int notification_num, MPIR_Info 
 
 static int detach(MPIR_Win * win, struct MPIDI_GDR_notify *nt)
 {
-    /* by MPI's rules nothing is in flight; a notification still pending leaves first */
-    int mpi_errno = MPIDI_GDR_notify_drain_counters(win, -1);
+    /* by MPI's rules nothing is in flight; a notification still pending leaves first
+     * (the stream's too: its queue may still hold notified operations) */
+    int mpi_errno = MPIDI_GDR_enqueue_drain(win);
+    int err = MPIDI_GDR_notify_drain_counters(win, -1);
+    mpi_errno = mpi_errno ? mpi_errno : err;
     int took = MPIDI_GDR_engine_enter();
     for (struct MPIDI_GDR_notify ** p = &MPIDI_GDR_global.notify; *p != NULL; p = &(*p)->next)
         if (*p == nt) {
@@ -250,8 +298,9 @@ static int detach(MPIR_Win * win, struct MPIDI_GDR_notify *nt)
         }
     GDR_WIN(win).notify = NULL;
     MPIDI_GDR_engine_exit(took);
-    int err = MPID_Win_unlock_all(nt->cwin);
+    err = MPID_Win_unlock_all(nt->cwin);
     mpi_errno = mpi_errno ? mpi_errno : err;
+    unpin_for_streams(nt);
     /* collective: every rank's notifications have been applied when it returns */
     err = MPID_Win_free(&nt->cwin);
     mpi_errno = mpi_errno ? mpi_errno : err;
@@ -337,6 +386,54 @@ int MPIR_Get_notify_impl(void *origin_addr, MPI_Aint origin_count,
     if (mpi_errno != MPI_SUCCESS)
         return mpi_errno;
     return started(nt, req, target_rank, notification_idx);
+}
+
+/* ---- the stream-ordered forms (gdr_enqueue.c queues them) ----------------------------- */
+
+int MPIR_Put_notify_enqueue_impl(const void *origin_addr, MPI_Aint origin_count,
+                                 MPI_Datatype origin_datatype, int target_rank,
+                                 MPI_Aint target_disp, MPI_Aint target_count,
+                                 MPI_Datatype target_datatype, int notification_idx,
+                                 MPIR_Win * win_ptr)
+{
+    struct MPIDI_GDR_notify *nt = NULL;
+    int mpi_errno = check_target(win_ptr, target_rank, notification_idx, &nt);
+    if (mpi_errno != MPI_SUCCESS)
+        return mpi_errno;
+    return MPIDI_GDR_enqueue_notified(0, (void *) origin_addr, origin_count, origin_datatype,
+                                      target_rank, target_disp, target_count, target_datatype,
+                                      win_ptr, nt->cwin, notification_idx);
+}
+
+int MPIR_Get_notify_enqueue_impl(void *origin_addr, MPI_Aint origin_count,
+                                 MPI_Datatype origin_datatype, int target_rank,
+                                 MPI_Aint target_disp, MPI_Aint target_count,
+                                 MPI_Datatype target_datatype, int notification_idx,
+                                 MPIR_Win * win_ptr)
+{
+    struct MPIDI_GDR_notify *nt = NULL;
+    int mpi_errno = check_target(win_ptr, target_rank, notification_idx, &nt);
+    if (mpi_errno != MPI_SUCCESS)
+        return mpi_errno;
+    return MPIDI_GDR_enqueue_notified(1, origin_addr, origin_count, origin_datatype,
+                                      target_rank, target_disp, target_count, target_datatype,
+                                      win_ptr, nt->cwin, notification_idx);
+}
+
+static int check_own(MPIR_Win * win, int idx, struct MPIDI_GDR_notify **out);
+
+int MPIR_Win_notify_wait_enqueue_impl(MPIR_Win * win_ptr, int notification_idx,
+                                      MPI_Count value)
+{
+    struct MPIDI_GDR_notify *nt = NULL;
+    int mpi_errno = check_own(win_ptr, notification_idx, &nt);
+    if (mpi_errno != MPI_SUCCESS)
+        return mpi_errno;
+    if (nt->stream_mine == NULL)
+        return notify_error(MPI_ERR_OTHER, "a stream cannot wait on this rank's notification "
+                            "counters: %s", nt->stream_why);
+    return MPIDI_GDR_enqueue_wait(win_ptr, nt->stream_mine + notification_idx, GDR_CMP_GE,
+                                  (uint64_t) value);
 }
 
 /* Counter idx of this rank exists. */

@@ -33,6 +33,17 @@ int MPIDI_GDR_enqueue_free(MPIR_Win * win);
 /* gdr_enqueue.c: waits until the stream has reached every operation enqueued on win and
  * they are complete (the epoch they belong to ends after them). */
 int MPIDI_GDR_enqueue_drain(MPIR_Win * win);
+/* gdr_enqueue.c, for gdr_notify.c: a notified put (or get, is_get) on win's stream whose
+ * notification is a SUM of 1 on counter idx of the target in the counters' window
+ * counters, sent once the data is complete at the target (arguments checked). */
+int MPIDI_GDR_enqueue_notified(int is_get, void *origin_addr, MPI_Aint origin_count,
+                               MPI_Datatype origin_datatype, int target_rank,
+                               MPI_Aint target_disp, MPI_Aint target_count,
+                               MPI_Datatype target_datatype, MPIR_Win * win,
+                               MPIR_Win * counters, int idx);
+/* Later work on win's stream waits until *word (device or page-locked memory) compares
+ * as cmp (GDR_CMP_*, checked) with value. */
+int MPIDI_GDR_enqueue_wait(MPIR_Win * win, const uint64_t * word, int cmp, uint64_t value);
 int MPIDI_GDR_device_win_progress(MPIR_Win * win, int *made);
 int MPIDI_GDR_device_win_free(MPIR_Win * win);
 
