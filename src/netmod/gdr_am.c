@@ -527,6 +527,12 @@ static int recv_copy_device(const void *in, MPIR_Request * rreq)
         if (done < in_sz)
             rreq->status.MPI_ERROR = MPIDIG_ERR_TRUNCATE(done, in_sz);
     }
+    /* a copy from pageable memory may return before the device has the bytes (the real
+     * driver): the receive completes once they are there */
+    if (mpi_errno == MPI_SUCCESS && done > 0
+        && gdr_gpu_stream_sync(&MPIDI_GDR_global.gpu, NULL) != 0)
+        MPIR_ERR_SET2(mpi_errno, MPI_ERR_OTHER, "**gdr_msg_gpu", "**gdr_msg_gpu %s %s",
+                      "a message into", MPIDI_GDR_global.gpu.error);
     if (mpi_errno != MPI_SUCCESS) {
         rreq->status.MPI_ERROR = mpi_errno;
         done = 0;

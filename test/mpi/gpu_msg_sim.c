@@ -10,7 +10,8 @@
  *  - MPI_ANY_SOURCE; several messages in flight matched out of posting order (tags);
  *    messages that arrive before their receive (Iprobe until seen, then Recv; Mprobe and
  *    Mrecv); MPI_Probe then Recv; MPI_Ssend; a vector datatype on device buffers (its gaps
- *    keep their bytes).
+ *    keep their bytes); a message larger than its device receive buffer (MPI_ERR_TRUNCATE,
+ *    nothing written past the buffer).
  * With GDR_TEST_EXPECT_NATIVE=1 (maint/check-rxe: every rank on its own guest) it also
  * asserts MPI_T gdr_am_device_copied_bytes per message: device data is copied between host
  * and device only where it goes eagerly (its data, after MPIDIG's RTS, up to 16864 bytes) or
@@ -312,6 +313,31 @@ static void vector(int blocks, int rdev_vector, int seed)
     MPI_Type_free(&vec);
 }
 
+/* A message larger than its receive buffer in device memory: MPI_ERR_TRUNCATE, the
+ * buffer's bytes received, the byte past it untouched. */
+static void truncated(size_t n, int seed)
+{
+    int p = partner(), sender = (rank & 1) == 0;
+    gdr_test_set_context("device->device %zu bytes into a device buffer of %zu", n, n / 2);
+    if (p == MPI_PROC_NULL)
+        return;
+    void *b = buf_new(1, n, seed, sender);
+    if (sender) {
+        GDR_CHECK_MPI(MPI_Send(b, (int) n, MPI_BYTE, p, seed, MPI_COMM_WORLD));
+    } else {
+        MPI_Status st;
+        MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
+        int rc = MPI_Recv(b, (int) (n / 2), MPI_BYTE, p, seed, MPI_COMM_WORLD, &st);
+        MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_ARE_FATAL);
+        gdr_check_class("MPI_Recv into a smaller buffer", rc, MPI_ERR_TRUNCATE);
+        buf_check(1, b, n / 2, seed);
+        unsigned char past;
+        dev_copy(&past, (char *) b + n / 2, 1);
+        gdr_check_long("the byte past the receive buffer", 0, 0xee, past);
+    }
+    buf_free(1, b);
+}
+
 int main(int argc, char **argv)
 {
     gpu_mpi_test_init(&argc, &argv, &session, &rank, &nranks);
@@ -334,6 +360,8 @@ int main(int argc, char **argv)
     vector(16, 1, 500);         /* 256 bytes: eager */
     vector(8192, 1, 501);       /* 128 KiB: rendezvous */
     vector(8192, 0, 502);
+    truncated(64, 600);
+    truncated(65536, 601);
     long e = gdr_test_finish();
     MPI_T_pvar_session_free(&session);
     MPI_T_finalize();
