@@ -286,6 +286,33 @@ static int pack_device(const void *data, MPI_Aint count, MPI_Datatype datatype, 
     return mpi_errno;
 }
 
+/* An eager message whose contiguous data_sz bytes of device data gdr's GPU copy writes
+ * straight into a send slot of the channel (*sent 1); *sent 0: no slot or credit is free
+ * now (the caller copies into a host buffer and the channel queues it). */
+static int send_device_eager(int peer, int handler_id, int src_vci, int dst_vci,
+                             const void *am_hdr, MPI_Aint am_hdr_sz, const void *data,
+                             MPI_Aint data_sz, int *sent)
+{
+    gdr_verbs_iface_t *am = MPIDI_GDR_global.am;
+    void *h = gdr_verbs_am_eager_reserve(am, peer, GDR_AM_WORD(handler_id, src_vci, dst_vci),
+                                         (size_t) am_hdr_sz, (size_t) data_sz);
+    *sent = 0;
+    if (h == NULL)
+        return MPI_SUCCESS;
+    memcpy(h, am_hdr, (size_t) am_hdr_sz);
+    int mpi_errno = gpu_copy(gdr_verbs_am_eager_data(am), data, (size_t) data_sz,
+                             "a message from");
+    if (mpi_errno != MPI_SUCCESS) {
+        gdr_verbs_am_eager_unreserve(am);
+        return mpi_errno;
+    }
+    if (gdr_verbs_am_eager_post_filled(am, (size_t) data_sz) != 0)
+        return MPIDI_GDR_transport_error();
+    MPIDI_GDR_global.am_device_copied_bytes += (unsigned long long) data_sz;
+    *sent = 1;
+    return MPI_SUCCESS;
+}
+
 int MPIDI_GDR_am_send(int rank, MPIR_Comm * comm, int handler_id, const void *am_hdr,
                       MPI_Aint am_hdr_sz, const void *data, MPI_Aint count,
                       MPI_Datatype datatype, int src_vci, int dst_vci, MPIR_Request * sreq)
@@ -311,6 +338,22 @@ int MPIDI_GDR_am_send(int rank, MPIR_Comm * comm, int handler_id, const void *am
             const void *first = MPIR_get_contig_ptr(data, dt_true_lb);
             if (MPIDI_GDR_global.gpu.on || MPIR_CVAR_ENABLE_GPU)
                 device_id = MPIDI_GDR_gpu_buffer_id(first);
+            /* contiguous device data that goes eagerly: gdr's GPU copy writes it straight
+             * into the channel's send slot when one is free now */
+            if (device_id != 0 && dt_contig && MPIDI_GDR_global.gpu.on
+                && (size_t) data_sz <= eager_max) {
+                int sent;
+                mpi_errno = send_device_eager(peer, handler_id, src_vci, dst_vci, am_hdr,
+                                              am_hdr_sz, first, data_sz, &sent);
+                MPIR_ERR_CHECK(mpi_errno);
+                if (sent) {
+                    GDR_AM_REQ(sreq).handler_id = handler_id;
+                    GDR_AM_REQ(sreq).pack_buf = NULL;
+                    mpi_errno = origin_done(sreq);
+                    MPIR_ERR_CHECK(mpi_errno);
+                    goto fn_exit;
+                }
+            }
             /* contiguous device data of a rendezvous is read by the peer's NIC in place
              * where the NIC takes GPU memory (dmabuf, peermem: registered by buffer id) */
             int in_place = dt_contig && (device_id == 0 || (MPIDI_GDR_nic_takes_gpu_memory()
@@ -898,10 +941,12 @@ void MPIDI_GDR_am_register_pvars(void)
                               MPIR_T_PVAR_FLAG_READONLY | MPIR_T_PVAR_FLAG_CONTINUOUS, NULL,
                               NULL, "CH4_GDR", "message payload bytes this rank packed into a "
                               "host buffer before sending (a host copy on the sender: "
-                              "non-contiguous datatypes, and device data the NIC cannot read in "
-                              "place or small enough to go eagerly); contiguous host data, and "
-                              "contiguous device rendezvous data under GPUDirect dmabuf or "
-                              "peermem, are sent in place");
+                              "non-contiguous datatypes, device data of a rendezvous the NIC "
+                              "cannot read in place, device data that goes eagerly when no "
+                              "send slot is free at once); contiguous host data, contiguous "
+                              "device rendezvous data under GPUDirect dmabuf or peermem, and "
+                              "contiguous eager device data copied straight into a send slot "
+                              "are not");
     MPIR_T_PVAR_REGISTER_impl(MPI_T_PVAR_CLASS_COUNTER, MPI_UNSIGNED_LONG_LONG,
                               "gdr_am_device_copied_bytes",
                               &MPIDI_GDR_global.am_device_copied_bytes, 1, NULL,

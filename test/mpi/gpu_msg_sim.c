@@ -16,7 +16,10 @@
  * asserts MPI_T gdr_am_device_copied_bytes per message: device data is copied between host
  * and device only where it goes eagerly (its data, after MPIDIG's RTS, up to 16864 bytes) or
  * the NIC cannot reach device memory
- * (MPIR_CVAR_CH4_GDR_GPUDIRECT=staged); with dmabuf or peermem a rendezvous moves none.
+ * (MPIR_CVAR_CH4_GDR_GPUDIRECT=staged); with dmabuf or peermem a rendezvous moves none; and
+ * gdr_am_send_packed_bytes: eager device data goes straight into the channel's send slot
+ * where one is free at once (at least once in the run), staged rendezvous data through a
+ * pack buffer.
  * Without a GPU or driver: prints why and fails. */
 #include "gdr_mpi_test.h"
 #include "gdr_cuda_test.h"
@@ -29,6 +32,7 @@
 
 static int rank, nranks;
 static MPI_T_pvar_session session;
+static int in_slot;             /* eager device sends that went straight into a send slot */
 
 static int partner(void)
 {
@@ -50,6 +54,11 @@ static int staged(void)
 static unsigned long long copied(void)
 {
     return gdr_pvar_value(session, "gdr_am_device_copied_bytes");
+}
+
+static unsigned long long packed(void)
+{
+    return gdr_pvar_value(session, "gdr_am_send_packed_bytes");
 }
 
 /* A buffer of n bytes (at least 1) in device or host memory, filled with seed's values
@@ -118,7 +127,7 @@ static void one(int sdev, int rdev, size_t n, int nonblocking, int seed)
         return;
     int dev = sender ? sdev : rdev;
     void *b = buf_new(dev, n, seed, sender);
-    unsigned long long before = copied();
+    unsigned long long before = copied(), packed_before = packed();
     MPI_Status st;
     MPI_Request r;
     if (sender && nonblocking) {
@@ -136,9 +145,23 @@ static void one(int sdev, int rdev, size_t n, int nonblocking, int seed)
         check_count(&st, MPI_BYTE, (int) n);
         buf_check(dev, b, n, seed);
     }
-    if (gdr_test_expect_native())
+    if (gdr_test_expect_native()) {
         gdr_check_long("gdr_am_device_copied_bytes (this message)", 0,
                        (long long) want_copied(dev, n), (long long) (copied() - before));
+        /* eager device data is copied straight into a send slot when one and a credit are
+         * free at once (not always: credits grow as the peer's receive queue does), else
+         * into a pack buffer; staged rendezvous data always into a pack buffer */
+        unsigned long long p = packed() - packed_before;
+        if (sender && sdev && n > 0 && n <= DATA_EAGER_MAX) {
+            if (p != 0 && p != n)
+                gdr_test_fail("gdr_am_send_packed_bytes (this message): %llu, expected 0 or %zu",
+                              p, n);
+            in_slot += p == 0;
+        } else if (sender) {
+            gdr_check_long("gdr_am_send_packed_bytes (this message)", 0,
+                           (long long) (sdev && n > 0 && staged() ? n : 0), (long long) p);
+        }
+    }
     buf_free(dev, b);
 }
 
@@ -362,6 +385,9 @@ int main(int argc, char **argv)
     vector(8192, 0, 502);
     truncated(64, 600);
     truncated(65536, 601);
+    gdr_test_set_context("eager device sends");
+    if (gdr_test_expect_native() && (rank & 1) == 0 && partner() != MPI_PROC_NULL && in_slot == 0)
+        gdr_test_fail("none went straight into a send slot (MPI_T gdr_am_send_packed_bytes)");
     long e = gdr_test_finish();
     MPI_T_pvar_session_free(&session);
     MPI_T_finalize();
