@@ -204,14 +204,10 @@ static inline void copy_payload(char *dst, const void *src, size_t n)
     }
 }
 
-/* Sends the reserved slot's message (its data_sz bytes of data in place): one gather
- * entry, inline where it fits. */
-static inline int post_reserved(gdr_verbs_iface_t *am, size_t data_sz)
+/* Sends the reserved slot's message, len bytes in place (peer and len read before the
+ * payload was written, which may alias them): one gather entry, inline where it fits. */
+static inline int post_reserved(gdr_verbs_iface_t *am, send_slot_t *slot, int peer, size_t len)
 {
-    send_slot_t *slot = am->reserved;
-    int peer = slot->peer;
-    const gdr_verbs_wire_hdr_t *h = (const gdr_verbs_wire_hdr_t *) (const void *) slot->addr;
-    size_t len = sizeof(*h) + gdr_verbs_wire_pad8(h->am_hdr_sz) + data_sz;
     struct ibv_sge sge;
     struct ibv_send_wr wr, *bad = NULL;
     sge.addr = (uintptr_t) slot->addr;
@@ -236,9 +232,13 @@ static inline int post_reserved(gdr_verbs_iface_t *am, size_t data_sz)
  * bench/opcost). */
 int gdr_verbs_am_eager_post(gdr_verbs_iface_t *am, const void *data, size_t data_sz)
 {
+    send_slot_t *slot = am->reserved;
+    int peer = slot->peer;
+    const gdr_verbs_wire_hdr_t *h = (const gdr_verbs_wire_hdr_t *) (const void *) slot->addr;
+    size_t at = sizeof(*h) + gdr_verbs_wire_pad8(h->am_hdr_sz);
     if (data_sz > 0)
-        copy_payload(gdr_verbs_am_eager_data(am), data, data_sz);
-    return post_reserved(am, data_sz);
+        copy_payload(slot->addr + at, data, data_sz);
+    return post_reserved(am, slot, peer, at + data_sz);
 }
 
 void *gdr_verbs_am_eager_data(gdr_verbs_iface_t *am)
@@ -250,7 +250,10 @@ void *gdr_verbs_am_eager_data(gdr_verbs_iface_t *am)
 
 int gdr_verbs_am_eager_post_filled(gdr_verbs_iface_t *am, size_t data_sz)
 {
-    return post_reserved(am, data_sz);
+    send_slot_t *slot = am->reserved;
+    const gdr_verbs_wire_hdr_t *h = (const gdr_verbs_wire_hdr_t *) (const void *) slot->addr;
+    return post_reserved(am, slot, slot->peer,
+                         sizeof(*h) + gdr_verbs_wire_pad8(h->am_hdr_sz) + data_sz);
 }
 
 void gdr_verbs_am_eager_unreserve(gdr_verbs_iface_t *am)
