@@ -603,9 +603,17 @@ static int recv_copy(const void *in, MPIR_Request * rreq)
 int MPIDI_GDR_unexp_data_copy(MPIR_Request * rreq)
 {
     void *kept = GDR_AM_REQ(rreq).pack_buf;
+    int mpi_errno = MPI_SUCCESS;
     GDR_AM_REQ(rreq).pack_buf = NULL;
-    int mpi_errno = recv_copy(kept, rreq);
-    MPL_free(kept);
+    if (kept != NULL) {
+        mpi_errno = recv_copy(kept, rreq);
+        MPL_free(kept);
+    } else {
+        /* its copy could not be made when it arrived (that error was reported then) */
+        MPIR_ERR_SET1(rreq->status.MPI_ERROR, MPI_ERR_NO_MEM, "**nomem", "**nomem %s",
+                      "gdr copy of an unexpected message");
+        MPIR_STATUS_SET_COUNT(rreq->status, 0);
+    }
     int err = MPIDIG_REQUEST(rreq, req->target_cmpl_cb) (rreq);
     return mpi_errno != MPI_SUCCESS ? mpi_errno : err;
 }
@@ -631,6 +639,7 @@ static void deliver_to_recv(int handler_id, uint32_t attr, const void *am_hdr,
     }
     if (MPIDIG_REQUEST(rreq, req->status) & MPIDIG_REQ_UNEXPECTED) {
         void *kept = MPL_malloc(data_sz, MPL_MEM_BUFFER);
+        GDR_AM_REQ(rreq).pack_buf = kept;
         if (kept == NULL) {
             MPIR_ERR_SET1(mpi_errno, MPI_ERR_NO_MEM, "**nomem", "**nomem %s",
                           "gdr copy of an unexpected message");
@@ -638,7 +647,6 @@ static void deliver_to_recv(int handler_id, uint32_t attr, const void *am_hdr,
             return;
         }
         memcpy(kept, data, data_sz);
-        GDR_AM_REQ(rreq).pack_buf = kept;
         return;
     }
     am_error(recv_copy(data, rreq));
