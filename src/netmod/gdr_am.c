@@ -5,6 +5,7 @@
 #include "gdr_noinline.h"
 #include <sched.h>
 #include "verbs/gdr_verbs_card.h"
+#include "gpu/gdr_gpu_stream.h"
 
 /*
 === BEGIN_MPI_T_CVAR_INFO_BLOCK ===
@@ -231,6 +232,87 @@ static int origin_done(MPIR_Request * sreq)
     return MPIDIG_global.origin_cbs[GDR_AM_REQ(sreq).handler_id] (sreq);
 }
 
+/* Moves n bytes between host and device memory with gdr's GPU copy (never MPICH's, which
+ * cannot see the simulated GPU and would treat its memory as host memory). */
+static int gpu_copy(void *dst, const void *src, size_t n, const char *what)
+{
+    int mpi_errno = MPI_SUCCESS;
+    if (n > 0 && gdr_gpu_copy(&MPIDI_GDR_global.gpu, dst, src, n) != 0)
+        MPIR_ERR_SET2(mpi_errno, MPI_ERR_OTHER, "**gdr_msg_gpu", "**gdr_msg_gpu %s %s", what,
+                      MPIDI_GDR_global.gpu.error);
+    return mpi_errno;
+}
+
+/* A host image of count x type at device address buf: the bytes its true extent spans,
+ * copied from the device (MPICH packs and unpacks non-contiguous types on the host; device
+ * kernels that pack are left: issue 69).  *lb: the type's true lower bound. */
+static int device_image(const void *buf, MPI_Aint count, MPI_Datatype type, char **image,
+                        uint64_t * span, MPI_Aint * lb)
+{
+    int mpi_errno = MPI_SUCCESS;
+    *span = MPIDI_GDR_target_span(count, type, lb);
+    *image = MPL_malloc(*span > 0 ? *span : 1, MPL_MEM_BUFFER);
+    MPIR_ERR_CHKANDJUMP1(*image == NULL, mpi_errno, MPI_ERR_NO_MEM, "**nomem", "**nomem %s",
+                         "gdr host image of a device message buffer");
+    mpi_errno = gpu_copy(*image, (const char *) buf + *lb, *span, "a message from");
+    if (mpi_errno != MPI_SUCCESS) {
+        MPL_free(*image);
+        *image = NULL;
+    }
+  fn_exit:
+    return mpi_errno;
+  fn_fail:
+    goto fn_exit;
+}
+
+/* Packs count x datatype from device memory into host buf (data_sz bytes). */
+static int pack_device(const void *data, MPI_Aint count, MPI_Datatype datatype, int dt_contig,
+                       MPI_Aint dt_true_lb, void *buf, MPI_Aint data_sz)
+{
+    int mpi_errno;
+    if (dt_contig)
+        return gpu_copy(buf, MPIR_get_contig_ptr(data, dt_true_lb), (size_t) data_sz,
+                        "a message from");
+    char *image;
+    uint64_t span;
+    MPI_Aint lb, packed;
+    mpi_errno = device_image(data, count, datatype, &image, &span, &lb);
+    if (mpi_errno == MPI_SUCCESS) {
+        mpi_errno = MPIR_Typerep_pack(image - lb, count, datatype, 0, buf, data_sz, &packed,
+                                      MPIR_TYPEREP_FLAG_NONE);
+        MPIR_Assert(mpi_errno != MPI_SUCCESS || packed == data_sz);
+        MPL_free(image);
+    }
+    return mpi_errno;
+}
+
+/* An eager message whose contiguous data_sz bytes of device data gdr's GPU copy writes
+ * straight into a send slot of the channel (*sent 1); *sent 0: no slot or credit is free
+ * now (the caller copies into a host buffer and the channel queues it). */
+static int send_device_eager(int peer, int handler_id, int src_vci, int dst_vci,
+                             const void *am_hdr, MPI_Aint am_hdr_sz, const void *data,
+                             MPI_Aint data_sz, int *sent)
+{
+    gdr_verbs_iface_t *am = MPIDI_GDR_global.am;
+    void *h = gdr_verbs_am_eager_reserve(am, peer, GDR_AM_WORD(handler_id, src_vci, dst_vci),
+                                         (size_t) am_hdr_sz, (size_t) data_sz);
+    *sent = 0;
+    if (h == NULL)
+        return MPI_SUCCESS;
+    memcpy(h, am_hdr, (size_t) am_hdr_sz);
+    int mpi_errno = gpu_copy(gdr_verbs_am_eager_data(am), data, (size_t) data_sz,
+                             "a message from");
+    if (mpi_errno != MPI_SUCCESS) {
+        gdr_verbs_am_eager_unreserve(am);
+        return mpi_errno;
+    }
+    if (gdr_verbs_am_eager_post_filled(am, (size_t) data_sz) != 0)
+        return MPIDI_GDR_transport_error();
+    MPIDI_GDR_global.am_device_copied_bytes += (unsigned long long) data_sz;
+    *sent = 1;
+    return MPI_SUCCESS;
+}
+
 int MPIDI_GDR_am_send(int rank, MPIR_Comm * comm, int handler_id, const void *am_hdr,
                       MPI_Aint am_hdr_sz, const void *data, MPI_Aint count,
                       MPI_Datatype datatype, int src_vci, int dst_vci, MPIR_Request * sreq)
@@ -240,37 +322,65 @@ int MPIDI_GDR_am_send(int rank, MPIR_Comm * comm, int handler_id, const void *am
     MPIR_Datatype *dt_ptr;
     const void *payload = NULL;
     void *pack_buf = NULL;
+    uint64_t device_id = 0;
 
     mpi_errno = peer_of(comm, rank, &peer);
     MPIR_ERR_CHECK(mpi_errno);
     MPIR_ERR_CHKANDJUMP2(am_hdr_sz > MPIDI_GDR_AM_HDR_MAX_SZ, mpi_errno, MPI_ERR_OTHER,
                          "**gdr_am_hdr", "**gdr_am_hdr %d %d", (int) am_hdr_sz,
                          (int) MPIDI_GDR_AM_HDR_MAX_SZ);
+    size_t eager_max = gdr_verbs_am_eager_limit(MPIDI_GDR_global.am, (size_t) am_hdr_sz);
 
     if (sreq != NULL) {
         MPIDI_Datatype_get_info(count, datatype, dt_contig, data_sz, dt_ptr, dt_true_lb);
         if (data_sz > 0) {
-            MPL_pointer_attr_t attr;
-            MPIR_GPU_query_pointer_attr(data, &attr);
+            /* gdr's own query: MPICH's cannot see the simulated GPU */
+            const void *first = MPIR_get_contig_ptr(data, dt_true_lb);
+            if (MPIDI_GDR_global.gpu.on || MPIR_CVAR_ENABLE_GPU)
+                device_id = MPIDI_GDR_gpu_buffer_id(first);
+            /* contiguous device data that goes eagerly: gdr's GPU copy writes it straight
+             * into the channel's send slot when one is free now */
+            if (device_id != 0 && dt_contig && MPIDI_GDR_global.gpu.on
+                && (size_t) data_sz <= eager_max) {
+                int sent;
+                mpi_errno = send_device_eager(peer, handler_id, src_vci, dst_vci, am_hdr,
+                                              am_hdr_sz, first, data_sz, &sent);
+                MPIR_ERR_CHECK(mpi_errno);
+                if (sent) {
+                    GDR_AM_REQ(sreq).handler_id = handler_id;
+                    GDR_AM_REQ(sreq).pack_buf = NULL;
+                    mpi_errno = origin_done(sreq);
+                    MPIR_ERR_CHECK(mpi_errno);
+                    goto fn_exit;
+                }
+            }
             /* contiguous device data of a rendezvous is read by the peer's NIC in place
              * where the NIC takes GPU memory (dmabuf, peermem: registered by buffer id) */
-            int in_place = dt_contig && (attr.type != MPL_GPU_POINTER_DEV
-                                         || (MPIDI_GDR_nic_takes_gpu_memory()
-                                             && (size_t) data_sz >
-                                             gdr_verbs_am_eager_limit(MPIDI_GDR_global.am,
-                                                                      (size_t) am_hdr_sz)));
+            int in_place = dt_contig && (device_id == 0 || (MPIDI_GDR_nic_takes_gpu_memory()
+                                                            && (size_t) data_sz > eager_max));
             if (in_place) {
-                payload = MPIR_get_contig_ptr(data, dt_true_lb);
+                payload = first;
             } else {
-                /* the NIC reads host memory here: pack (yaksa copies device data) */
-                MPI_Aint packed;
+                /* the NIC reads host memory here: device data copied by gdr's GPU copy
+                 * (eagerly, or staged whole: a pipeline of pinned chunks is left, issue
+                 * 69), host data packed; with gdr's GPU layer off, MPICH packs device
+                 * memory it knows itself */
                 pack_buf = MPL_malloc(data_sz, MPL_MEM_BUFFER);
                 MPIR_ERR_CHKANDJUMP1(pack_buf == NULL, mpi_errno, MPI_ERR_NO_MEM, "**nomem",
                                      "**nomem %s", "gdr AM pack buffer");
-                mpi_errno = MPIR_Typerep_pack(data, count, datatype, 0, pack_buf, data_sz, &packed,
-                                              MPIR_TYPEREP_FLAG_NONE);
-                MPIR_ERR_CHECK(mpi_errno);
-                MPIR_Assert(packed == data_sz);
+                if (device_id != 0 && MPIDI_GDR_global.gpu.on) {
+                    mpi_errno = pack_device(data, count, datatype, dt_contig, dt_true_lb,
+                                            pack_buf, data_sz);
+                    MPIR_ERR_CHECK(mpi_errno);
+                    MPIDI_GDR_global.am_device_copied_bytes += (unsigned long long) data_sz;
+                } else {
+                    MPI_Aint packed;
+                    mpi_errno = MPIR_Typerep_pack(data, count, datatype, 0, pack_buf, data_sz,
+                                                  &packed, MPIR_TYPEREP_FLAG_NONE);
+                    MPIR_ERR_CHECK(mpi_errno);
+                    MPIR_Assert(packed == data_sz);
+                }
+                device_id = 0;
                 payload = pack_buf;
                 MPIDI_GDR_global.am_packed_bytes += (unsigned long long) data_sz;
             }
@@ -280,7 +390,7 @@ int MPIDI_GDR_am_send(int rank, MPIR_Comm * comm, int handler_id, const void *am
     }
 
     uint32_t word = GDR_AM_WORD(handler_id, src_vci, dst_vci);
-    if ((size_t) data_sz <= gdr_verbs_am_eager_limit(MPIDI_GDR_global.am, (size_t) am_hdr_sz)) {
+    if ((size_t) data_sz <= eager_max) {
         rc = gdr_verbs_am_send_eager(MPIDI_GDR_global.am, peer, word, am_hdr,
                                      (size_t) am_hdr_sz, payload, (size_t) data_sz);
         if (rc != 0)
@@ -290,9 +400,8 @@ int MPIDI_GDR_am_send(int rank, MPIR_Comm * comm, int handler_id, const void *am
             MPIR_ERR_CHECK(mpi_errno);
         }
     } else {
-        /* device memory the NIC reads in place (MPICH saw none: the simulated GPU) is
-         * registered by its buffer id, so a reallocated address never reuses one */
-        uint64_t device_id = pack_buf != NULL ? 0 : MPIDI_GDR_gpu_buffer_id(payload);
+        /* device memory the NIC reads in place is registered by its buffer id, so a
+         * reallocated address never reuses a registration */
         rc = gdr_verbs_am_send_rndv(MPIDI_GDR_global.am, peer, word, am_hdr,
                                     (size_t) am_hdr_sz, payload, (size_t) data_sz, device_id,
                                     (uint64_t) (uintptr_t) sreq);
@@ -394,22 +503,176 @@ static int word_ok(int src, uint32_t word)
     return mpi_errno == MPI_SUCCESS;
 }
 
+/* The first byte rreq's receive buffer is written at (MPIDIG_recv_copy's three shapes). */
+static const void *recv_first_byte(MPIR_Request * rreq)
+{
+    MPIDIG_rreq_async_t *p = &MPIDIG_REQUEST(rreq, req->recv_async);
+    if (p->recv_type == MPIDIG_RECV_CONTIG)
+        return p->iov_one.iov_base;
+    if (p->recv_type == MPIDIG_RECV_IOV)
+        return p->iov_num > 0 ? p->iov_ptr[0].iov_base : NULL;
+    if (HANDLE_IS_BUILTIN(MPIDIG_REQUEST(rreq, datatype)))
+        return MPIDIG_REQUEST(rreq, buffer);
+    MPI_Aint true_lb, true_extent;
+    MPIR_Type_get_true_extent_impl(MPIDIG_REQUEST(rreq, datatype), &true_lb, &true_extent);
+    return MPIR_get_contig_ptr(MPIDIG_REQUEST(rreq, buffer), true_lb);
+}
+
+/* MPIDIG_recv_copy of in (p->in_data_sz bytes) into a receive buffer in device memory,
+ * with gdr's GPU copy; the same status (count, truncation, type mismatch). */
+static int recv_copy_device(const void *in, MPIR_Request * rreq)
+{
+    int mpi_errno = MPI_SUCCESS;
+    MPIDIG_rreq_async_t *p = &MPIDIG_REQUEST(rreq, req->recv_async);
+    MPI_Aint in_sz = p->in_data_sz, done = 0;
+
+    if (p->recv_type == MPIDIG_RECV_DATATYPE) {
+        int dt_contig;
+        MPI_Aint room, dt_true_lb;
+        MPIR_Datatype *dt_ptr;
+        void *buf = MPIDIG_REQUEST(rreq, buffer);
+        MPI_Aint count = MPIDIG_REQUEST(rreq, count);
+        MPI_Datatype type = MPIDIG_REQUEST(rreq, datatype);
+        MPIDI_Datatype_get_info(count, type, dt_contig, room, dt_ptr, dt_true_lb);
+        /* (a truncation was reported by MPIDIG_recv_type_init) */
+        MPI_Aint n = MPL_MIN(in_sz, room);
+        if (dt_contig) {
+            mpi_errno = gpu_copy(MPIR_get_contig_ptr(buf, dt_true_lb), in, (size_t) n,
+                                 "a message into");
+            done = n;
+        } else {
+            /* the type's gaps keep their bytes: the image is read, unpacked into, written */
+            char *image;
+            uint64_t span;
+            MPI_Aint lb;
+            mpi_errno = device_image(buf, count, type, &image, &span, &lb);
+            if (mpi_errno == MPI_SUCCESS) {
+                mpi_errno = MPIR_Typerep_unpack(in, n, image - lb, count, type, 0, &done,
+                                                MPIR_TYPEREP_FLAG_NONE);
+                if (mpi_errno == MPI_SUCCESS)
+                    mpi_errno = gpu_copy((char *) buf + lb, image, span, "a message into");
+                MPL_free(image);
+            }
+            if (mpi_errno == MPI_SUCCESS && !rreq->status.MPI_ERROR && n > done)
+                rreq->status.MPI_ERROR =
+                    MPIR_Err_create_code(MPI_SUCCESS, MPIR_ERR_RECOVERABLE, __func__, __LINE__,
+                                         MPI_ERR_TYPE, "**dtypemismatch", 0);
+        }
+    } else {
+        struct iovec *iov = p->recv_type == MPIDIG_RECV_CONTIG ? &p->iov_one : p->iov_ptr;
+        int iov_num = p->recv_type == MPIDIG_RECV_CONTIG ? 1 : p->iov_num;
+        for (int i = 0; i < iov_num && done < in_sz && mpi_errno == MPI_SUCCESS; i++) {
+            MPI_Aint len = MPL_MIN(in_sz - done, (MPI_Aint) iov[i].iov_len);
+            mpi_errno = gpu_copy(iov[i].iov_base, (const char *) in + done, (size_t) len,
+                                 "a message into");
+            done += len;
+        }
+        if (done < in_sz)
+            rreq->status.MPI_ERROR = MPIDIG_ERR_TRUNCATE(done, in_sz);
+    }
+    /* a copy from pageable memory may return before the device has the bytes (the real
+     * driver): the receive completes once they are there */
+    if (mpi_errno == MPI_SUCCESS && done > 0
+        && gdr_gpu_stream_sync(&MPIDI_GDR_global.gpu, NULL) != 0)
+        MPIR_ERR_SET2(mpi_errno, MPI_ERR_OTHER, "**gdr_msg_gpu", "**gdr_msg_gpu %s %s",
+                      "a message into", MPIDI_GDR_global.gpu.error);
+    if (mpi_errno != MPI_SUCCESS) {
+        rreq->status.MPI_ERROR = mpi_errno;
+        done = 0;
+    }
+    MPIR_STATUS_SET_COUNT(rreq->status, done);
+    MPIDI_GDR_global.am_device_copied_bytes += (unsigned long long) done;
+    return mpi_errno;
+}
+
+/* MPIDIG_recv_copy, except that a receive buffer in device memory is written by gdr's GPU
+ * copy (MPICH's would write device memory it cannot see, the simulated GPU's, as host
+ * memory).  With gdr's GPU layer off MPICH copies, into device memory it knows. */
+static int recv_copy(const void *in, MPIR_Request * rreq)
+{
+    if (MPIDI_GDR_global.gpu.on && MPIDIG_REQUEST(rreq, req->recv_async).in_data_sz > 0
+        && MPIDI_GDR_gpu_buffer_id(recv_first_byte(rreq)) != 0)
+        return recv_copy_device(in, rreq);
+    MPIDIG_recv_copy((void *) in, rreq);
+    return MPI_SUCCESS;
+}
+
+/* MPIDIG's callback for an unexpected message that deliver_to_recv kept, once a receive
+ * matched it (MPIDIG_recv_type_init has set the receive buffer): its payload is copied
+ * there and the receive completes. */
+int MPIDI_GDR_unexp_data_copy(MPIR_Request * rreq)
+{
+    void *kept = GDR_AM_REQ(rreq).pack_buf;
+    int mpi_errno = MPI_SUCCESS;
+    GDR_AM_REQ(rreq).pack_buf = NULL;
+    if (kept != NULL) {
+        mpi_errno = recv_copy(kept, rreq);
+        MPL_free(kept);
+    } else {
+        /* its copy could not be made when it arrived (that error was reported then) */
+        MPIR_ERR_SET1(rreq->status.MPI_ERROR, MPI_ERR_NO_MEM, "**nomem", "**nomem %s",
+                      "gdr copy of an unexpected message");
+        MPIR_STATUS_SET_COUNT(rreq->status, 0);
+    }
+    int err = MPIDIG_REQUEST(rreq, req->target_cmpl_cb) (rreq);
+    return mpi_errno != MPI_SUCCESS ? mpi_errno : err;
+}
+
+/* A message whose payload is for a receive buffer (MPIDIG_SEND's eager data, MPIDIG_SEND_DATA
+ * delivered whole), while gdr's GPU layer is on: the buffer may be device memory that only
+ * gdr's copy may write.  MPIDIG takes it as the transport's own rendezvous (IS_ASYNC |
+ * IS_RNDV): matched, it returns the receive and the payload is copied here; unexpected, it
+ * keeps no copy of its own (which it would later unpack on the host) and asks through
+ * MPIDI_NM_am_get_data_copy_cb's callback once a receive matches, so the payload is kept
+ * here until then. */
+static void deliver_to_recv(int handler_id, uint32_t attr, const void *am_hdr,
+                            const void *data, size_t data_sz)
+{
+    MPIR_Request *rreq = NULL;
+    int mpi_errno = MPIDIG_global.target_msg_cbs[handler_id] ((void *) am_hdr, (void *) data,
+                                                              (MPI_Aint) data_sz,
+                                                              attr | MPIDIG_AM_ATTR__IS_ASYNC |
+                                                              MPIDIG_AM_ATTR__IS_RNDV, &rreq);
+    if (mpi_errno != MPI_SUCCESS || rreq == NULL) {
+        am_error(mpi_errno);
+        return;
+    }
+    if (MPIDIG_REQUEST(rreq, req->status) & MPIDIG_REQ_UNEXPECTED) {
+        void *kept = MPL_malloc(data_sz, MPL_MEM_BUFFER);
+        GDR_AM_REQ(rreq).pack_buf = kept;
+        if (kept == NULL) {
+            MPIR_ERR_SET1(mpi_errno, MPI_ERR_NO_MEM, "**nomem", "**nomem %s",
+                          "gdr copy of an unexpected message");
+            am_error(mpi_errno);
+            return;
+        }
+        memcpy(kept, data, data_sz);
+        return;
+    }
+    am_error(recv_copy(data, rreq));
+    am_error(MPIDIG_REQUEST(rreq, req->target_cmpl_cb) (rreq));
+}
+
 /* Channel callbacks: run inside gdr_verbs_am_progress(). */
 static void deliver(void *ctx, int src, uint32_t word, const void *am_hdr,
                     size_t am_hdr_sz, const void *data, size_t data_sz)
 {
     uint32_t attr = 0;
-    if (GDR_AM_WORD_HANDLER(word) == MPIDI_GDR_DYNPROC_HANDLER) {
+    int handler_id = GDR_AM_WORD_HANDLER(word);
+    if (handler_id == MPIDI_GDR_DYNPROC_HANDLER) {
         am_error(MPIDI_GDR_dynmsg_deliver(src, am_hdr, am_hdr_sz, data, data_sz));
         return;
     }
     if (!word_ok(src, word))
         return;
     MPIDIG_AM_ATTR_SET_VCIS(attr, GDR_AM_WORD_SRC_VCI(word), GDR_AM_WORD_DST_VCI(word));
-    am_error(MPIDIG_global.target_msg_cbs[GDR_AM_WORD_HANDLER(word)] ((void *) am_hdr,
-                                                                      (void *) data,
-                                                                      (MPI_Aint) data_sz, attr,
-                                                                      NULL));
+    if (data_sz > 0 && MPIDI_GDR_global.gpu.on
+        && (handler_id == MPIDIG_SEND || handler_id == MPIDIG_SEND_DATA)) {
+        deliver_to_recv(handler_id, attr, am_hdr, data, data_sz);
+        return;
+    }
+    am_error(MPIDIG_global.target_msg_cbs[handler_id] ((void *) am_hdr, (void *) data,
+                                                       (MPI_Aint) data_sz, attr, NULL));
 }
 
 /* Rendezvous into the matched receive buffer.  MPIDIG sends a large message as its own
@@ -512,7 +775,7 @@ static void read_done(void *ctx, uint64_t cookie, const void *landed, size_t len
     if (rreq == NULL)
         return;
     if (landed != NULL)
-        MPIDIG_recv_copy((void *) landed, rreq);
+        am_error(recv_copy(landed, rreq));
     else
         MPIDIG_recv_done((MPI_Aint) len, rreq);
     am_error(MPIDIG_REQUEST(rreq, req->target_cmpl_cb) (rreq));
@@ -686,10 +949,23 @@ void MPIDI_GDR_am_register_pvars(void)
                               MPIR_T_PVAR_FLAG_READONLY | MPIR_T_PVAR_FLAG_CONTINUOUS, NULL,
                               NULL, "CH4_GDR", "message payload bytes this rank packed into a "
                               "host buffer before sending (a host copy on the sender: "
-                              "non-contiguous datatypes, and device data the NIC cannot read in "
-                              "place or small enough to go eagerly); contiguous host data, and "
-                              "contiguous device rendezvous data under GPUDirect dmabuf or "
-                              "peermem, are sent in place");
+                              "non-contiguous datatypes, device data of a rendezvous the NIC "
+                              "cannot read in place, device data that goes eagerly when no "
+                              "send slot is free at once); contiguous host data, contiguous "
+                              "device rendezvous data under GPUDirect dmabuf or peermem, and "
+                              "contiguous eager device data copied straight into a send slot "
+                              "are not");
+    MPIR_T_PVAR_REGISTER_impl(MPI_T_PVAR_CLASS_COUNTER, MPI_UNSIGNED_LONG_LONG,
+                              "gdr_am_device_copied_bytes",
+                              &MPIDI_GDR_global.am_device_copied_bytes, 1, NULL,
+                              MPI_T_VERBOSITY_USER_BASIC, MPI_T_BIND_NO_OBJECT,
+                              MPIR_T_PVAR_FLAG_READONLY | MPIR_T_PVAR_FLAG_CONTINUOUS, NULL,
+                              NULL, "CH4_GDR", "message payload bytes gdr's GPU copy moved "
+                              "between device memory and host memory on this rank: device "
+                              "data sent from a host copy (eager, or rendezvous the NIC cannot "
+                              "read in place: GPUDirect staged), and payloads written into "
+                              "device receive buffers from host memory (eager, unexpected, "
+                              "or landed rendezvous); 0 for device messages read in place");
     MPIR_T_PVAR_REGISTER_impl(MPI_T_PVAR_CLASS_COUNTER, MPI_UNSIGNED_LONG_LONG,
                               "gdr_am_sends_immediate", &MPIDI_GDR_global.am_sends_immediate, 1,
                               NULL, MPI_T_VERBOSITY_USER_BASIC, MPI_T_BIND_NO_OBJECT,

@@ -65,9 +65,13 @@ MPL_STATIC_INLINE_PREFIX int MPIDI_NM_am_isend_reply(MPIR_Comm * comm, int src_r
                              datatype, src_vci, dst_vci, sreq);
 }
 
+/* gdr_am.c: completes an unexpected message gdr kept once a receive matches it (the only
+ * messages gdr hands MPIDIG as the transport's rendezvous: gdr_am.c's deliver_to_recv). */
+int MPIDI_GDR_unexp_data_copy(MPIR_Request * rreq);
+
 MPL_STATIC_INLINE_PREFIX MPIDIG_recv_data_copy_cb MPIDI_NM_am_get_data_copy_cb(uint32_t attr)
 {
-    return NULL;        /* MPIDIG's default copy */
+    return MPIDI_GDR_unexp_data_copy;
 }
 
 MPL_STATIC_INLINE_PREFIX MPI_Aint MPIDI_NM_am_hdr_max_sz(void)

@@ -53,6 +53,7 @@ struct MPIDI_GDR_context {
     int engine_errno;           /* the MPI error behind the engine's GDR_RMA_HOST_ERROR */
     int am_errno;               /* first MPI error raised inside a channel callback */
     unsigned long long am_packed_bytes; /* message bytes packed into host buffers (MPI_T) */
+    unsigned long long am_device_copied_bytes;  /* message bytes gdr's GPU copy moved (MPI_T) */
     unsigned long long am_sends_immediate;      /* sends with no MPIDIG request (MPI_T) */
     MPI_Aint send_eager_max;    /* payload bytes of an immediate send (MPIDI_GDR_send_eager);
                                  * -1: none (no channel) */

@@ -156,6 +156,12 @@ int gdr_verbs_am_send_eager(gdr_verbs_iface_t *am, int peer, uint32_t handler_id
 void *gdr_verbs_am_eager_reserve(gdr_verbs_iface_t *am, int peer, uint32_t handler_id,
                                  size_t am_hdr_sz, size_t data_sz);
 int gdr_verbs_am_eager_post(gdr_verbs_iface_t *am, const void *data, size_t data_sz);
+/* For a caller that fills the data itself (a copy from device memory): after _reserve,
+ * _data is where the data_sz bytes go; _post_filled then sends them, or _unreserve gives
+ * the slot and its credit back (the fill failed; nothing is sent). */
+void *gdr_verbs_am_eager_data(gdr_verbs_iface_t *am);
+int gdr_verbs_am_eager_post_filled(gdr_verbs_iface_t *am, size_t data_sz);
+void gdr_verbs_am_eager_unreserve(gdr_verbs_iface_t *am);
 
 /* Sends handler_id + am_hdr now; the peer reads data (any size) with RDMA READ and
  * then ops->rndv_done(cookie) runs here.  data is host memory (device_id 0) or device

@@ -189,20 +189,12 @@ void *gdr_verbs_am_eager_reserve(gdr_verbs_iface_t *am, int peer, uint32_t handl
     return h + 1;
 }
 
-/* One gather entry, inline where it fits: a second entry for the caller's data would
- * save the copy here but cost the provider a second copy (rxe: 28 instructions more than
- * the 8 bytes' copy, bench/opcost). */
-int gdr_verbs_am_eager_post(gdr_verbs_iface_t *am, const void *data, size_t data_sz)
+/* Sends the reserved slot's message, len bytes in place (peer and len read before the
+ * payload was written, which may alias them): one gather entry, inline where it fits. */
+static inline int post_reserved(gdr_verbs_iface_t *am, send_slot_t *slot, int peer, size_t len)
 {
-    send_slot_t *slot = am->reserved;
-    int peer = slot->peer;
-    const gdr_verbs_wire_hdr_t *h = (const gdr_verbs_wire_hdr_t *) (const void *) slot->addr;
-    size_t at = sizeof(*h) + gdr_verbs_wire_pad8(h->am_hdr_sz);
-    size_t len = at + data_sz;
     struct ibv_sge sge;
     struct ibv_send_wr wr, *bad = NULL;
-    if (data_sz > 0)
-        gdr_verbs_small_copy(slot->addr + at, data, data_sz);
     sge.addr = (uintptr_t) slot->addr;
     sge.length = (uint32_t) len;
     sge.lkey = am->send_mr->lkey;
@@ -218,6 +210,47 @@ int gdr_verbs_am_eager_post(gdr_verbs_iface_t *am, const void *data, size_t data
     if (rma_held_out(am, peer) != 0 || ibv_post_send(am->eps[peer].qp, &wr, &bad) != 0)
         return post_failed(am, peer, &wr, 1, bad);
     return 0;
+}
+
+/* A second gather entry for the caller's data would save the copy here but cost the
+ * provider a second copy (rxe: 28 instructions more than the 8 bytes' copy,
+ * bench/opcost). */
+int gdr_verbs_am_eager_post(gdr_verbs_iface_t *am, const void *data, size_t data_sz)
+{
+    send_slot_t *slot = am->reserved;
+    int peer = slot->peer;
+    const gdr_verbs_wire_hdr_t *h = (const gdr_verbs_wire_hdr_t *) (const void *) slot->addr;
+    size_t at = sizeof(*h) + gdr_verbs_wire_pad8(h->am_hdr_sz);
+    if (data_sz > 0)
+        gdr_verbs_small_copy(slot->addr + at, data, data_sz);
+    return post_reserved(am, slot, peer, at + data_sz);
+}
+
+void *gdr_verbs_am_eager_data(gdr_verbs_iface_t *am)
+{
+    send_slot_t *slot = am->reserved;
+    const gdr_verbs_wire_hdr_t *h = (const gdr_verbs_wire_hdr_t *) (const void *) slot->addr;
+    return slot->addr + sizeof(*h) + gdr_verbs_wire_pad8(h->am_hdr_sz);
+}
+
+int gdr_verbs_am_eager_post_filled(gdr_verbs_iface_t *am, size_t data_sz)
+{
+    send_slot_t *slot = am->reserved;
+    const gdr_verbs_wire_hdr_t *h = (const gdr_verbs_wire_hdr_t *) (const void *) slot->addr;
+    return post_reserved(am, slot, slot->peer,
+                         sizeof(*h) + gdr_verbs_wire_pad8(h->am_hdr_sz) + data_sz);
+}
+
+void gdr_verbs_am_eager_unreserve(gdr_verbs_iface_t *am)
+{
+    send_slot_t *slot = am->reserved;
+    const gdr_verbs_wire_hdr_t *h = (const gdr_verbs_wire_hdr_t *) (const void *) slot->addr;
+    gdr_verbs_credit_t *c = &am->eps[slot->peer].credit;
+    c->send_credits++;          /* gdr_verbs_credit_on_send, undone */
+    c->to_return += h->credits;
+    slot->next_free = am->free_slots;
+    am->free_slots = slot;
+    am->reserved = NULL;
 }
 
 int gdr_verbs_am_send_eager(gdr_verbs_iface_t *am, int peer, uint32_t handler_id,

@@ -34,6 +34,11 @@ int gdr_verbs_am_send_rndv(gdr_verbs_iface_t *am, int peer, uint32_t handler_id,
     }
     rndv_send_t *rs = &am->rsend[idx];
     rs->reg = gdr_verbs_rcache_get_tagged(am->rcache, data, data_sz, device_id);
+    if (rs->reg == NULL && device_id != 0)
+        return fail(am, "registering a %zu-byte send buffer in device memory for rank %d "
+                    "failed: %s (the NIC could not register GPU memory: check the GPUDirect "
+                    "mode, MPIR_CVAR_CH4_GDR_GPUDIRECT, and that the buffer is live device "
+                    "memory)", data_sz, peer, strerror(errno));
     if (rs->reg == NULL)
         return fail(am, "registering a %zu-byte send buffer for rank %d failed: %s "
                     "(raise ulimit -l)", data_sz, peer, strerror(errno));

@@ -1,7 +1,8 @@
 /* The verbs AM channel between two processes over real verbs (run inside
  * maint/rxe: one process on each of two RDMA devices).  Checks lazy connection (none
  * before the first message; made by one side, or by both at once), values, order,
- * credit flow control under bursts, rendezvous payloads (landed and delivered whole, or
+ * credit flow control under bursts (messages built in their send slot by the caller, slots
+ * reserved and given back), rendezvous payloads (landed and delivered whole, or
  * taken by the receiver and read where it says: in one piece, in several, truncated, or
  * landed for it to copy), sleeping waits, and that a peer that dies is reported by rank,
  * whether this rank sends to it or only waits.
@@ -321,7 +322,23 @@ static int run(int me, const char *devname, int sock)
             size_t n = seq % 8000;
             for (size_t i = 0; i < n; i++)
                 buf[i] = pattern(seq, i);
-            if (gdr_verbs_am_send_eager(am, peer, 1, &seq, sizeof(seq), buf, n) != 0) {
+            /* some built in their slot by the caller (as a copy from device memory is), some
+             * reserved and given back first (that copy failed): the stream and its credits
+             * must not notice */
+            void *h = seq % 3 != 0 ? gdr_verbs_am_eager_reserve(am, peer, 1, sizeof(seq), n)
+                : NULL;
+            if (h != NULL && seq % 3 == 2) {
+                gdr_verbs_am_eager_unreserve(am);
+                h = NULL;
+            }
+            if (h != NULL) {
+                memcpy(h, &seq, sizeof(seq));
+                memcpy(gdr_verbs_am_eager_data(am), buf, n);
+                if (gdr_verbs_am_eager_post_filled(am, n) != 0) {
+                    printf("FAIL post filled eager %u: %s\n", seq, gdr_verbs_am_error(am));
+                    failed = 1;
+                }
+            } else if (gdr_verbs_am_send_eager(am, peer, 1, &seq, sizeof(seq), buf, n) != 0) {
                 printf("FAIL send eager %u: %s\n", seq, gdr_verbs_am_error(am));
                 failed = 1;
             }

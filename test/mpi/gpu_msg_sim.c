@@ -1,0 +1,396 @@
+/* Two-sided messages from and into device memory, on the simulated GPU (test/gpusim) or a
+ * real one: device memory comes from the CUDA driver gdr loads (MPIR_CVAR_CH4_GDR_CUDA_DRIVER).
+ * gdr, not MPICH, must classify and copy the device buffers (MPICH cannot see the simulated
+ * GPU; in its strict mode any host access to device memory crashes).  Ranks pair up (0-1,
+ * 2-3, ...; an odd last rank only takes part in the collective calls); in each pair the even
+ * rank sends, the odd one receives, and every value is checked:
+ *  - device->device, host->device, device->host at 0 B, 8 B, MPIDIG's eager limit -1, 0, +1
+ *    (16792 bytes of payload beside MPIDIG's 48-byte header), 64 KiB and 4 MiB, blocking
+ *    and non-blocking;
+ *  - MPI_ANY_SOURCE; several messages in flight matched out of posting order (tags);
+ *    messages that arrive before their receive (Iprobe until seen, then Recv; Mprobe and
+ *    Mrecv); MPI_Probe then Recv; MPI_Ssend; a vector datatype on device buffers (its gaps
+ *    keep their bytes); a message larger than its device receive buffer (MPI_ERR_TRUNCATE,
+ *    nothing written past the buffer).
+ * With GDR_TEST_EXPECT_NATIVE=1 (maint/check-rxe: every rank on its own guest) it also
+ * asserts MPI_T gdr_am_device_copied_bytes per message: device data is copied between host
+ * and device only where it goes eagerly (its data, after MPIDIG's RTS, up to 16864 bytes) or
+ * the NIC cannot reach device memory
+ * (MPIR_CVAR_CH4_GDR_GPUDIRECT=staged); with dmabuf or peermem a rendezvous moves none; and
+ * gdr_am_send_packed_bytes: eager device data goes straight into the channel's send slot
+ * where one is free at once (at least once in the run), staged rendezvous data through a
+ * pack buffer.
+ * Without a GPU or driver: prints why and fails. */
+#include "gdr_mpi_test.h"
+#include "gdr_cuda_test.h"
+
+#define EAGER_MAX 16792         /* 16 KiB + 512 - 56 (wire) - 48 (MPIDIG_hdr_t) */
+/* a larger message goes as MPIDIG's RTS, and its data (MPIDIG_SEND_DATA, 8 bytes of header)
+ * still in one eager buffer up to this size */
+#define DATA_EAGER_MAX 16864
+#define BIG (4 * 1024 * 1024)
+
+static int rank, nranks;
+static MPI_T_pvar_session session;
+static int in_slot;             /* eager device sends that went straight into a send slot */
+
+static int partner(void)
+{
+    int p = rank ^ 1;
+    return p < nranks ? p : MPI_PROC_NULL;
+}
+
+static unsigned char val(int seed, size_t i)
+{
+    return (unsigned char) (seed * 31 + i * 7 + (i >> 8));
+}
+
+static int staged(void)
+{
+    const char *m = getenv("MPIR_CVAR_CH4_GDR_GPUDIRECT");
+    return m != NULL && strcmp(m, "staged") == 0;
+}
+
+static unsigned long long copied(void)
+{
+    return gdr_pvar_value(session, "gdr_am_device_copied_bytes");
+}
+
+static unsigned long long packed(void)
+{
+    return gdr_pvar_value(session, "gdr_am_send_packed_bytes");
+}
+
+/* A buffer of n bytes (at least 1) in device or host memory, filled with seed's values
+ * (fill) or with 0xee (a receive buffer). */
+static void *buf_new(int dev, size_t n, int seed, int fill)
+{
+    unsigned char *h = malloc(n + 1);
+    for (size_t i = 0; i < n; i++)
+        h[i] = fill ? val(seed, i) : 0xee;
+    if (!dev)
+        return h;
+    void *d = dev_alloc(n + 1);
+    dev_copy(d, h, n);
+    free(h);
+    return d;
+}
+
+static void buf_free(int dev, void *p)
+{
+    if (dev)
+        dev_free(p);
+    else
+        free(p);
+}
+
+/* Checks n bytes of a receive buffer against seed's values. */
+static void buf_check(int dev, const void *p, size_t n, int seed)
+{
+    unsigned char *h = (unsigned char *) p;
+    if (dev) {
+        h = malloc(n + 1);
+        dev_copy(h, p, n);
+    }
+    long bad = 0;
+    for (size_t i = 0; i < n; i++)
+        if (h[i] != val(seed, i) && bad++ < 3)
+            gdr_check_long("received", (long) i, val(seed, i), h[i]);
+    if (dev)
+        free(h);
+}
+
+static void check_count(const MPI_Status * st, MPI_Datatype type, int want)
+{
+    int got = -1;
+    MPI_Get_count(st, type, &got);
+    gdr_check_long("MPI_Get_count", 0, want, got);
+}
+
+/* The bytes of device data gdr should have copied on this rank for one message of n bytes
+ * (dev: this rank's buffer is device memory). */
+static unsigned long long want_copied(int dev, size_t n)
+{
+    if (!dev || n == 0)
+        return 0;
+    return n <= DATA_EAGER_MAX || staged() ? n : 0;
+}
+
+/* One message of n bytes, sender's memory sdev, receiver's rdev. */
+static void one(int sdev, int rdev, size_t n, int nonblocking, int seed)
+{
+    int p = partner(), sender = (rank & 1) == 0;
+    const char *kind[] = { "host", "device" };
+    gdr_test_set_context("%s->%s %zu bytes %s", kind[sdev], kind[rdev], n,
+                         nonblocking ? "Isend/Irecv" : "Send/Recv");
+    if (p == MPI_PROC_NULL)
+        return;
+    int dev = sender ? sdev : rdev;
+    void *b = buf_new(dev, n, seed, sender);
+    unsigned long long before = copied(), packed_before = packed();
+    MPI_Status st;
+    MPI_Request r;
+    if (sender && nonblocking) {
+        GDR_CHECK_MPI(MPI_Isend(b, (int) n, MPI_BYTE, p, seed, MPI_COMM_WORLD, &r));
+        GDR_CHECK_MPI(MPI_Wait(&r, MPI_STATUS_IGNORE));
+    } else if (sender) {
+        GDR_CHECK_MPI(MPI_Send(b, (int) n, MPI_BYTE, p, seed, MPI_COMM_WORLD));
+    } else {
+        if (nonblocking) {
+            GDR_CHECK_MPI(MPI_Irecv(b, (int) n, MPI_BYTE, p, seed, MPI_COMM_WORLD, &r));
+            GDR_CHECK_MPI(MPI_Wait(&r, &st));
+        } else {
+            GDR_CHECK_MPI(MPI_Recv(b, (int) n, MPI_BYTE, p, seed, MPI_COMM_WORLD, &st));
+        }
+        check_count(&st, MPI_BYTE, (int) n);
+        buf_check(dev, b, n, seed);
+    }
+    if (gdr_test_expect_native()) {
+        gdr_check_long("gdr_am_device_copied_bytes (this message)", 0,
+                       (long long) want_copied(dev, n), (long long) (copied() - before));
+        /* eager device data is copied straight into a send slot when one and a credit are
+         * free at once (not always: credits grow as the peer's receive queue does), else
+         * into a pack buffer; staged rendezvous data always into a pack buffer */
+        unsigned long long p = packed() - packed_before;
+        if (sender && sdev && n > 0 && n <= DATA_EAGER_MAX) {
+            if (p != 0 && p != n)
+                gdr_test_fail("gdr_am_send_packed_bytes (this message): %llu, expected 0 or %zu",
+                              p, n);
+            in_slot += p == 0;
+        } else if (sender) {
+            gdr_check_long("gdr_am_send_packed_bytes (this message)", 0,
+                           (long long) (sdev && n > 0 && staged() ? n : 0), (long long) p);
+        }
+    }
+    buf_free(dev, b);
+}
+
+/* Receives into device memory from MPI_ANY_SOURCE. */
+static void any_source(size_t n, int seed)
+{
+    int p = partner(), sender = (rank & 1) == 0;
+    gdr_test_set_context("device->device %zu bytes, MPI_ANY_SOURCE", n);
+    if (p == MPI_PROC_NULL)
+        return;
+    void *b = buf_new(1, n, seed, sender);
+    MPI_Status st;
+    if (sender) {
+        GDR_CHECK_MPI(MPI_Send(b, (int) n, MPI_BYTE, p, seed, MPI_COMM_WORLD));
+    } else {
+        GDR_CHECK_MPI(MPI_Recv(b, (int) n, MPI_BYTE, MPI_ANY_SOURCE, seed, MPI_COMM_WORLD, &st));
+        gdr_check_long("MPI_SOURCE", 0, p, st.MPI_SOURCE);
+        check_count(&st, MPI_BYTE, (int) n);
+        buf_check(1, b, n, seed);
+    }
+    buf_free(1, b);
+}
+
+/* Messages in flight at once, received in the reverse of their sending order (by tag),
+ * into device memory: eager and rendezvous mixed. */
+static void out_of_order(void)
+{
+    enum { K = 6 };
+    static const size_t sizes[K] = { 8, 65536, EAGER_MAX + 1, 100, BIG, EAGER_MAX };
+    int p = partner(), sender = (rank & 1) == 0;
+    gdr_test_set_context("device->device, %d messages matched out of posting order", K);
+    if (p == MPI_PROC_NULL)
+        return;
+    void *b[K];
+    MPI_Request r[K];
+    MPI_Status st[K];
+    for (int k = 0; k < K; k++)
+        b[k] = buf_new(1, sizes[k], 100 + k, sender);
+    if (sender) {
+        for (int k = 0; k < K; k++)
+            GDR_CHECK_MPI(MPI_Isend(b[k], (int) sizes[k], MPI_BYTE, p, 100 + k, MPI_COMM_WORLD,
+                                    &r[k]));
+    } else {
+        for (int k = K - 1; k >= 0; k--)
+            GDR_CHECK_MPI(MPI_Irecv(b[k], (int) sizes[k], MPI_BYTE, p, 100 + k, MPI_COMM_WORLD,
+                                    &r[k]));
+    }
+    GDR_CHECK_MPI(MPI_Waitall(K, r, st));
+    for (int k = 0; k < K; k++) {
+        if (!sender) {
+            check_count(&st[k], MPI_BYTE, (int) sizes[k]);
+            buf_check(1, b[k], sizes[k], 100 + k);
+        }
+        buf_free(1, b[k]);
+    }
+}
+
+/* Messages that are at the receiver before their receive is posted (it probes until it
+ * sees each), then received into device memory: by MPI_Recv after MPI_Iprobe, by
+ * MPI_Mrecv after MPI_Mprobe, by MPI_Recv after MPI_Probe. */
+static void unexpected(size_t n, int seed)
+{
+    int p = partner(), sender = (rank & 1) == 0;
+    if (p == MPI_PROC_NULL)
+        return;
+    void *b = sender ? buf_new(1, n, seed, 1) : NULL;
+    MPI_Status st;
+    for (int how = 0; how < 3; how++) {
+        static const char *const name[] = { "Iprobe+Recv", "Mprobe+Mrecv", "Probe+Recv" };
+        gdr_test_set_context("device->device %zu bytes, arrived before its receive (%s)", n,
+                             name[how]);
+        if (sender) {
+            MPI_Request r;
+            GDR_CHECK_MPI(MPI_Isend(b, (int) n, MPI_BYTE, p, seed + how, MPI_COMM_WORLD, &r));
+            GDR_CHECK_MPI(MPI_Wait(&r, MPI_STATUS_IGNORE));
+            continue;
+        }
+        void *fresh = buf_new(1, n, 0, 0);
+        if (how == 0) {
+            int flag = 0;
+            while (!flag)
+                GDR_CHECK_MPI(MPI_Iprobe(p, seed + how, MPI_COMM_WORLD, &flag, &st));
+            check_count(&st, MPI_BYTE, (int) n);
+            GDR_CHECK_MPI(MPI_Recv(fresh, (int) n, MPI_BYTE, p, seed + how, MPI_COMM_WORLD,
+                                   &st));
+        } else if (how == 1) {
+            MPI_Message m;
+            GDR_CHECK_MPI(MPI_Mprobe(p, seed + how, MPI_COMM_WORLD, &m, &st));
+            check_count(&st, MPI_BYTE, (int) n);
+            GDR_CHECK_MPI(MPI_Mrecv(fresh, (int) n, MPI_BYTE, &m, &st));
+        } else {
+            GDR_CHECK_MPI(MPI_Probe(p, seed + how, MPI_COMM_WORLD, &st));
+            check_count(&st, MPI_BYTE, (int) n);
+            GDR_CHECK_MPI(MPI_Recv(fresh, (int) n, MPI_BYTE, p, seed + how, MPI_COMM_WORLD,
+                                   &st));
+        }
+        check_count(&st, MPI_BYTE, (int) n);
+        buf_check(1, fresh, n, seed);
+        buf_free(1, fresh);
+    }
+    if (sender)
+        buf_free(1, b);
+}
+
+/* MPI_Ssend from device memory into device memory. */
+static void ssend(size_t n, int seed)
+{
+    int p = partner(), sender = (rank & 1) == 0;
+    gdr_test_set_context("device->device %zu bytes, MPI_Ssend", n);
+    if (p == MPI_PROC_NULL)
+        return;
+    void *b = buf_new(1, n, seed, sender);
+    MPI_Status st;
+    if (sender) {
+        GDR_CHECK_MPI(MPI_Ssend(b, (int) n, MPI_BYTE, p, seed, MPI_COMM_WORLD));
+    } else {
+        GDR_CHECK_MPI(MPI_Recv(b, (int) n, MPI_BYTE, p, seed, MPI_COMM_WORLD, &st));
+        check_count(&st, MPI_BYTE, (int) n);
+        buf_check(1, b, n, seed);
+    }
+    buf_free(1, b);
+}
+
+/* A vector (blocks of 2 longs every 3) on device buffers at both ends, or device at the
+ * sender and contiguous host memory at the receiver: the receiver's gaps keep -1. */
+static void vector(int blocks, int rdev_vector, int seed)
+{
+    int p = partner(), sender = (rank & 1) == 0;
+    gdr_test_set_context("vector of %d blocks from device memory into %s", blocks,
+                         rdev_vector ? "a device vector" : "contiguous host memory");
+    if (p == MPI_PROC_NULL)
+        return;
+    MPI_Datatype vec;
+    MPI_Type_vector(blocks, 2, 3, MPI_LONG, &vec);
+    MPI_Type_commit(&vec);
+    size_t elems = (size_t) blocks * 3;
+    long *h = malloc(sizeof(long) * elems);
+    for (size_t i = 0; i < elems; i++)
+        h[i] = sender ? (long) (seed * 1000003L + (long) i) : -1;
+    MPI_Status st;
+    if (sender) {
+        void *d = dev_alloc(sizeof(long) * elems);
+        dev_copy(d, h, sizeof(long) * elems);
+        GDR_CHECK_MPI(MPI_Send(d, 1, vec, p, seed, MPI_COMM_WORLD));
+        dev_free(d);
+    } else if (rdev_vector) {
+        void *d = dev_alloc(sizeof(long) * elems);
+        dev_copy(d, h, sizeof(long) * elems);
+        GDR_CHECK_MPI(MPI_Recv(d, 1, vec, p, seed, MPI_COMM_WORLD, &st));
+        check_count(&st, vec, 1);
+        dev_copy(h, d, sizeof(long) * elems);
+        dev_free(d);
+        long bad = 0;
+        for (size_t i = 0; i < elems; i++) {
+            long want = i % 3 == 2 ? -1 : (long) (seed * 1000003L + (long) i);
+            if (h[i] != want && bad++ < 3)
+                gdr_check_long("device vector", (long) i, want, h[i]);
+        }
+    } else {
+        size_t n = (size_t) blocks * 2;
+        GDR_CHECK_MPI(MPI_Recv(h, (int) n, MPI_LONG, p, seed, MPI_COMM_WORLD, &st));
+        check_count(&st, MPI_LONG, (int) n);
+        long bad = 0;
+        for (size_t k = 0; k < n; k++) {
+            size_t i = k / 2 * 3 + k % 2;
+            long want = (long) (seed * 1000003L + (long) i);
+            if (h[k] != want && bad++ < 3)
+                gdr_check_long("host copy of the vector", (long) k, want, h[k]);
+        }
+    }
+    free(h);
+    MPI_Type_free(&vec);
+}
+
+/* A message larger than its receive buffer in device memory: MPI_ERR_TRUNCATE, the
+ * buffer's bytes received, the byte past it untouched. */
+static void truncated(size_t n, int seed)
+{
+    int p = partner(), sender = (rank & 1) == 0;
+    gdr_test_set_context("device->device %zu bytes into a device buffer of %zu", n, n / 2);
+    if (p == MPI_PROC_NULL)
+        return;
+    void *b = buf_new(1, n, seed, sender);
+    if (sender) {
+        GDR_CHECK_MPI(MPI_Send(b, (int) n, MPI_BYTE, p, seed, MPI_COMM_WORLD));
+    } else {
+        MPI_Status st;
+        MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
+        int rc = MPI_Recv(b, (int) (n / 2), MPI_BYTE, p, seed, MPI_COMM_WORLD, &st);
+        MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_ARE_FATAL);
+        gdr_check_class("MPI_Recv into a smaller buffer", rc, MPI_ERR_TRUNCATE);
+        buf_check(1, b, n / 2, seed);
+        unsigned char past;
+        dev_copy(&past, (char *) b + n / 2, 1);
+        gdr_check_long("the byte past the receive buffer", 0, 0xee, past);
+    }
+    buf_free(1, b);
+}
+
+int main(int argc, char **argv)
+{
+    gpu_mpi_test_init(&argc, &argv, &session, &rank, &nranks);
+    static const size_t sizes[] = { 0, 8, EAGER_MAX - 1, EAGER_MAX, EAGER_MAX + 1, 65536, BIG };
+    static const int mem[][2] = { {1, 1}, {0, 1}, {1, 0} };
+    int seed = 1;
+    for (int m = 0; m < 3; m++)
+        for (size_t s = 0; s < sizeof(sizes) / sizeof(sizes[0]); s++)
+            for (int nb = 0; nb < 2; nb++)
+                one(mem[m][0], mem[m][1], sizes[s], nb, seed++);
+    MPI_Barrier(MPI_COMM_WORLD);
+    any_source(8, 200);
+    any_source(65536, 201);
+    out_of_order();
+    unexpected(8, 300);
+    unexpected(EAGER_MAX, 310);
+    unexpected(65536, 320);
+    ssend(8, 400);
+    ssend(65536, 401);
+    vector(16, 1, 500);         /* 256 bytes: eager */
+    vector(8192, 1, 501);       /* 128 KiB: rendezvous */
+    vector(8192, 0, 502);
+    truncated(64, 600);
+    truncated(65536, 601);
+    gdr_test_set_context("eager device sends");
+    if (gdr_test_expect_native() && (rank & 1) == 0 && partner() != MPI_PROC_NULL && in_slot == 0)
+        gdr_test_fail("none went straight into a send slot (MPI_T gdr_am_send_packed_bytes)");
+    long e = gdr_test_finish();
+    MPI_T_pvar_session_free(&session);
+    MPI_T_finalize();
+    MPI_Finalize();
+    return e != 0;
+}
