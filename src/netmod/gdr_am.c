@@ -503,6 +503,30 @@ static int word_ok(int src, uint32_t word)
     return mpi_errno == MPI_SUCCESS;
 }
 
+/* Writes the first `bytes` bytes of count x type's blocks from its host image (at
+ * image_buf, laid out as at the device address buf) to the device, block by block. */
+static int write_blocks(void *buf, const char *image_buf, MPI_Aint count, MPI_Datatype type,
+                        MPI_Aint bytes)
+{
+    enum { BLOCKS = 64 };
+    struct iovec iov[BLOCKS];
+    MPI_Aint len = 0;
+    int mpi_errno = MPI_SUCCESS;
+    for (MPI_Aint first = 0; bytes > 0 && mpi_errno == MPI_SUCCESS; first += len) {
+        mpi_errno = MPIR_Typerep_to_iov_offset(image_buf, count, type, first, iov, BLOCKS,
+                                               &len);
+        if (mpi_errno != MPI_SUCCESS || len == 0)
+            break;
+        for (MPI_Aint i = 0; i < len && bytes > 0 && mpi_errno == MPI_SUCCESS; i++) {
+            size_t n = MPL_MIN((size_t) bytes, iov[i].iov_len);
+            MPI_Aint at = (const char *) iov[i].iov_base - image_buf;
+            mpi_errno = gpu_copy((char *) buf + at, iov[i].iov_base, n, "a message into");
+            bytes -= (MPI_Aint) n;
+        }
+    }
+    return mpi_errno;
+}
+
 /* The first byte rreq's receive buffer is written at (MPIDIG_recv_copy's three shapes). */
 static const void *recv_first_byte(MPIR_Request * rreq)
 {
@@ -541,7 +565,8 @@ static int recv_copy_device(const void *in, MPIR_Request * rreq)
                                  "a message into");
             done = n;
         } else {
-            /* the type's gaps keep their bytes: the image is read, unpacked into, written */
+            /* unpacked on the host into an image of the type's extent, then only the
+             * type's blocks written back: its gaps are not the receive's to touch */
             char *image;
             uint64_t span;
             MPI_Aint lb;
@@ -550,7 +575,7 @@ static int recv_copy_device(const void *in, MPIR_Request * rreq)
                 mpi_errno = MPIR_Typerep_unpack(in, n, image - lb, count, type, 0, &done,
                                                 MPIR_TYPEREP_FLAG_NONE);
                 if (mpi_errno == MPI_SUCCESS)
-                    mpi_errno = gpu_copy((char *) buf + lb, image, span, "a message into");
+                    mpi_errno = write_blocks(buf, image - lb, count, type, done);
                 MPL_free(image);
             }
             if (mpi_errno == MPI_SUCCESS && !rreq->status.MPI_ERROR && n > done)
