@@ -610,6 +610,25 @@ int gdr_verbs_rma_put_short(gdr_verbs_rma_t *rma, int peer, const void *src, siz
                     (uint32_t) len, raddr, rkey);
 }
 
+/* rc/bcopy's operation op (its bounce buffer taken): a write's src copied into the bounce
+ * buffer, a read's dst kept for on_complete's copy out, counted; the opcode. */
+static inline enum ibv_wr_opcode bcopy_fill(gdr_verbs_rma_t *rma, rma_op_t *op,
+                                            const void *src, void *dst, size_t len)
+{
+    rma->stats.bounced++;
+    if (dst != NULL) {
+        op->copy_to = dst;
+        op->copy_len = len;
+        rma->stats.reads++;
+        rma->stats.bytes_read += len;
+        return IBV_WR_RDMA_READ;
+    }
+    gdr_verbs_small_copy(op->bounce->addr, src, len);
+    rma->stats.writes++;
+    rma->stats.bytes_written += len;
+    return IBV_WR_RDMA_WRITE;
+}
+
 /* rc/bcopy's one work request through a bounce buffer: a write copies src into it first,
  * a read (dst) copies out of it at completion (on_complete).  The general way: waits for
  * the connection or room, or says what failed. */
@@ -621,20 +640,8 @@ int post_bcopy_general(gdr_verbs_rma_t *rma, int peer, const void *src, void *ds
     rma_op_t *op = op_start(rma, peer, 1, 1, done, arg, &rc);
     if (op == NULL)
         return rc;
-    rma->stats.bounced++;
-    if (dst != NULL) {
-        op->copy_to = dst;
-        op->copy_len = len;
-        rma->stats.reads++;
-        rma->stats.bytes_read += len;
-    } else {
-        memcpy(op->bounce->addr, src, len);
-        rma->stats.writes++;
-        rma->stats.bytes_written += len;
-    }
-    return post_one(rma, op, dst != NULL ? IBV_WR_RDMA_READ : IBV_WR_RDMA_WRITE,
-                    (uintptr_t) op->bounce->addr, rma->bounce_mr->lkey, (uint32_t) len, raddr,
-                    rkey, 0);
+    return post_one(rma, op, bcopy_fill(rma, op, src, dst, len), (uintptr_t) op->bounce->addr,
+                    rma->bounce_mr->lkey, (uint32_t) len, raddr, rkey, 0);
 }
 
 /* The same, the hot path of an 8-byte MPI_Get (bench/opcost): a free operation and bounce
@@ -651,20 +658,7 @@ static int post_bcopy(gdr_verbs_rma_t *rma, int peer, const void *src, void *dst
         return post_bcopy_general(rma, peer, src, dst, len, raddr, rkey, done, arg);
     rma->free_bounces = b->next_free;
     rma_op_t *op = op_take(rma, peer, b, done, arg);
-    enum ibv_wr_opcode opcode;
-    rma->stats.bounced++;
-    if (dst != NULL) {
-        op->copy_to = dst;
-        op->copy_len = len;
-        rma->stats.reads++;
-        rma->stats.bytes_read += len;
-        opcode = IBV_WR_RDMA_READ;
-    } else {
-        gdr_verbs_small_copy(b->addr, src, len);
-        rma->stats.writes++;
-        rma->stats.bytes_written += len;
-        opcode = IBV_WR_RDMA_WRITE;
-    }
+    enum ibv_wr_opcode opcode = bcopy_fill(rma, op, src, dst, len);
     uint32_t lkey = rma->bounce_mr->lkey;
     if (hold_room(rma, peer)) {
         held_wr_t *h = hold_one(rma, peer, op, opcode, 0, raddr, rkey);
