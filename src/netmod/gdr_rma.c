@@ -365,34 +365,53 @@ static void route_decide(MPIR_Win * win, int t, gdr_rma_route_t * r)
     }
 }
 
-/* put/rc/short, put/rc/bcopy and get/rc/bcopy: MPI_Put or MPI_Get of a contiguous host
- * buffer of one type to a target the NIC reaches, small enough for the route's limits,
- * posted by the cached route with no plan (gdr_rma_small.h).  *handled 0: not this way,
- * nothing done. */
-static int rma_small(const MPIDI_GDR_rma_args_t * a, MPIR_Win * win, int *handled)
+/* put/rc/short, put/rc/bcopy and get/rc/bcopy (gdr_rma.h): the hot path's entry, its
+ * own small frame (MPIDI_GDR_rma's is large); the operation posted by the cached route
+ * with no plan (gdr_rma_small.h). */
+static inline __attribute__((always_inline))
+int rma_small(int is_get, void *buf, MPI_Aint count, MPI_Datatype type, int target,
+              MPI_Aint disp, MPIR_Win * win)
 {
     int mpi_errno = MPI_SUCCESS;
     struct MPIDI_GDR_win_state *s = win->dev.netmod.gdr.s;
 
-    if (s == NULL || s->rma.eng == NULL || (unsigned) a->target >= (unsigned) s->rma.n
-        || a->otype != a->ttype || a->ocount != a->tcount || !HANDLE_IS_BUILTIN(a->otype)
-        || a->ocount <= 0)
-        return MPI_SUCCESS;
-    uint64_t bytes = (uint64_t) a->ocount * (uint64_t) MPIR_Datatype_get_basic_size(a->otype);
-    const gdr_rma_route_t *r = route_of(win, a->target);
-    if (!r->small || bytes > r->bcopy_max || MPIDI_GDR_is_device(a->origin))
-        return MPI_SUCCESS;     /* (device memory is never read or filled by the host) */
-    MPIDIG_RMA_OP_CHECK_SYNC(a->target, win);
-    int rc = a->kind == GDR_RMA_PUT
-        ? gdr_rma_put_small(&s->rma, a->target, gdr_rma_select_contig(r, 1, bytes), a->origin,
-                            (size_t) bytes, a->tdisp)
-        : gdr_rma_get_small(&s->rma, a->target, (void *) a->origin, (size_t) bytes, a->tdisp);
-    *handled = rc == GDR_RMA_OK;        /* else the general path takes it (and waits, or
-                                         * reports the transport's failure) */
-  fn_exit:
-    return mpi_errno;
+    if (s == NULL || s->rma.eng == NULL || (unsigned) target >= (unsigned) s->rma.n
+        || count <= 0)
+        return MPIDI_GDR_RMA_GENERAL;
+    uint64_t bytes = (uint64_t) count * (uint64_t) MPIR_Datatype_get_basic_size(type);
+    int took = MPIDI_GDR_engine_enter();
+    const gdr_rma_route_t *r = route_of(win, target);
+    /* device memory is never read or filled by the host; a native lock epoch's first
+     * operation takes the lock on the general path */
+    if (!r->small || bytes > r->bcopy_max || MPIDI_GDR_is_device(buf)
+        || gdr_rma_win_lock_wanted(&s->rma, target)) {
+        MPIDI_GDR_engine_exit(took);
+        return MPIDI_GDR_RMA_GENERAL;
+    }
+    MPIDIG_RMA_OP_CHECK_SYNC(target, win);
+    int rc = !is_get
+        ? gdr_rma_put_small(&s->rma, target, gdr_rma_select_contig(r, 1, bytes), buf,
+                            (size_t) bytes, disp)
+        : gdr_rma_get_small(&s->rma, target, buf, (size_t) bytes, disp);
+    MPIDI_GDR_engine_exit(took);
+    /* else the general path takes it (and waits, or reports the transport's failure) */
+    return rc == GDR_RMA_OK ? MPI_SUCCESS : MPIDI_GDR_RMA_GENERAL;
   fn_fail:
-    goto fn_exit;
+    MPIDI_GDR_engine_exit(took);
+    return mpi_errno;
+}
+
+/* (two entries, so that the six arguments travel in registers) */
+int MPIDI_GDR_put_small(const void *buf, MPI_Aint count, MPI_Datatype type, int target,
+                        MPI_Aint disp, MPIR_Win * win)
+{
+    return rma_small(0, (void *) buf, count, type, target, disp, win);
+}
+
+int MPIDI_GDR_get_small(void *buf, MPI_Aint count, MPI_Datatype type, int target,
+                        MPI_Aint disp, MPIR_Win * win)
+{
+    return rma_small(1, buf, count, type, target, disp, win);
 }
 
 /* Called with the engine lock held (MPIDI_GDR_rma, enqueue calls). */
@@ -415,15 +434,12 @@ int MPIDI_GDR_rma(const MPIDI_GDR_rma_args_t * a, MPIR_Win * win, MPIR_Request *
                   int *handled)
 {
     int took = MPIDI_GDR_engine_enter();
-    /* every operation passes here first, whatever path it takes: a native lock epoch
-     * takes its lock now (gdr_win_sync.c) */
+    /* every operation but the hot path's (which goes here when a lock is wanted) passes
+     * here first: a native lock epoch takes its lock now (gdr_win_sync.c) */
     int mpi_errno = win->dev.netmod.gdr.s != NULL
         && gdr_rma_win_lock_wanted(&GDR_WIN(win).rma, a->target)
         ? MPIDI_GDR_win_need(win, a->target) : MPI_SUCCESS;
     *handled = 0;
-    if (mpi_errno == MPI_SUCCESS && req == NULL
-        && (a->kind == GDR_RMA_PUT || a->kind == GDR_RMA_GET))
-        mpi_errno = rma_small(a, win, handled);
     /* same-node device windows first: copies straight into the peer's window */
     if (mpi_errno == MPI_SUCCESS && !*handled)
         mpi_errno = MPIDI_GDR_ipc_rma(a, win, req, handled);

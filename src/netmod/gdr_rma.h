@@ -31,6 +31,15 @@ typedef struct {
  * accumulate ordering kept, here). */
 int MPIDI_GDR_rma(const MPIDI_GDR_rma_args_t * a, MPIR_Win * win, MPIR_Request ** req,
                   int *handled);
+/* The hot path of MPI_Put and MPI_Get: count > 0 elements of one predefined
+ * type, contiguous on both sides, to a target the NIC reaches, small (gdr_rma_select.h's
+ * rc/short and rc/bcopy): MPI_SUCCESS once posted, an MPI error for a call in no epoch;
+ * MPIDI_GDR_RMA_GENERAL: not this way, nothing done (MPIDI_GDR_rma takes it). */
+#define MPIDI_GDR_RMA_GENERAL (-1)
+int MPIDI_GDR_put_small(const void *buf, MPI_Aint count, MPI_Datatype type, int target,
+                        MPI_Aint disp, MPIR_Win * win);
+int MPIDI_GDR_get_small(void *buf, MPI_Aint count, MPI_Datatype type, int target,
+                        MPI_Aint disp, MPIR_Win * win);
 /* Its staged part (gdr_rma_staged.c): *handled = 1 when device memory the NIC cannot
  * take went through gdr's staged protocol; 0: host memory only, or the protocol is off. */
 int MPIDI_GDR_rma_staged(const MPIDI_GDR_rma_args_t * a, MPIR_Win * win, MPIR_Request ** req,
@@ -173,6 +182,13 @@ MPL_STATIC_INLINE_PREFIX int MPIDI_NM_mpi_put(const void *origin_addr, MPI_Aint 
                                               MPI_Datatype target_datatype, MPIR_Win * win,
                                               MPIDI_av_entry_t * addr, MPIDI_winattr_t winattr)
 {
+    if (origin_datatype == target_datatype && origin_count == target_count
+        && HANDLE_IS_BUILTIN(origin_datatype)) {
+        int rc = MPIDI_GDR_put_small(origin_addr, origin_count, origin_datatype, target_rank,
+                                     target_disp, win);
+        if (rc != MPIDI_GDR_RMA_GENERAL)
+            return rc;
+    }
     MPIDI_GDR_rma_args_t a = {.kind = GDR_RMA_PUT,.origin = origin_addr,
         .ocount = origin_count,.otype = origin_datatype,.target = target_rank,
         .tdisp = target_disp,.tcount = target_count,.ttype = target_datatype
@@ -190,6 +206,13 @@ MPL_STATIC_INLINE_PREFIX int MPIDI_NM_mpi_get(void *origin_addr, MPI_Aint origin
                                               MPI_Datatype target_datatype, MPIR_Win * win,
                                               MPIDI_av_entry_t * addr, MPIDI_winattr_t winattr)
 {
+    if (origin_datatype == target_datatype && origin_count == target_count
+        && HANDLE_IS_BUILTIN(origin_datatype)) {
+        int rc = MPIDI_GDR_get_small(origin_addr, origin_count, origin_datatype, target_rank,
+                                     target_disp, win);
+        if (rc != MPIDI_GDR_RMA_GENERAL)
+            return rc;
+    }
     MPIDI_GDR_rma_args_t a = {.kind = GDR_RMA_GET,.origin = origin_addr,
         .ocount = origin_count,.otype = origin_datatype,.target = target_rank,
         .tdisp = target_disp,.tcount = target_count,.ttype = target_datatype

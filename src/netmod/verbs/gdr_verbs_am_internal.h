@@ -31,9 +31,28 @@ void gdr_verbs_am_attach_rma(gdr_verbs_iface_t *am, gdr_verbs_am_rma_cb_t cb,
                              gdr_verbs_am_rma_held_cb_t held, const uint32_t *held_count,
                              void *ctx);
 
+/* What the one-sided hot path reads inline, first in the channel's state: each peer's
+ * queue pair while it is connected and neither it nor the channel has failed, else NULL
+ * (kept where a peer connects or fails: gdr_verbs_iface_priv.h), and the inline limit
+ * every queue pair grants (0 until the first one exists). */
+typedef struct gdr_verbs_am_hot {
+    struct ibv_qp **ready_qp;
+    int n;                      /* entries: every peer the channel can ever have */
+    uint32_t max_inline;
+} gdr_verbs_am_hot_t;
+
 /* The connected queue pair to peer (rank itself: the loopback QP); NULL if none yet, or
  * the peer or the channel failed. */
-struct ibv_qp *gdr_verbs_am_qp(gdr_verbs_iface_t *am, int peer);
+static inline struct ibv_qp *gdr_verbs_am_qp(const gdr_verbs_iface_t *am, int peer)
+{
+    const gdr_verbs_am_hot_t *h = (const gdr_verbs_am_hot_t *) (const void *) am;
+    return (unsigned) peer < (unsigned) h->n ? h->ready_qp[peer] : NULL;
+}
+
+static inline uint32_t gdr_verbs_am_max_inline(const gdr_verbs_iface_t *am)
+{
+    return ((const gdr_verbs_am_hot_t *) (const void *) am)->max_inline;
+}
 
 /* The queue pair to peer is wanted: 1 if it is ready (gdr_verbs_am_qp() gives it),
  * 0 if it is being connected (progress the channel and ask again), -1 if it cannot be
@@ -42,7 +61,6 @@ int gdr_verbs_am_want_qp(gdr_verbs_iface_t *am, int peer);
 
 gdr_verbs_device_t *gdr_verbs_am_device(gdr_verbs_iface_t *am);
 int gdr_verbs_am_nranks(const gdr_verbs_iface_t *am);
-uint32_t gdr_verbs_am_max_inline(const gdr_verbs_iface_t *am);
 uint32_t gdr_verbs_am_max_sge(const gdr_verbs_iface_t *am);
 gdr_verbs_rcache_t *gdr_verbs_am_rcache(gdr_verbs_iface_t *am);
 

@@ -35,7 +35,7 @@ static void build_send_wr(gdr_verbs_iface_t *am, int peer, send_slot_t *slot, si
     wr->sg_list = sge;
     wr->num_sge = 1;
     wr->opcode = IBV_WR_SEND;
-    wr->send_flags = IBV_SEND_SIGNALED | (len <= am->max_inline ? IBV_SEND_INLINE : 0);
+    wr->send_flags = IBV_SEND_SIGNALED | (len <= am->hot.max_inline ? IBV_SEND_INLINE : 0);
 }
 
 /* A post of n readied messages to peer failed from bad on (NULL: all): their slots come
@@ -49,7 +49,7 @@ static int post_failed(gdr_verbs_iface_t *am, int peer, struct ibv_send_wr *wr, 
         slot->next_free = am->free_slots;
         am->free_slots = slot;
     }
-    am->eps[peer].failed = 1;
+    ep_failed(am, peer);
     return fail(am, "sending to rank %d failed: %s (queue pair in error?)", peer,
                 strerror(errno));
 }
@@ -203,7 +203,7 @@ static inline int post_reserved(gdr_verbs_iface_t *am, send_slot_t *slot, int pe
     wr.sg_list = &sge;
     wr.num_sge = 1;
     wr.opcode = IBV_WR_SEND;
-    wr.send_flags = IBV_SEND_SIGNALED | (len <= am->max_inline ? IBV_SEND_INLINE : 0);
+    wr.send_flags = IBV_SEND_SIGNALED | (len <= am->hot.max_inline ? IBV_SEND_INLINE : 0);
     wr.imm_data = 0;
     am->reserved = NULL;
     am->stats.eager_sent++;

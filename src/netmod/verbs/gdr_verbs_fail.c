@@ -10,6 +10,8 @@ int gdr_verbs_iface_vfail(gdr_verbs_iface_t *am, const char *fmt, va_list ap)
 {
     vsnprintf(am->error, sizeof(am->error), fmt, ap);
     am->failed = 1;
+    for (int i = 0; i < am->hot.n; i++)
+        am->hot.ready_qp[i] = NULL;
     return -1;
 }
 
@@ -17,7 +19,7 @@ int gdr_verbs_am_fail_peer(gdr_verbs_iface_t *am, int peer, const char *fmt, ...
 {
     va_list ap;
     if (peer >= 0 && peer < am->npeers)
-        am->eps[peer].failed = 1;
+        ep_failed(am, peer);
     va_start(ap, fmt);
     gdr_verbs_iface_vfail(am, fmt, ap);
     va_end(ap);

@@ -144,8 +144,8 @@ static int make_qp(gdr_verbs_iface_t *am, int peer)
     ep->qp = gdr_verbs_qp_create(am->dev, am->cq, am->srq, &c, why, sizeof(why));
     if (ep->qp == NULL)
         return gdr_verbs_am_fail_peer(am, peer, "connecting to rank %d: %s", peer, why);
-    if (am->nactive == 0 || c.max_inline < am->max_inline)
-        am->max_inline = c.max_inline;
+    if (am->nactive == 0 || c.max_inline < am->hot.max_inline)
+        am->hot.max_inline = c.max_inline;
     if (c.max_send_sge < am->max_sge)
         am->max_sge = c.max_send_sge;
     if (gdr_verbs_iface_add_active(am, peer, ep->qp->qp_num) != 0)
@@ -173,14 +173,14 @@ int gdr_verbs_iface_conn_do(gdr_verbs_iface_t *am, int peer, unsigned todo)
     if ((todo & GDR_CONN_DO_SEND_RTU) && ud_send(am, peer, GDR_CONN_MSG_RTU) != 0)
         return -1;
     if (todo & GDR_CONN_DO_READY) {
-        ep->connected = 1;
+        ep_connected(am, peer);
         am->connecting--;
         am->stats.connections++;
     }
     if (todo & GDR_CONN_DO_FAIL) {
         am->connecting--;
         if (is_foreign(am, peer)) {
-            ep->failed = 1;
+            ep_failed(am, peer);
             return gdr_verbs_iface_foreign_lost(am, peer, ep->conn.why);
         }
         /* any other address failure failed the peer at once, and a peer's datagrams are
@@ -213,7 +213,7 @@ static int connect_self(gdr_verbs_iface_t *am)
                              why, sizeof(why)) != 0)
         return gdr_verbs_am_fail_peer(am, am->rank, "the loopback queue pair: %s", why);
     ep->conn.state = GDR_CONN_READY;
-    ep->connected = 1;
+    ep_connected(am, am->rank);
     return 0;
 }
 

@@ -43,7 +43,7 @@ int gdr_verbs_iface_maybe_probe(gdr_verbs_iface_t *am, int peer)
     wr.opcode = IBV_WR_RDMA_WRITE;
     wr.send_flags = IBV_SEND_SIGNALED;
     if (rma_held_out(am, peer) != 0 || ibv_post_send(ep->qp, &wr, &bad) != 0) {
-        ep->failed = 1;
+        ep_failed(am, peer);
         if (is_foreign(am, peer))
             return gdr_verbs_iface_foreign_lost(am, peer, strerror(errno));
         return fail(am, "probing rank %d failed: %s (queue pair in error?)", peer, strerror(errno));

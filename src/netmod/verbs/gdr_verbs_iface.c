@@ -68,8 +68,10 @@ gdr_verbs_iface_t *gdr_verbs_am_create(gdr_verbs_device_t *dev, int rank, int nr
     /* room for the processes of other jobs too, never moved: in-flight probes point
      * into it (untouched room costs no memory) */
     am->eps = calloc((size_t) nranks + GDR_VERBS_AM_FOREIGN_MAX, sizeof(ep_t));
-    if (am->eps == NULL)
+    am->hot.ready_qp = calloc((size_t) nranks + GDR_VERBS_AM_FOREIGN_MAX, sizeof(struct ibv_qp *));
+    if (am->eps == NULL || am->hot.ready_qp == NULL)
         goto oom;
+    am->hot.n = nranks + GDR_VERBS_AM_FOREIGN_MAX;
     for (int i = 0; i < nranks; i++)
         gdr_verbs_iface_ep_init(am, i, reach[i]);
     am->qp_send_wr = cfg->recv_depth + READ_CHUNKS_MAX * cfg->max_reads + 8 + cfg->rma_depth;
@@ -162,14 +164,6 @@ void gdr_verbs_am_attach_rma(gdr_verbs_iface_t *am, gdr_verbs_am_rma_cb_t cb,
     am->rma_ctx = ctx;
 }
 
-struct ibv_qp *gdr_verbs_am_qp(gdr_verbs_iface_t *am, int peer)
-{
-    if (peer < 0 || peer >= am->npeers || am->failed || am->eps[peer].failed
-        || !am->eps[peer].connected)
-        return NULL;
-    return am->eps[peer].qp;
-}
-
 int gdr_verbs_am_reaches(gdr_verbs_iface_t *am, int peer)
 {
     return peer >= 0 && peer < am->npeers && am->eps[peer].reach && am->eps[peer].has_card
@@ -189,11 +183,6 @@ gdr_verbs_device_t *gdr_verbs_am_device(gdr_verbs_iface_t *am)
 int gdr_verbs_am_nranks(const gdr_verbs_iface_t *am)
 {
     return am->nranks;
-}
-
-uint32_t gdr_verbs_am_max_inline(const gdr_verbs_iface_t *am)
-{
-    return am->max_inline;
 }
 
 uint32_t gdr_verbs_am_max_sge(const gdr_verbs_iface_t *am)
@@ -292,5 +281,6 @@ void gdr_verbs_am_destroy(gdr_verbs_iface_t *am)
     free(am->qpmap);
     free(am->slots);
     free(am->eps);
+    free(am->hot.ready_qp);
     free(am);
 }

@@ -190,6 +190,7 @@ typedef struct qp_slot {
 } qp_slot_t;
 
 struct gdr_verbs_iface {
+    gdr_verbs_am_hot_t hot;     /* first: read inline (gdr_verbs_am_internal.h) */
     gdr_verbs_device_t *dev;
     int rank, nranks;
     int npeers;                 /* eps in use: the job's ranks, then processes of other jobs */
@@ -230,7 +231,6 @@ struct gdr_verbs_iface {
     rndv_read_t *taken;         /* payloads taken by ops->rts and not yet read */
     landing_t *landings;        /* idle landing buffers */
     size_t landing_bytes;
-    uint32_t max_inline;
     uint32_t max_sge;           /* send gather entries every QP has */
     uint64_t queued;            /* messages in all ep queues */
     uint64_t reads_active;      /* rendezvous reads in flight or waiting, all peers */
@@ -254,6 +254,20 @@ struct gdr_verbs_iface {
 
 /* gdr_verbs_fail.c: the channel fails (fail() below, gdr_verbs_am_fail_peer) */
 int gdr_verbs_iface_vfail(gdr_verbs_iface_t *am, const char *fmt, va_list ap);
+
+/* Every change of a peer's connected or failed goes through these two, which keep the
+ * ready table (gdr_verbs_am_qp) equal to "connected, and neither peer nor channel failed". */
+static inline void ep_connected(gdr_verbs_iface_t *am, int peer)
+{
+    am->eps[peer].connected = 1;
+    am->hot.ready_qp[peer] = am->failed || am->eps[peer].failed ? NULL : am->eps[peer].qp;
+}
+
+static inline void ep_failed(gdr_verbs_iface_t *am, int peer)
+{
+    am->eps[peer].failed = 1;
+    am->hot.ready_qp[peer] = NULL;
+}
 
 /* Fails the channel with a printf-style message; returns -1. */
 static inline int fail(gdr_verbs_iface_t *am, const char *fmt, ...)

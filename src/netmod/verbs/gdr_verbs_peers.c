@@ -23,7 +23,7 @@ void gdr_verbs_iface_ep_init(gdr_verbs_iface_t *am, int peer, int reach)
 int gdr_verbs_iface_foreign_lost(gdr_verbs_iface_t *am, int peer, const char *why)
 {
     ep_t *ep = &am->eps[peer];
-    ep->failed = 1;
+    ep_failed(am, peer);
     snprintf(am->error, sizeof(am->error), "the connection to rank %u of job %016llx (another "
              "job: spawned, or connected by MPI_Comm_connect/accept) failed: %s", ep->card.rank,
              (unsigned long long) ep->card.job, why != NULL ? why : "?");

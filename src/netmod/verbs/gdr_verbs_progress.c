@@ -112,7 +112,7 @@ static int on_completion(gdr_verbs_iface_t *am, const struct ibv_wc *wc)
             (void) am->rma_cb(am->rma_ctx, wc);
         if (wc->status == IBV_WC_WR_FLUSH_ERR && am->eps[peer].failed)
             return 0;           /* the rest of a failed queue pair, already reported */
-        am->eps[peer].failed = 1;
+        ep_failed(am, peer);
         if (is_foreign(am, peer))
             return gdr_verbs_iface_foreign_lost(am, peer, ibv_wc_status_str(wc->status));
         if (wc->status == IBV_WC_REM_ACCESS_ERR)

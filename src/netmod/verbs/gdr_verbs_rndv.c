@@ -102,7 +102,7 @@ static int post_read(gdr_verbs_iface_t *am, rndv_read_t *rr)
         wr.wr.rdma.remote_addr = rr->rts.addr + rr->posted;
         wr.wr.rdma.rkey = rr->rts.rkey;
         if (rma_held_out(am, rr->peer) != 0 || ibv_post_send(ep->qp, &wr, &bad) != 0) {
-            ep->failed = 1;
+            ep_failed(am, rr->peer);
             return fail(am, "RDMA READ of %llu bytes from rank %d failed to post: %s",
                         (unsigned long long) rr->size, rr->peer, strerror(errno));
         }
