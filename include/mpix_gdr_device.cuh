@@ -176,6 +176,37 @@ __device__ inline uint64_t MPIX_Dev_signal_wait_until(MPIX_Win_device w, MPI_Ain
     return seen;
 }
 
+/* ---- notified RMA (MPIX_Win_notify_attach's counters; docs/notified-rma.md) ----------- */
+
+/* A put, then 1 added to the target's counter idx once the data is complete there. */
+__device__ inline int MPIX_Dev_put_notify(MPIX_Win_device w, const void *src, size_t bytes,
+                                          int rank, MPI_Aint disp, int idx)
+{
+    return MPIX_Dev_status(gdr_dev_put_notify(MPIX_Dev_gdr(w), src, bytes, rank, disp, idx));
+}
+
+/* A get, then 1 added to the target's counter idx once the read is done. */
+__device__ inline int MPIX_Dev_get_notify(MPIX_Win_device w, void *dst, size_t bytes, int rank,
+                                          MPI_Aint disp, int idx)
+{
+    return MPIX_Dev_status(gdr_dev_get_notify(MPIX_Dev_gdr(w), dst, bytes, rank, disp, idx));
+}
+
+/* This rank's counter idx (acquire: the data it counted is visible after it). */
+__device__ inline int MPIX_Dev_notify_get_value(MPIX_Win_device w, int idx, uint64_t *value)
+{
+    return MPIX_Dev_status(gdr_dev_notify_value(MPIX_Dev_gdr(w), idx, value));
+}
+
+/* Waits until this rank's counter idx is at least value; returns what it read then (0 for
+ * a counter kernels cannot reach: attach counters on a process with a GPU). */
+__device__ inline uint64_t MPIX_Dev_notify_wait(MPIX_Win_device w, int idx, uint64_t value)
+{
+    uint64_t seen = 0;
+    (void) gdr_dev_notify_wait(MPIX_Dev_gdr(w), idx, value, &seen);
+    return seen;
+}
+
 /* ---- cooperative variants ------------------------------------------------------------ */
 
 __device__ inline int MPIX_Dev_put_warp(MPIX_Win_device w, const void *src, size_t bytes,

@@ -24,6 +24,11 @@
  *   NIC fetch-add per element, complete at the next flush; src is free on return).
  * - signal_wait_until waits on this rank's own window word and returns the value that met
  *   the comparison.
+ * - put_notify / get_notify: a put or get, then 1 added to the target's notification
+ *   counter (MPIX_Win_notify_attach) once the data is complete there or the read done;
+ *   the proxy sends the notification; flush(rank) returns once it has been sent (from
+ *   then on it is as a host MPIX_Put_notify's: docs/notified-rma.md).  notify_value and
+ *   notify_wait read this rank's own counters.
  * Bad input (rank out of range, an unknown signal op or comparison, a displacement
  * outside a directly mapped window) returns an error and touches nothing; the proxy checks
  * the ranges of what goes through the ring (it stops, and the host says why).  A call that would wait on a proxy that stopped for good (it failed: the
@@ -57,11 +62,21 @@ typedef struct gdr_dev_peer {
     uint64_t disp_unit;
 } gdr_dev_peer_t;
 
+/* This rank's notification counters as kernels reach them: page-locked and mapped for
+ * the GPU by MPIX_Win_notify_attach (count 0: none attached, or the GPU cannot reach
+ * them); kept by the host, read at each call, so that attach and detach may come before
+ * or after the handle. */
+typedef struct gdr_dev_notify {
+    volatile uint64_t *mine;
+    int64_t count;
+} gdr_dev_notify_t;
+
 typedef struct gdr_dev_win {
     gdr_trig_ring_t ring;       /* to the proxy (targets on other nodes) */
     uint32_t handle;            /* this window in the proxy's table */
     int32_t rank, nranks;
     const gdr_dev_peer_t *peers;        /* per rank, in memory the kernel reads */
+    const volatile gdr_dev_notify_t *notify;    /* in memory the kernel reads */
 } gdr_dev_win_t;
 
 static inline GDR_TRIG_HD void gdr_dev_copy(char *dst, const char *src, size_t n)
@@ -283,7 +298,78 @@ static inline GDR_TRIG_HD int gdr_dev_accumulate(const gdr_dev_win_t *w, const v
     return GDR_DEV_OK;
 }
 
+/* A put (get: is_get 1) followed by a notification: 1 added to counter idx of the
+ * target once the data is complete there (the get's read done).  On this node the kernel
+ * moves the data and the proxy sends the notification behind it; otherwise the proxy
+ * does both.  The proxy checks idx against the target's count (it stops, and the host
+ * says why). */
+static inline GDR_TRIG_HD int gdr_dev_rma_notify(const gdr_dev_win_t *w, int is_get, void *buf,
+                                                 size_t bytes, int rank, int64_t disp,
+                                                 int64_t idx)
+{
+    if (!gdr_dev_rank_ok(w, rank))
+        return GDR_DEV_ERR_RANK;
+    if (idx < 0)
+        return GDR_DEV_ERR_ARG;
+    uint32_t op = is_get ? GDR_TRIG_GET_NOTIFY : GDR_TRIG_PUT_NOTIFY;
+    if (gdr_dev_direct(w, rank)) {
+        char *at = gdr_dev_at(w, rank, disp, bytes);
+        if (at == NULL)
+            return GDR_DEV_ERR_RANGE;
+        if (is_get)
+            gdr_dev_copy((char *) buf, at, bytes);
+        else
+            gdr_dev_copy(at, (const char *) buf, bytes);
+        gdr_dev_fence();        /* the data before the notification, for whoever counts it */
+        op = GDR_TRIG_NOTIFY;
+        bytes = 0;
+    }
+    gdr_trig_desc_t d = gdr_dev_desc(w, op, rank, (uint64_t) (uintptr_t) buf, bytes, disp);
+    d.signal_disp = idx;
+    return gdr_trig_post(&w->ring, d) == GDR_TRIG_STOPPED ? GDR_DEV_ERR_STOPPED : GDR_DEV_OK;
+}
+
+static inline GDR_TRIG_HD int gdr_dev_put_notify(const gdr_dev_win_t *w, const void *src,
+                                                 size_t bytes, int rank, int64_t disp,
+                                                 int64_t idx)
+{
+    return gdr_dev_rma_notify(w, 0, (void *) (uintptr_t) src, bytes, rank, disp, idx);
+}
+
+static inline GDR_TRIG_HD int gdr_dev_get_notify(const gdr_dev_win_t *w, void *dst,
+                                                 size_t bytes, int rank, int64_t disp,
+                                                 int64_t idx)
+{
+    return gdr_dev_rma_notify(w, 1, dst, bytes, rank, disp, idx);
+}
+
+/* This rank's counter idx, read with acquire order (data a notification counted is
+ * visible after it): *value.  GDR_DEV_ERR_ARG when no such counter reaches the GPU. */
+static inline GDR_TRIG_HD int gdr_dev_notify_value(const gdr_dev_win_t *w, int64_t idx,
+                                                   uint64_t *value)
+{
+    const volatile gdr_dev_notify_t *n = w->notify;
+    if (n == NULL || n->mine == NULL || idx < 0 || idx >= n->count)
+        return GDR_DEV_ERR_ARG;
+    *value = gdr_trig_load_acquire(n->mine + idx);
+    return GDR_DEV_OK;
+}
+
+/* Waits until this rank's counter idx is at least value; *seen is what it read then. */
+static inline GDR_TRIG_HD int gdr_dev_notify_wait(const gdr_dev_win_t *w, int64_t idx,
+                                                  uint64_t value, uint64_t *seen)
+{
+    uint64_t cur = 0;
+    int rc;
+    while ((rc = gdr_dev_notify_value(w, idx, &cur)) == GDR_DEV_OK && cur < value)
+        gdr_trig_pause();
+    if (rc == GDR_DEV_OK)
+        *seen = cur;
+    return rc;
+}
+
 /* Waits until this rank's word at signal_disp meets (cmp, value); *seen is that value.
+
  * The window must be one kernels reach directly (device or page-locked memory). */
 static inline GDR_TRIG_HD int gdr_dev_signal_wait_until(const gdr_dev_win_t *w,
                                                         int64_t signal_disp, int cmp,

@@ -38,9 +38,14 @@ enum {
     GDR_TRIG_PUT = 1,           /* bytes from local addr to (rank, disp) */
     GDR_TRIG_GET = 2,           /* bytes from (rank, disp) to local addr */
     GDR_TRIG_PUT_SIGNAL = 3,    /* a put, then the signal word updated once the data is visible */
-    GDR_TRIG_FETCH_ADD = 4      /* value added at (rank, disp) + signal_disp bytes; the old
+    GDR_TRIG_FETCH_ADD = 4,     /* value added at (rank, disp) + signal_disp bytes; the old
                                  * value to local addr, or nowhere when addr is 0 (one
                                  * element of an accumulate: gdr_dev_accumulate) */
+    GDR_TRIG_PUT_NOTIFY = 5,    /* a put, then 1 added to the target's notification counter
+                                 * signal_disp once the data is complete there */
+    GDR_TRIG_GET_NOTIFY = 6,    /* a get, then the same once the read is done */
+    GDR_TRIG_NOTIFY = 7         /* the notification alone: the kernel moved the data itself
+                                 * (a target on this node) */
 };
 
 /* One request: 64 bytes, written by the producer before it publishes the slot. */
@@ -51,7 +56,8 @@ typedef struct gdr_trig_desc {
     uint64_t addr;              /* local buffer: source of a put, destination of a get */
     uint64_t bytes;
     int64_t disp;               /* target displacement, in the window's units */
-    int64_t signal_disp;        /* PUT_SIGNAL: the signal word; FETCH_ADD: bytes past disp */
+    int64_t signal_disp;        /* PUT_SIGNAL: the signal word; FETCH_ADD: bytes past disp;
+                                 * the *NOTIFY ops: the counter's index */
     uint64_t value;             /* PUT_SIGNAL: signal value; FETCH_ADD: the addend */
     uint32_t signal_op;         /* PUT_SIGNAL: GDR_SIGNAL_SET or GDR_SIGNAL_ADD */
     uint32_t window;            /* which device handle (the proxy's table index) */

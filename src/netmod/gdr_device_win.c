@@ -15,6 +15,7 @@
 #include "gdr_triggered.h"
 
 #include "gdr_engine_lock.h"
+#include "gdr_notify.h"
 #include "gpu/gdr_gpu_mem.h"
 #include "gpu/gdr_gpu_stream.h"
 #include "gdr/gdr_rma_kernel_api.h"
@@ -31,6 +32,7 @@ struct MPIDI_GDR_device_win {
     gdr_rma_device_t ids;       /* buffer ids of local memory, for the executor */
     gdr_trig_executor_t exec;
     gdr_trig_proxy_t proxy;
+    gdr_dev_notify_t *notify;   /* host-pinned: this rank's counters as kernels reach them */
     int handles;                /* handles given out and not freed */
     int reported;               /* the proxy's failure was reported */
 };
@@ -41,6 +43,31 @@ static uint64_t buffer_id(void *ctx, const void *p)
 {
     (void) ctx;
     return MPIDI_GDR_gpu_buffer_id(p);
+}
+
+/* The executor's way to notified RMA's counters (gdr_notify.c), ctx the window. */
+static int notify_check(void *ctx, int target, int64_t idx, char *why, size_t why_len)
+{
+    return MPIDI_GDR_notify_check_index(ctx, target, idx, why, why_len);
+}
+
+static int notify_send(void *ctx, int target, int64_t idx, char *why, size_t why_len)
+{
+    return MPIDI_GDR_notify_send_one(ctx, target, idx, why, why_len);
+}
+
+void MPIDI_GDR_device_win_notify_changed(MPIR_Win * win)
+{
+    struct MPIDI_GDR_device_win *d = win->dev.netmod.gdr.s != NULL ? GDR_WIN(win).device : NULL;
+    if (d == NULL)
+        return;
+    uint64_t *mine;
+    int64_t count;
+    MPIDI_GDR_notify_gpu_view(win, &mine, &count);
+    /* (count first to 0, so that no kernel pairs the new count with the old pointer) */
+    __atomic_store_n(&d->notify->count, 0, __ATOMIC_SEQ_CST);
+    d->notify->mine = mine;
+    __atomic_store_n(&d->notify->count, count, __ATOMIC_SEQ_CST);
 }
 
 static void device_win_release(struct MPIDI_GDR_device_win *d)
@@ -76,7 +103,8 @@ static int device_win_new(MPIR_Win * win, struct MPIDI_GDR_device_win **out)
         MPL_free(zeros);
         return MPIDI_GDR_triggered_error(MPI_ERR_NO_MEM, "out of memory for a device handle");
     }
-    size_t ring_bytes = at_slots + DEV_SLOTS * sizeof(gdr_trig_slot_t);
+    size_t at_notify = at_slots + DEV_SLOTS * sizeof(gdr_trig_slot_t);
+    size_t ring_bytes = at_notify + sizeof(gdr_dev_notify_t);
     int rc = gdr_gpu_host_alloc(g, ring_bytes, &d->ring_mem);
     if (rc == 0 && (rc = gdr_gpu_host_alloc(g, (size_t) n * sizeof(gdr_dev_peer_t),
                                             (void **) &d->peers)) == 0)
@@ -106,8 +134,10 @@ static int device_win_new(MPIR_Win * win, struct MPIDI_GDR_device_win **out)
                  .posted = (uint64_t *) ((char *) d->counters + at_posted),
                  .done = (volatile uint64_t *) (m + at_done),
                  .slots = (gdr_trig_slot_t *) (m + at_slots),.nslots = DEV_SLOTS,.nranks = n},
-        .handle = ++MPIDI_GDR_global.device_handles,.rank = me,.nranks = n,.peers = d->peers
+        .handle = ++MPIDI_GDR_global.device_handles,.rank = me,.nranks = n,.peers = d->peers,
+        .notify = (gdr_dev_notify_t *) (m + at_notify)
     };
+    d->notify = (gdr_dev_notify_t *) (m + at_notify);
     d->ids = (gdr_rma_device_t) {.buffer_id = buffer_id };
     gdr_trig_executor_init(&d->exec, &GDR_WIN(win).rma, d->dw.handle, &d->ids,
                            MPIDI_GDR_nic_takes_gpu_memory());
@@ -121,6 +151,8 @@ static int device_win_new(MPIR_Win * win, struct MPIDI_GDR_device_win **out)
         return MPIDI_GDR_triggered_error(MPI_ERR_NO_MEM, "out of memory for a device proxy");
     }
     gdr_trig_executor_bind(&d->exec, &d->proxy);
+    const gdr_trig_notify_ops_t nops = {.check = notify_check,.send = notify_send,.ctx = win };
+    gdr_trig_executor_set_notify(&d->exec, &nops);
     *out = d;
     return MPI_SUCCESS;
 }

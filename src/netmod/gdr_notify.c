@@ -21,6 +21,7 @@
 #include "gdr/gdr_rma_signal.h"
 #include "rma/gdr_rma_notify.h"
 
+#include <limits.h>
 #include <stdarg.h>
 
 struct MPIDI_GDR_notify {
@@ -266,6 +267,7 @@ int MPIR_Win_notify_attach_impl(MPIR_Win * win, int notification_num, MPIR_Info 
     s->notify = nt;
     nt->next = MPIDI_GDR_global.notify;
     MPIDI_GDR_global.notify = nt;
+    MPIDI_GDR_device_win_notify_changed(win);   /* kernels reach the counters now */
     MPIDI_GDR_engine_exit(took);
   fn_exit:
     MPL_free(counts);
@@ -297,6 +299,7 @@ static int detach(MPIR_Win * win, struct MPIDI_GDR_notify *nt)
             break;
         }
     GDR_WIN(win).notify = NULL;
+    MPIDI_GDR_device_win_notify_changed(win);   /* before the counters are unpinned */
     MPIDI_GDR_engine_exit(took);
     err = MPID_Win_unlock_all(nt->cwin);
     mpi_errno = mpi_errno ? mpi_errno : err;
@@ -322,6 +325,50 @@ int MPIDI_GDR_notify_win_free(MPIR_Win * win)
 {
     struct MPIDI_GDR_notify *nt = notify_of(win);
     return nt != NULL ? detach(win, nt) : MPI_SUCCESS;
+}
+
+/* ---- for kernels (gdr_device_win.c) ---------------------------------------------------- */
+
+void MPIDI_GDR_notify_gpu_view(MPIR_Win * win, uint64_t ** mine, int64_t * count)
+{
+    struct MPIDI_GDR_notify *nt = notify_of(win);
+    *mine = nt != NULL ? nt->stream_mine : NULL;
+    *count = *mine != NULL ? nt->t.counts[nt->t.me] : 0;
+}
+
+int MPIDI_GDR_notify_check_index(MPIR_Win * win, int target, int64_t idx, char *why,
+                                 size_t why_len)
+{
+    struct MPIDI_GDR_notify *nt = notify_of(win);
+    if (nt == NULL) {
+        snprintf(why, why_len, "the window has no notification counters "
+                 "(MPIX_Win_notify_attach first)");
+        return -1;
+    }
+    if (idx > INT_MAX) {
+        snprintf(why, why_len, "notification index %lld is out of range", (long long) idx);
+        return -1;
+    }
+    return gdr_rma_notify_check(&nt->t, target, (int) idx, why, why_len) == GDR_STATUS_OK
+        ? 0 : -1;
+}
+
+int MPIDI_GDR_notify_send_one(MPIR_Win * win, int target, int64_t idx, char *why,
+                              size_t why_len)
+{
+    if (MPIDI_GDR_notify_check_index(win, target, idx, why, why_len) != 0)
+        return -1;      /* (detached since the check: nothing is sent) */
+    if (notify_of(win)->sweeping)
+        return 1;       /* a sweep below us in this thread walks the list: not now */
+    /* its operation is complete: the host's list sends it at the next sweep, which the
+     * same progress pass runs (the proxy runs under the engine lock, where MPICH's
+     * messages may not be sent) */
+    if (gdr_rma_notify_add(&notify_of(win)->t, &done_at_once, target, (int) idx)
+        != GDR_STATUS_OK) {
+        snprintf(why, why_len, "out of memory for a notification");
+        return -1;
+    }
+    return 0;
 }
 
 /* Counter idx of target exists (nothing is sent otherwise). */

@@ -27,4 +27,15 @@ int MPIDI_GDR_notify_progress(int *made_progress);
  * any (collective, as MPI_Win_free). */
 int MPIDI_GDR_notify_win_free(MPIR_Win * win);
 
+/* For kernels (gdr_device_win.c): this rank's counters as the GPU reaches them (page-locked
+ * at attach; NULL and 0: none, or not reachable); whether target has counter idx, and one
+ * notification to it, whose operation is complete, handed to the host's list, which sends
+ * it as a MPIX_Put_notify's at its next sweep (0, -1 with a sentence in why, or 1 while a
+ * sweep runs: ask again later). */
+void MPIDI_GDR_notify_gpu_view(MPIR_Win * win, uint64_t ** mine, int64_t * count);
+int MPIDI_GDR_notify_check_index(MPIR_Win * win, int target, int64_t idx, char *why,
+                                 size_t why_len);
+int MPIDI_GDR_notify_send_one(MPIR_Win * win, int target, int64_t idx, char *why,
+                              size_t why_len);
+
 #endif /* GDR_NOTIFY_H_INCLUDED */

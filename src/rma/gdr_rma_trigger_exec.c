@@ -31,6 +31,12 @@ static const char *op_name(uint32_t op)
             return "put_signal";
         case GDR_TRIG_FETCH_ADD:
             return "fetch_add";
+        case GDR_TRIG_PUT_NOTIFY:
+            return "put_notify";
+        case GDR_TRIG_GET_NOTIFY:
+            return "get_notify";
+        case GDR_TRIG_NOTIFY:
+            return "notify";
         default:
             return "unknown operation";
     }
@@ -72,6 +78,11 @@ void gdr_trig_executor_set_staged(gdr_trig_executor_t *x, gdr_rma_staged_t *d,
 {
     x->staged = d;
     x->staged_win = dw;
+}
+
+void gdr_trig_executor_set_notify(gdr_trig_executor_t *x, const gdr_trig_notify_ops_t *ops)
+{
+    x->notify = *ops;
 }
 
 void gdr_trig_executor_bind(gdr_trig_executor_t *x, gdr_trig_proxy_t *proxy)
@@ -220,7 +231,7 @@ static int local_buf(gdr_trig_exec_op_t *op, gdr_rma_buf_t *b, char *why, size_t
 static int post_data(gdr_trig_exec_op_t *op, char *why, size_t why_len)
 {
     const gdr_trig_desc_t *d = &op->d;
-    int get = d->op == GDR_TRIG_GET;
+    int get = d->op == GDR_TRIG_GET || d->op == GDR_TRIG_GET_NOTIFY;
     gdr_rma_access_t a = {.kind = get ? GDR_RMA_GET : GDR_RMA_PUT,.target = d->rank,
         .disp = d->disp,.tbytes = d->bytes
     };
@@ -256,6 +267,15 @@ static int post_signal(gdr_trig_exec_op_t *op, char *why, size_t why_len)
     return post(op, &a, why, why_len);
 }
 
+/* A notification's counter: the host knows every target's count. */
+static int check_counter(const gdr_trig_executor_t *x, const gdr_trig_desc_t *d, char *why,
+                         size_t why_len)
+{
+    if (x->notify.check == NULL)
+        return say(why, why_len, "this window takes no notified operations");
+    return x->notify.check(x->notify.ctx, d->rank, d->signal_disp, why, why_len);
+}
+
 static int check(const gdr_trig_executor_t *x, const gdr_trig_desc_t *d, char *why,
                  size_t why_len)
 {
@@ -281,6 +301,13 @@ static int check(const gdr_trig_executor_t *x, const gdr_trig_desc_t *d, char *w
                            (unsigned long long) (0 - (uint64_t) d->signal_disp));   /* INT64_MIN too */
             return check_target(x, d->rank, d->disp, (uint64_t) d->signal_disp, 8, 1,
                                 "the fetch_add word", why, why_len);
+        case GDR_TRIG_PUT_NOTIFY:
+        case GDR_TRIG_GET_NOTIFY:
+            if (check_target(x, d->rank, d->disp, 0, d->bytes, 0, "the target", why, why_len))
+                return -1;
+            return check_counter(x, d, why, why_len);
+        case GDR_TRIG_NOTIFY:
+            return check_counter(x, d, why, why_len);
         default:
             return say(why, why_len, "operation kind %u is unknown", d->op);
     }
@@ -303,6 +330,12 @@ static int exec_start(void *ctx, const gdr_trig_desc_t *d, char *why, size_t why
         op->toff = (uint64_t) d->signal_disp;
         rc = post_fetch_add(op, d->disp, d->addr != 0 ? (void *) (uintptr_t) d->addr : &op->old,
                             what, sizeof(what));
+    } else if (d->op == GDR_TRIG_NOTIFY || ((d->op == GDR_TRIG_PUT_NOTIFY
+                                              || d->op == GDR_TRIG_GET_NOTIFY) && d->bytes == 0)) {
+        /* nothing to move: the notification goes at the next progress */
+        op->next = x->signals;
+        x->signals = op;
+        rc = 0;
     } else {
         rc = post_data(op, what, sizeof(what));
     }
@@ -326,7 +359,8 @@ static void op_done(void *arg, int status, const void *landed, size_t len)
         exec_fail(x, "a triggered %s to rank %d failed in the transport (the peer died or "
                   "the queue pair broke; see the verbs error above)", op_name(op->d.op),
                   op->d.rank);
-    } else if (op->d.op == GDR_TRIG_PUT_SIGNAL && !op->signal_sent) {
+    } else if ((op->d.op == GDR_TRIG_PUT_SIGNAL && !op->signal_sent)
+               || op->d.op == GDR_TRIG_PUT_NOTIFY || op->d.op == GDR_TRIG_GET_NOTIFY) {
         op->next = x->signals;
         x->signals = op;
         return;
@@ -351,7 +385,23 @@ static int exec_progress(void *ctx, char *why, size_t why_len)
             free(op);
             continue;
         }
-        if (post_signal(op, what, sizeof(what)) != 0) {
+        if (op->d.op != GDR_TRIG_PUT_SIGNAL) {
+            /* a notification: sent by the host's way, the operation done once it is */
+            int rc = x->notify.send(x->notify.ctx, op->d.rank, op->d.signal_disp, what,
+                                    sizeof(what));
+            if (rc > 0) {
+                op->next = x->signals;  /* not now: at the next progress */
+                x->signals = op;
+                break;
+            }
+            if (rc != 0)
+                exec_fail(x, "the notification of a %s to rank %d: %s", op_name(op->d.op),
+                          op->d.rank, what);
+            else if (gdr_trig_proxy_complete(x->proxy, op->d.rank, op->d.rank_seq) != 0)
+                exec_fail(x, "%s", gdr_trig_proxy_error(x->proxy));
+            x->inflight--;
+            free(op);
+        } else if (post_signal(op, what, sizeof(what)) != 0) {
             exec_fail(x, "the signal of a put_signal to rank %d: %s", op->d.rank, what);
             x->inflight--;
             free(op);

@@ -9,6 +9,10 @@
  *   FETCH_ADD    the NIC's fetch-add on the word signal_disp bytes past disp; the old
  *                value lands at the descriptor's address, or nowhere when that is 0 (an
  *                element of a device-API accumulate)
+ *   PUT_NOTIFY,  the write or read, then, once it completed, the notification of counter
+ *   GET_NOTIFY   signal_disp of the target, sent by the host's notify callback
+ *                (gdr_trig_executor_set_notify: notified RMA's own way, whatever path
+ *                its counters take); NOTIFY: the notification alone
  *
  * What the NIC cannot take goes through the staged protocol (gdr_rma_staged.h) when the
  * executor has one (gdr_trig_executor_set_staged) and device memory is involved: a device
@@ -35,6 +39,15 @@
 
 typedef struct gdr_trig_exec_op gdr_trig_exec_op_t;
 
+/* Notified RMA's counters, the host's: check whether target has counter idx (0, or -1
+ * with a sentence in why), and send one notification to it (0, -1 with why, or 1: not
+ * now, asked again at the next progress). */
+typedef struct gdr_trig_notify_ops {
+    int (*check)(void *ctx, int target, int64_t idx, char *why, size_t why_len);
+    int (*send)(void *ctx, int target, int64_t idx, char *why, size_t why_len);
+    void *ctx;
+} gdr_trig_notify_ops_t;
+
 typedef struct gdr_trig_executor {
     gdr_rma_win_t *win;
     uint32_t handle;            /* the window's device handle: descriptors must name it */
@@ -43,7 +56,9 @@ typedef struct gdr_trig_executor {
     gdr_trig_proxy_t *proxy;    /* where completions go (gdr_trig_executor_bind) */
     gdr_rma_staged_t *staged;      /* the staged protocol and this window's side of it, or */
     gdr_rma_staged_win_t *staged_win;      /* NULL: RDMA only */
-    gdr_trig_exec_op_t *signals;        /* puts whose signal is next (posted by progress) */
+    gdr_trig_exec_op_t *signals;        /* puts whose signal or notification is next (sent
+                                         * by progress) */
+    gdr_trig_notify_ops_t notify;       /* no check: the *NOTIFY ops are refused */
     unsigned long inflight;     /* descriptors started, not complete */
     int failed;
     char error[224];
@@ -60,6 +75,8 @@ void gdr_trig_executor_bind(gdr_trig_executor_t *x, gdr_trig_proxy_t *proxy);
  * of it), before the first progress. */
 void gdr_trig_executor_set_staged(gdr_trig_executor_t *x, gdr_rma_staged_t *d,
                                   gdr_rma_staged_win_t *dw);
+/* Lets the *NOTIFY ops through, sent by ops, before the first progress. */
+void gdr_trig_executor_set_notify(gdr_trig_executor_t *x, const gdr_trig_notify_ops_t *ops);
 /* Descriptors started and not complete: the window may be freed at 0 only. */
 unsigned long gdr_trig_executor_inflight(const gdr_trig_executor_t *x);
 

@@ -172,6 +172,116 @@ static void test_signals(void)
     teardown(&s);
 }
 
+/* The host's notified RMA, faked: rank r has r counters; what was sent, in order. */
+static int sent_target[16], nsent, send_fails;
+static int64_t sent_idx[16];
+
+static int f_notify_check(void *ctx, int target, int64_t idx, char *why, size_t why_len)
+{
+    (void) ctx;
+    if (idx < target)
+        return 0;
+    snprintf(why, why_len, "rank %d has %d counters, not index %lld", target, target,
+             (long long) idx);
+    return -1;
+}
+
+static int f_notify_send(void *ctx, int target, int64_t idx, char *why, size_t why_len)
+{
+    (void) ctx;
+    if (send_fails) {
+        snprintf(why, why_len, "the counters' window broke");
+        return -1;
+    }
+    /* the data must be at the target before its notification goes */
+    GDR_CHECK(fk.n == 0, "a notification is sent only once its data completed");
+    sent_target[nsent] = target;
+    sent_idx[nsent++] = idx;
+    return 0;
+}
+
+static const gdr_trig_notify_ops_t fake_notify = {.check = f_notify_check,
+    .send = f_notify_send
+};
+
+static void test_notify(void)
+{
+    setup_t s;
+    setup(&s, GDR_RMA_DECLARES_SUM, 0);
+    gdr_trig_executor_set_notify(&s.x, &fake_notify);
+    nsent = send_fails = 0;
+    uint64_t data[2] = { 5, 6 }, got = 0;
+    memcpy(&target_mem[3][40], (uint64_t[1]) { 99 }, 8);
+
+    GDR_CHECK(gdr_dev_put_notify(&s.dw, data, sizeof(data), 2, 4, 1) == GDR_DEV_OK
+              && gdr_dev_get_notify(&s.dw, &got, 8, 3, 5, 2) == GDR_DEV_OK,
+              "put_notify and get_notify posted");
+    GDR_CHECK(gdr_trig_proxy_progress(&s.proxy, 64) == 2 && fk.n == 2 && fk.q[0].len == 16
+              && fk.q[1].kind == W_GET && nsent == 0,
+              "the proxy starts the data only: a write of 16 bytes, a read of 8");
+    complete_one();
+    complete_one();
+    GDR_CHECK(word(2, 4) == 5 && word(2, 5) == 6 && got == 99 && nsent == 0
+              && ring.done[2] == 0 && ring.done[3] == 0,
+              "the data moved; no notification yet, neither descriptor finished");
+    gdr_trig_proxy_progress(&s.proxy, 64);
+    GDR_CHECK(nsent == 2 && ring.done[2] == 1 && ring.done[3] == 1
+              && gdr_trig_executor_inflight(&s.x) == 0
+              && ((sent_target[0] == 2 && sent_idx[0] == 1 && sent_target[1] == 3
+                   && sent_idx[1] == 2) || (sent_target[0] == 3 && sent_idx[0] == 2
+                                            && sent_target[1] == 2 && sent_idx[1] == 1)),
+              "the next progress sends both notifications (rank 2 counter 1, rank 3 counter "
+              "2), and only then are the descriptors finished");
+
+    /* the notification alone (a target on this node: the kernel moved the data) and a
+     * zero-byte put_notify: nothing reaches the transport */
+    gdr_trig_desc_t d = gdr_dev_desc(&s.dw, GDR_TRIG_NOTIFY, 1, 0, 0, 0);
+    d.signal_disp = 0;
+    gdr_trig_post(&s.dw.ring, d);
+    gdr_dev_put_notify(&s.dw, data, 0, 3, 0, 0);
+    GDR_CHECK(drain(&s) == 0 && fk.posts == 2 && nsent == 4 && ring.done[1] == 1
+              && ring.done[3] == 2, "NOTIFY and a 0-byte put_notify: notifications only");
+    GDR_CHECK(gdr_dev_put_notify(&s.dw, data, 8, 1, 0, -1) == GDR_DEV_ERR_ARG
+              && gdr_dev_notify_value(&s.dw, 0, &got) == GDR_DEV_ERR_ARG,
+              "a negative index is refused by the call; a handle with no counters reads none");
+
+    /* a counter the target does not have: refused before the data moves */
+    gdr_dev_put_notify(&s.dw, data, 8, 1, 0, 1);
+    int rc = gdr_trig_proxy_progress(&s.proxy, 64);
+    GDR_CHECK(rc == -1 && strstr(gdr_trig_proxy_error(&s.proxy), "rank 1 has 1 counters")
+              && fk.n == 0, "index 1 of rank 1 (which has 1 counter): refused, nothing posted "
+              "(%s)", gdr_trig_proxy_error(&s.proxy));
+    teardown(&s);
+
+    /* the send fails: the proxy stops saying why, the descriptor is not finished */
+    setup(&s, GDR_RMA_DECLARES_SUM, 0);
+    gdr_trig_executor_set_notify(&s.x, &fake_notify);
+    send_fails = 1;
+    gdr_dev_put_notify(&s.dw, data, 8, 2, 0, 0);
+    GDR_CHECK(drain(&s) == -1 && strstr(gdr_trig_proxy_error(&s.proxy), "broke") != NULL
+              && ring.done[2] == 0 && gdr_trig_executor_inflight(&s.x) == 0,
+              "a failed notification stops the proxy with the reason (%s)",
+              gdr_trig_proxy_error(&s.proxy));
+    teardown(&s);
+
+    /* an executor without notified RMA refuses the ops */
+    setup(&s, GDR_RMA_DECLARES_SUM, 0);
+    gdr_dev_put_notify(&s.dw, data, 8, 2, 0, 0);
+    GDR_CHECK(gdr_trig_proxy_progress(&s.proxy, 64) == -1
+              && strstr(gdr_trig_proxy_error(&s.proxy), "no notified") != NULL && fk.n == 0,
+              "no notify ops: put_notify refused (%s)", gdr_trig_proxy_error(&s.proxy));
+    teardown(&s);
+
+    /* this rank's counters as a handle shows them */
+    uint64_t mine[3] = { 4, 0, 0 }, seen = 0;
+    gdr_dev_notify_t view = {.mine = mine,.count = 3 };
+    s.dw.notify = &view;
+    GDR_CHECK(gdr_dev_notify_value(&s.dw, 0, &seen) == GDR_DEV_OK && seen == 4
+              && gdr_dev_notify_wait(&s.dw, 0, 3, &seen) == GDR_DEV_OK && seen == 4
+              && gdr_dev_notify_value(&s.dw, 3, &seen) == GDR_DEV_ERR_ARG,
+              "notify_value and notify_wait read this rank's counter; index 3 of 3 refused");
+}
+
 /* One descriptor the executor must refuse: the proxy fails with a reason containing
  * `expect`, and nothing reaches the transport. */
 static void refused(gdr_trig_desc_t d, unsigned declared, int device_by_nic, const char *expect,
@@ -341,6 +451,7 @@ int main(void)
     alarm(120);                 /* a proxy or producer stuck for good kills the test, not CI */
     test_put_get();
     test_signals();
+    test_notify();
     test_refusals();
     test_device_and_failures();
     test_threads();
