@@ -106,6 +106,9 @@ struct MPIDI_GDR_win_state {
     struct MPIDI_GDR_device_win *device;        /* kernel-triggered RMA (gdr_device_win.c) */
     struct MPIDI_GDR_ipc_win *ipc;    /* same-node device path (gdr_rma_ipc.c), or NULL */
     struct MPIDI_GDR_notify *notify;    /* notification counters (gdr_notify.c), or NULL */
+    struct gdr_dev_notify *kernel_counters;     /* host-pinned, the device handle's view of
+                                                 * them (made by gdr_device_win.c, kept by
+                                                 * gdr_notify.c), or NULL: no handle */
     struct MPIR_Win *win;       /* the window (set with enqueue or device) */
     int native_active;          /* fence and PSCW through control blocks (gdr_win_sync.c) */
     struct MPIDI_GDR_win_state *next_triggered; /* in MPIDI_GDR_global.triggered */

@@ -56,18 +56,15 @@ static int notify_send(void *ctx, int target, int64_t idx, char *why, size_t why
     return MPIDI_GDR_notify_send_one(ctx, target, idx, why, why_len);
 }
 
-void MPIDI_GDR_device_win_notify_changed(MPIR_Win * win)
+/* The handle's view of this rank's counters, from what is attached now (later attaches
+ * and detaches keep it: gdr_notify.c). */
+static void notify_view_fill(MPIR_Win * win, gdr_dev_notify_t * view)
 {
-    struct MPIDI_GDR_device_win *d = win->dev.netmod.gdr.s != NULL ? GDR_WIN(win).device : NULL;
-    if (d == NULL)
-        return;
     uint64_t *mine;
     int64_t count;
     MPIDI_GDR_notify_gpu_view(win, &mine, &count);
-    /* (count first to 0, so that no kernel pairs the new count with the old pointer) */
-    __atomic_store_n(&d->notify->count, 0, __ATOMIC_SEQ_CST);
-    d->notify->mine = mine;
-    __atomic_store_n(&d->notify->count, count, __ATOMIC_SEQ_CST);
+    view->mine = mine;
+    view->count = count;
 }
 
 static void device_win_release(struct MPIDI_GDR_device_win *d)
@@ -138,6 +135,8 @@ static int device_win_new(MPIR_Win * win, struct MPIDI_GDR_device_win **out)
         .notify = (gdr_dev_notify_t *) (m + at_notify)
     };
     d->notify = (gdr_dev_notify_t *) (m + at_notify);
+    notify_view_fill(win, d->notify);
+    GDR_WIN(win).kernel_counters = d->notify;
     d->ids = (gdr_rma_device_t) {.buffer_id = buffer_id };
     gdr_trig_executor_init(&d->exec, &GDR_WIN(win).rma, d->dw.handle, &d->ids,
                            MPIDI_GDR_nic_takes_gpu_memory());
@@ -254,6 +253,7 @@ int MPIDI_GDR_device_win_free(MPIR_Win * win)
     int took = MPIDI_GDR_engine_enter();
     device_win_release(d);
     GDR_WIN(win).device = NULL;
+    GDR_WIN(win).kernel_counters = NULL;
     MPIDI_GDR_engine_exit(took);
     return mpi_errno;
 }

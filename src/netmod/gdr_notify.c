@@ -204,6 +204,22 @@ static void unpin_for_streams(struct MPIDI_GDR_notify *nt)
     nt->stream_mine = NULL;
 }
 
+/* A device handle's view of this rank's counters (gdr_device_win.c made it), if win has
+ * a handle: what is attached now (engine lock held). */
+static void kernel_view(MPIR_Win * win)
+{
+    gdr_dev_notify_t *v = GDR_WIN(win).kernel_counters;
+    if (v == NULL)
+        return;
+    uint64_t *mine;
+    int64_t count;
+    MPIDI_GDR_notify_gpu_view(win, &mine, &count);
+    /* (count first to 0, so that no kernel pairs the new count with the old pointer) */
+    __atomic_store_n(&v->count, 0, __ATOMIC_SEQ_CST);
+    v->mine = mine;
+    __atomic_store_n(&v->count, count, __ATOMIC_SEQ_CST);
+}
+
 /* ---- the calls ------------------------------------------------------------------------ */
 
 int MPIR_Win_notify_attach_impl(MPIR_Win * win, int notification_num, MPIR_Info * info_ptr)
@@ -267,7 +283,7 @@ int MPIR_Win_notify_attach_impl(MPIR_Win * win, int notification_num, MPIR_Info 
     s->notify = nt;
     nt->next = MPIDI_GDR_global.notify;
     MPIDI_GDR_global.notify = nt;
-    MPIDI_GDR_device_win_notify_changed(win);   /* kernels reach the counters now */
+    kernel_view(win);           /* kernels reach the counters now */
     MPIDI_GDR_engine_exit(took);
   fn_exit:
     MPL_free(counts);
@@ -299,7 +315,7 @@ static int detach(MPIR_Win * win, struct MPIDI_GDR_notify *nt)
             break;
         }
     GDR_WIN(win).notify = NULL;
-    MPIDI_GDR_device_win_notify_changed(win);   /* before the counters are unpinned */
+    kernel_view(win);           /* before the counters are unpinned */
     MPIDI_GDR_engine_exit(took);
     err = MPID_Win_unlock_all(nt->cwin);
     mpi_errno = mpi_errno ? mpi_errno : err;

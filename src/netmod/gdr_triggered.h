@@ -46,9 +46,6 @@ int MPIDI_GDR_enqueue_notified(int is_get, void *origin_addr, MPI_Aint origin_co
 int MPIDI_GDR_enqueue_wait(MPIR_Win * win, const uint64_t * word, int cmp, uint64_t value);
 int MPIDI_GDR_device_win_progress(MPIR_Win * win, int *made);
 int MPIDI_GDR_device_win_free(MPIR_Win * win);
-/* Notification counters were attached to win or detached (gdr_notify.c, engine lock
- * held): its device handle, if any, shows kernels the new ones. */
-void MPIDI_GDR_device_win_notify_changed(MPIR_Win * win);
 
 /* The window's free hook: both parts freed, the window off the list. */
 int MPIDI_GDR_triggered_win_free(MPIR_Win * win);

@@ -18,8 +18,11 @@ int gdr_verbs_iface_vfail(gdr_verbs_iface_t *am, const char *fmt, va_list ap)
 int gdr_verbs_am_fail_peer(gdr_verbs_iface_t *am, int peer, const char *fmt, ...)
 {
     va_list ap;
-    if (peer >= 0 && peer < am->npeers)
-        ep_failed(am, peer);
+    if (peer >= 0 && peer < am->npeers) {
+        /* ep_failed's two stores (a call would loop: that header calls this file) */
+        am->eps[peer].failed = 1;
+        am->hot.ready_qp[peer] = NULL;
+    }
     va_start(ap, fmt);
     gdr_verbs_iface_vfail(am, fmt, ap);
     va_end(ap);
