@@ -89,6 +89,33 @@ static int op_done(void *ctx, void *op)
     return op == &done_at_once || MPIR_Request_is_complete((MPIR_Request *) op);
 }
 
+/* 1 added to target's counter idx.  A sweep runs in gdr's progress, where this thread
+ * holds VCI 0's lock under MPI_THREAD_MULTIPLE (MPICH's progress took it), or in a
+ * synchronisation call, where it does not.  With the lock held, MPID_Accumulate would
+ * take it again through MPIDIG (an abort: "Resource deadlock avoided"): gdr's own way
+ * first (the NIC's fetch-add), else MPIDIG's message under the lock held. */
+static int send_one(struct MPIDI_GDR_notify *nt, int target, int idx)
+{
+    /* the data (same-node copies included) before the counter, on every CPU */
+    __atomic_thread_fence(__ATOMIC_SEQ_CST);
+    if (!MPIDI_GDR_engine_held())
+        return MPID_Accumulate(&one, 1, MPIR_UINT64_T_INTERNAL, target, idx, 1,
+                               MPIR_UINT64_T_INTERNAL, MPI_SUM, nt->cwin);
+    MPIDI_GDR_rma_args_t a = {.kind = GDR_RMA_ACC,.origin = &one,.ocount = 1,
+        .otype = MPIR_UINT64_T_INTERNAL,.target = target,.tdisp = idx,.tcount = 1,
+        .ttype = MPIR_UINT64_T_INTERNAL,.op = MPI_SUM
+    };
+    int handled, mpi_errno = MPIDI_GDR_rma(&a, nt->cwin, NULL, &handled);
+    if (mpi_errno != MPI_SUCCESS || handled)
+        return mpi_errno;
+    int vci = MPIDI_WIN(nt->cwin, am_vci);
+    if (vci != 0)               /* another VCI's lock, not held here */
+        return MPIDIG_mpi_accumulate(&one, 1, MPIR_UINT64_T_INTERNAL, target, idx, 1,
+                                     MPIR_UINT64_T_INTERNAL, MPI_SUM, nt->cwin);
+    return MPIDIG_do_accumulate(&one, 1, MPIR_UINT64_T_INTERNAL, target, idx, 1,
+                                MPIR_UINT64_T_INTERNAL, MPI_SUM, nt->cwin, vci, NULL);
+}
+
 /* The operation op is complete at the target: release its request and add 1 to the
  * target's counter (not if the operation failed: its error waits for the next drain). */
 static int op_send(void *ctx, void *op, int target, int idx)
@@ -97,17 +124,17 @@ static int op_send(void *ctx, void *op, int target, int idx)
     if (op != &done_at_once) {
         MPIR_Request *req = op;
         int err = req->status.MPI_ERROR;
-        MPIR_Request_free(req);
+        /* (the pool's lock is VCI 0's for pool 0: not taken again where it is held) */
+        int unused;
+        MPIR_Request_free_with_safety(req, !(MPIDI_GDR_engine_held()
+                                             && MPIR_REQUEST_POOL(req) == 0), &unused);
         if (err != MPI_SUCCESS) {
             if (nt->err == MPI_SUCCESS)
                 nt->err = err;
             return 0;
         }
     }
-    /* the data (same-node copies included) before the counter, on every CPU */
-    __atomic_thread_fence(__ATOMIC_SEQ_CST);
-    return MPID_Accumulate(&one, 1, MPIR_UINT64_T_INTERNAL, target, idx, 1,
-                           MPIR_UINT64_T_INTERNAL, MPI_SUM, nt->cwin);
+    return send_one(nt, target, idx);
 }
 
 static int sweep(struct MPIDI_GDR_notify *nt, int target, size_t *sent)

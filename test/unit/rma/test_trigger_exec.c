@@ -173,7 +173,7 @@ static void test_signals(void)
 }
 
 /* The host's notified RMA, faked: rank r has r counters; what was sent, in order. */
-static int sent_target[16], nsent, send_fails;
+static int sent_target[16], nsent, send_fails, send_busy;
 static int64_t sent_idx[16];
 
 static int f_notify_check(void *ctx, int target, int64_t idx, char *why, size_t why_len)
@@ -193,6 +193,10 @@ static int f_notify_send(void *ctx, int target, int64_t idx, char *why, size_t w
         snprintf(why, why_len, "the counters' window broke");
         return -1;
     }
+    if (send_busy > 0) {
+        send_busy--;
+        return 1;               /* not now */
+    }
     /* the data must be at the target before its notification goes */
     GDR_CHECK(fk.n == 0, "a notification is sent only once its data completed");
     sent_target[nsent] = target;
@@ -209,7 +213,7 @@ static void test_notify(void)
     setup_t s;
     setup(&s, GDR_RMA_DECLARES_SUM, 0);
     gdr_trig_executor_set_notify(&s.x, &fake_notify);
-    nsent = send_fails = 0;
+    nsent = send_fails = send_busy = 0;
     uint64_t data[2] = { 5, 6 }, got = 0;
     memcpy(&target_mem[3][40], (uint64_t[1]) { 99 }, 8);
 
@@ -244,6 +248,16 @@ static void test_notify(void)
     GDR_CHECK(gdr_dev_put_notify(&s.dw, data, 8, 1, 0, -1) == GDR_DEV_ERR_ARG
               && gdr_dev_notify_value(&s.dw, 0, &got) == GDR_DEV_ERR_ARG,
               "a negative index is refused by the call; a handle with no counters reads none");
+
+    /* "not now" (the host is sweeping its list): asked again at the next progress */
+    send_busy = 1;
+    gdr_dev_put_notify(&s.dw, data, 0, 2, 0, 1);
+    gdr_trig_proxy_progress(&s.proxy, 64);
+    GDR_CHECK(nsent == 4 && ring.done[2] == 1 && gdr_trig_executor_inflight(&s.x) == 1,
+              "a notification the host cannot take now waits, its descriptor unfinished");
+    gdr_trig_proxy_progress(&s.proxy, 64);
+    GDR_CHECK(nsent == 5 && ring.done[2] == 2 && gdr_trig_executor_inflight(&s.x) == 0,
+              "the next progress sends it and finishes the descriptor");
 
     /* a counter the target does not have: refused before the data moves */
     gdr_dev_put_notify(&s.dw, data, 8, 1, 0, 1);
