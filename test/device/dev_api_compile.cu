@@ -21,4 +21,9 @@ __global__ void every_call(MPIX_Win_device w, const double *src, double *dst, ui
     MPIX_Dev_accumulate_warp(w, src, 32, MPI_DOUBLE, right, 0, MPI_MAX);
     MPIX_Dev_accumulate_block(w, src, 128, MPI_DOUBLE, right, 0, MPI_REPLACE);
     (void) MPIX_Dev_signal_wait_until(w, 0, MPIX_CMP_GE, 1);
+    MPIX_Dev_put_notify(w, src, 8, right, 0, 0);
+    MPIX_Dev_get_notify(w, dst, 8, right, 0, 1);
+    uint64_t count = 0;
+    MPIX_Dev_notify_get_value(w, 0, &count);
+    (void) MPIX_Dev_notify_wait(w, 0, count + 1);
 }
