@@ -168,6 +168,12 @@ __device__ inline int MPIX_Dev_flush(MPIX_Win_device w, int rank)
     return MPIX_Dev_status(gdr_dev_flush(MPIX_Dev_gdr(w), rank));
 }
 
+/* MPIX_Dev_flush for every rank of the window. */
+__device__ inline int MPIX_Dev_flush_all(MPIX_Win_device w)
+{
+    return MPIX_Dev_status(gdr_dev_flush_all(MPIX_Dev_gdr(w)));
+}
+
 __device__ inline uint64_t MPIX_Dev_signal_wait_until(MPIX_Win_device w, MPI_Aint signal_disp,
                                                       int cmp, uint64_t value)
 {
@@ -252,6 +258,55 @@ __device__ inline int MPIX_Dev_put_block(MPIX_Win_device w, const void *src, siz
             gdr_dev_copy(dst + words * 8, s + words * 8, bytes - words * 8);
     } else if (t == 0) {
         rc = gdr_dev_put(d, src, bytes, rank, disp);
+    }
+    __syncthreads();
+    return MPIX_Dev_status(rc);
+}
+
+/* every thread of the warp (block) with the same arguments: on this node they copy
+ * together from the peer's mapped window, otherwise one of them posts the get */
+__device__ inline int MPIX_Dev_get_warp(MPIX_Win_device w, void *dst, size_t bytes, int rank,
+                                        MPI_Aint disp)
+{
+    const gdr_dev_win_t *d = MPIX_Dev_gdr(w);
+    int lane = threadIdx.x % 32, rc = GDR_DEV_OK;
+    const char *src = gdr_dev_rank_ok(d, rank) && gdr_dev_direct(d, rank)
+        ? gdr_dev_at(d, rank, disp, bytes) : NULL;
+    if (src != NULL) {
+        char *t = static_cast<char *>(dst);
+        size_t words = ((((uintptr_t) src | (uintptr_t) t) & 7) == 0) ? bytes / 8 : 0;
+        for (size_t i = lane; i < words; i += 32)
+            reinterpret_cast<uint64_t *>(t)[i] = reinterpret_cast<const uint64_t *>(src)[i];
+        if (lane == 0)
+            gdr_dev_copy(t + words * 8, src + words * 8, bytes - words * 8);
+    } else if (lane == 0) {
+        rc = gdr_dev_get(d, dst, bytes, rank, disp);
+    }
+    __syncwarp();
+    return MPIX_Dev_status(__shfl_sync(0xffffffffu, rc, 0));
+}
+
+__device__ inline int MPIX_Dev_get_block(MPIX_Win_device w, void *dst, size_t bytes, int rank,
+                                         MPI_Aint disp)
+{
+    __shared__ int rc;
+    const gdr_dev_win_t *d = MPIX_Dev_gdr(w);
+    unsigned t = threadIdx.x + blockDim.x * (threadIdx.y + blockDim.y * threadIdx.z);
+    unsigned nt = blockDim.x * blockDim.y * blockDim.z;
+    if (t == 0)
+        rc = GDR_DEV_OK;
+    __syncthreads();
+    const char *src = gdr_dev_rank_ok(d, rank) && gdr_dev_direct(d, rank)
+        ? gdr_dev_at(d, rank, disp, bytes) : NULL;
+    if (src != NULL) {
+        char *o = static_cast<char *>(dst);
+        size_t words = ((((uintptr_t) src | (uintptr_t) o) & 7) == 0) ? bytes / 8 : 0;
+        for (size_t i = t; i < words; i += nt)
+            reinterpret_cast<uint64_t *>(o)[i] = reinterpret_cast<const uint64_t *>(src)[i];
+        if (t == 0)
+            gdr_dev_copy(o + words * 8, src + words * 8, bytes - words * 8);
+    } else if (t == 0) {
+        rc = gdr_dev_get(d, dst, bytes, rank, disp);
     }
     __syncthreads();
     return MPIX_Dev_status(rc);

@@ -13,7 +13,8 @@
  *   a get unread, until gdr_dev_flush(rank) returns (as an MPI_Put before MPI_Win_flush).
  * - put_signal: the signal is applied at the target after the data is visible there.
  * - flush(rank): every operation this handle started to rank before it is complete at the
- *   target (other nodes: also every one other threads started before; never fewer).
+ *   target (other nodes: also every one other threads started before; never fewer);
+ *   flush_all: the same for every rank.
  * - fetch_add returns the target's old value, the add applied atomically with every other
  *   fetch_add and signal ADD on that word (same node: system-scope atomics; other nodes:
  *   the proxy's NIC atomic).  result must be memory the proxy can write (host-pinned).
@@ -214,6 +215,27 @@ static inline GDR_TRIG_HD int gdr_dev_flush(const gdr_dev_win_t *w, int rank)
             return GDR_DEV_ERR_STOPPED;
         gdr_trig_pause();
     }
+    return GDR_DEV_OK;
+}
+
+/* flush(rank) for every rank of the window. */
+static inline GDR_TRIG_HD int gdr_dev_flush_all(const gdr_dev_win_t *w)
+{
+    int direct = 0;
+    for (int r = 0; r < w->nranks; r++) {
+        if (gdr_dev_direct(w, r)) {
+            direct = 1;
+            continue;
+        }
+        uint64_t n = gdr_trig_posted(&w->ring, r);
+        while (!gdr_trig_finished(&w->ring, r, n)) {
+            if (gdr_trig_stopped(&w->ring))
+                return GDR_DEV_ERR_STOPPED;
+            gdr_trig_pause();
+        }
+    }
+    if (direct)
+        gdr_dev_fence();
     return GDR_DEV_OK;
 }
 

@@ -26,4 +26,7 @@ __global__ void every_call(MPIX_Win_device w, const double *src, double *dst, ui
     uint64_t count = 0;
     MPIX_Dev_notify_get_value(w, 0, &count);
     (void) MPIX_Dev_notify_wait(w, 0, count + 1);
+    MPIX_Dev_get_warp(w, dst, 256, right, 64);
+    MPIX_Dev_get_block(w, dst, 1024, right, 64);
+    MPIX_Dev_flush_all(w);
 }

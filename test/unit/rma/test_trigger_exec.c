@@ -108,8 +108,9 @@ static void test_put_get(void)
     complete_one();
     GDR_CHECK(gdr_trig_finished(&s.dw.ring, 2, 1) && dst[0] == 21 && dst[3] == 24
               && gdr_trig_executor_inflight(&s.x) == 0, "the get finished: rank 2's data here");
-    GDR_CHECK(gdr_dev_flush(&s.dw, 1) == GDR_DEV_OK && gdr_dev_flush(&s.dw, 2) == GDR_DEV_OK,
-              "flush returns at once when everything posted has finished");
+    GDR_CHECK(gdr_dev_flush(&s.dw, 1) == GDR_DEV_OK && gdr_dev_flush(&s.dw, 2) == GDR_DEV_OK
+              && gdr_dev_flush_all(&s.dw) == GDR_DEV_OK,
+              "flush and flush_all return at once when everything posted has finished");
 
     /* several to one target finished out of order: done moves only without a gap */
     uint64_t v[3] = { 1, 2, 3 };
@@ -403,7 +404,10 @@ static void *kernel(void *arg)
         /* cell 1 + id: this thread's data; cell 0: the ADD signal; cell 8: the counter */
         gdr_dev_put_signal(w, &k->src[i], 8, t, 1 + k->id, 0, 1, GDR_SIGNAL_ADD);
         gdr_dev_fetch_add(w, t, 8, 1, &k->olds[i]);
-        gdr_dev_flush(w, t);
+        if (i & 1)
+            gdr_dev_flush_all(w);       /* waits on every rank's ring counters */
+        else
+            gdr_dev_flush(w, t);
     }
     __atomic_fetch_add(&kernels_finished, 1, __ATOMIC_RELEASE);
     return NULL;
