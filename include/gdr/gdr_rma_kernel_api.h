@@ -21,8 +21,11 @@
  * - accumulate applies op element-wise, each element atomic with respect to every other
  *   accumulate and fetch_add on it (same node: gdr's atomic accumulate steps, system scope,
  *   every predefined op MPI defines on the type but NO_OP and compare-and-swap, elements
- *   of at most 8 bytes aligned to their size; other nodes: SUM of 64-bit integers only, one
- *   NIC fetch-add per element, complete at the next flush; src is free on return).
+ *   of at most 8 bytes aligned to their size; other nodes: SUM of 64-bit integers as one
+ *   NIC fetch-add per element, every other such op and type on a device window the
+ *   staged protocol reaches (peers[rank].acc_any) as one descriptor per element applied by
+ *   the target's GPU with the same atomic steps; complete at the next flush; src is free
+ *   on return).
  * - signal_wait_until waits on this rank's own window word and returns the value that met
  *   the comparison.
  * - put_notify / get_notify: a put or get, then 1 added to the target's notification
@@ -61,6 +64,8 @@ typedef struct gdr_dev_peer {
     char *base;
     uint64_t size;              /* bytes */
     uint64_t disp_unit;
+    uint64_t acc_any;           /* through the ring: the proxy applies every accumulate
+                                 * there (a device window the staged protocol reaches) */
 } gdr_dev_peer_t;
 
 /* This rank's notification counters as kernels reach them: page-locked and mapped for
@@ -276,7 +281,8 @@ static inline GDR_TRIG_HD int gdr_dev_fetch_add(const gdr_dev_win_t *w, int rank
  * of one accumulate passes the same other arguments and gets the same answer.  Bad input
  * touches nothing: GDR_DEV_ERR_ARG (an op not defined on the type, NO_OP, compare-and-swap,
  * a window address not aligned to the element), GDR_DEV_ERR_OP (an element of 16 bytes, or
- * to another node anything but SUM of 64-bit integers), GDR_DEV_ERR_RANGE. */
+ * to another node anything but SUM of 64-bit integers where the target's GPU cannot apply
+ * it: not peers[rank].acc_any), GDR_DEV_ERR_RANGE. */
 static inline GDR_TRIG_HD int gdr_dev_accumulate(const gdr_dev_win_t *w, const void *src,
                                                  uint64_t count, int type, int op, int rank,
                                                  int64_t disp, uint64_t first, uint64_t stride)
@@ -306,8 +312,20 @@ static inline GDR_TRIG_HD int gdr_dev_accumulate(const gdr_dev_win_t *w, const v
         gdr_gpu_acc_range(&a, first, stride);
         return GDR_DEV_OK;
     }
-    if (op != GDR_GPU_OP_SUM || (type != GDR_GPU_T_INT64 && type != GDR_GPU_T_UINT64))
-        return GDR_DEV_ERR_OP;
+    if (op != GDR_GPU_OP_SUM || (type != GDR_GPU_T_INT64 && type != GDR_GPU_T_UINT64)) {
+        /* the target's GPU applies it, one element a descriptor, its bytes by value */
+        if (!w->peers[rank].acc_any)
+            return GDR_DEV_ERR_OP;
+        for (uint64_t i = first; i < count; i += stride) {
+            gdr_trig_desc_t d = gdr_dev_desc(w, GDR_TRIG_ACCUMULATE, rank, 0, size, disp);
+            d.signal_disp = (int64_t) (i * size);
+            d.signal_op = (uint32_t) op | (uint32_t) type << 16;
+            gdr_dev_copy((char *) &d.value, (const char *) src + i * size, size);
+            if (gdr_trig_post(&w->ring, d) == GDR_TRIG_STOPPED)
+                return GDR_DEV_ERR_STOPPED;
+        }
+        return GDR_DEV_OK;
+    }
     for (uint64_t i = first; i < count; i += stride) {
         /* one fetch-add per element, its addend by value (src may be device memory), the
          * old value dropped (addr 0), the element signal_disp bytes past disp */

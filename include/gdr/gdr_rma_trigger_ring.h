@@ -44,8 +44,12 @@ enum {
     GDR_TRIG_PUT_NOTIFY = 5,    /* a put, then 1 added to the target's notification counter
                                  * signal_disp once the data is complete there */
     GDR_TRIG_GET_NOTIFY = 6,    /* a get, then the same once the read is done */
-    GDR_TRIG_NOTIFY = 7         /* the notification alone: the kernel moved the data itself
+    GDR_TRIG_NOTIFY = 7,        /* the notification alone: the kernel moved the data itself
                                  * (a target on this node) */
+    GDR_TRIG_ACCUMULATE = 8     /* one element of an accumulate: its bytes (at most 8) carried
+                                 * in value, applied at (rank, disp) + signal_disp bytes with
+                                 * signal_op = gdr_gpu_op_t | gdr_gpu_type_t << 16 by the
+                                 * target's GPU (the staged protocol) */
 };
 
 /* One request: 64 bytes, written by the producer before it publishes the slot. */
@@ -56,10 +60,12 @@ typedef struct gdr_trig_desc {
     uint64_t addr;              /* local buffer: source of a put, destination of a get */
     uint64_t bytes;
     int64_t disp;               /* target displacement, in the window's units */
-    int64_t signal_disp;        /* PUT_SIGNAL: the signal word; FETCH_ADD: bytes past disp;
+    int64_t signal_disp;        /* PUT_SIGNAL: the signal word; FETCH_ADD, ACCUMULATE: bytes
+                                 * past disp;
                                  * the *NOTIFY ops: the counter's index */
     uint64_t value;             /* PUT_SIGNAL: signal value; FETCH_ADD: the addend */
-    uint32_t signal_op;         /* PUT_SIGNAL: GDR_SIGNAL_SET or GDR_SIGNAL_ADD */
+    uint32_t signal_op;         /* PUT_SIGNAL: GDR_SIGNAL_SET or GDR_SIGNAL_ADD; ACCUMULATE:
+                                 * the op and type */
     uint32_t window;            /* which device handle (the proxy's table index) */
 } gdr_trig_desc_t;
 

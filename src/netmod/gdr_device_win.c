@@ -142,8 +142,14 @@ static int device_win_new(MPIR_Win * win, struct MPIDI_GDR_device_win **out)
                            MPIDI_GDR_nic_takes_gpu_memory());
     /* what the NIC cannot take with device memory (atomics where ranks share a node,
      * GPUDirect staged mode) goes through the staged protocol, as MPI calls' does */
-    if (MPIDI_GDR_global.staged != NULL && GDR_WIN(win).staged != NULL)
+    if (MPIDI_GDR_global.staged != NULL && GDR_WIN(win).staged != NULL) {
         gdr_trig_executor_set_staged(&d->exec, MPIDI_GDR_global.staged, GDR_WIN(win).staged);
+        /* kernels' accumulates to device windows of ranks through the ring: every op and
+         * type, by the target's GPU (what the NIC adds is SUM of 64-bit integers only) */
+        for (int r = 0; r < n; r++)
+            d->peers[r].acc_any = d->peers[r].base == NULL && GDR_WIN(win).rma.targets != NULL
+                && GDR_WIN(win).rma.targets[r].device && GDR_WIN(win).rma.targets[r].peer >= 0;
+    }
     if (gdr_trig_proxy_init(&d->proxy, &d->dw.ring, DEV_SLOTS, &gdr_trig_executor_ops,
                             &d->exec) != 0) {
         device_win_release(d);

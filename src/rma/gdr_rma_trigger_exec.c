@@ -6,6 +6,7 @@
 #include <string.h>
 #include "gdr_rma_issue.h"
 #include "gdr/gdr_rma_signal.h"
+#include "gdr/gpu/gdr_gpu_acc_body.h"
 
 /* One descriptor being carried out. */
 struct gdr_trig_exec_op {
@@ -37,6 +38,8 @@ static const char *op_name(uint32_t op)
             return "get_notify";
         case GDR_TRIG_NOTIFY:
             return "notify";
+        case GDR_TRIG_ACCUMULATE:
+            return "accumulate";
         default:
             return "unknown operation";
     }
@@ -132,10 +135,13 @@ static int staged_takes(const gdr_trig_executor_t *x, const gdr_rma_access_t *a)
 static int post_staged(gdr_trig_exec_op_t *op, gdr_rma_access_t *a, char *why, size_t why_len)
 {
     gdr_trig_executor_t *x = op->x;
-    if (a->kind == GDR_RMA_FOP) {
-        /* a fetch-add on a 64-bit word: the same steps as MPI_Fetch_and_op's (SUM, INT64) */
-        a->gpu_op = GDR_GPU_OP_SUM;
-        a->gpu_type = GDR_GPU_T_INT64;
+    if (a->kind == GDR_RMA_FOP || a->kind == GDR_RMA_ACC) {
+        /* a fetch-add on a 64-bit word: the same steps as MPI_Fetch_and_op's (SUM, INT64);
+         * an accumulate's element names its own */
+        if (a->kind == GDR_RMA_FOP) {
+            a->gpu_op = GDR_GPU_OP_SUM;
+            a->gpu_type = GDR_GPU_T_INT64;
+        }
         if (gdr_rma_switch_path(x->win, a->target, GDR_RMA_VIA_STAGED) != GDR_RMA_OK)
             return say(why, why_len, "waiting for earlier accumulates to rank %d failed",
                        a->target);
@@ -308,6 +314,26 @@ static int check(const gdr_trig_executor_t *x, const gdr_trig_desc_t *d, char *w
             return check_counter(x, d, why, why_len);
         case GDR_TRIG_NOTIFY:
             return check_counter(x, d, why, why_len);
+        case GDR_TRIG_ACCUMULATE: {
+            int op = (int) (d->signal_op & 0xffff), type = (int) (d->signal_op >> 16);
+            if (op >= GDR_GPU_OP_COUNT || type >= GDR_GPU_T_COUNT || op == GDR_GPU_OP_NO_OP
+                || op == GDR_GPU_OP_CSWAP || !gdr_gpu_acc_defined(op, type)
+                || gdr_gpu_word_type_size(type) != d->bytes)
+                return say(why, why_len, "op %d on type %d (%llu bytes) is not an accumulate "
+                           "of one element", op, type, (unsigned long long) d->bytes);
+            if (d->signal_disp < 0)
+                return say(why, why_len, "its element is before its displacement");
+            if (check_target(x, d->rank, d->disp, (uint64_t) d->signal_disp, d->bytes, 0,
+                             "the element", why, why_len))
+                return -1;
+            const gdr_rma_target_t *t = &x->win->targets[d->rank];
+            uint64_t at = t->base + (uint64_t) d->disp * t->disp_unit + (uint64_t) d->signal_disp;
+            if (at % d->bytes != 0)
+                return say(why, why_len, "the element at displacement %lld of rank %d is not "
+                           "aligned to its %llu bytes", (long long) d->disp, d->rank,
+                           (unsigned long long) d->bytes);
+            return 0;
+        }
         default:
             return say(why, why_len, "operation kind %u is unknown", d->op);
     }
@@ -330,6 +356,21 @@ static int exec_start(void *ctx, const gdr_trig_desc_t *d, char *why, size_t why
         op->toff = (uint64_t) d->signal_disp;
         rc = post_fetch_add(op, d->disp, d->addr != 0 ? (void *) (uintptr_t) d->addr : &op->old,
                             what, sizeof(what));
+    } else if (d->op == GDR_TRIG_ACCUMULATE) {
+        /* the element's bytes are the operand; only the target's GPU applies these */
+        op->toff = (uint64_t) d->signal_disp;
+        gdr_rma_access_t a = {.kind = GDR_RMA_ACC,.target = d->rank,.disp = d->disp,
+            .tbytes = d->bytes,.origin = {.addr = &op->operand},
+            .gpu_op = (int) (d->signal_op & 0xffff),.gpu_type = (int) (d->signal_op >> 16)
+        };
+        struct iovec piece = {.iov_base = (void *) (uintptr_t) op->toff,.iov_len = d->bytes };
+        a.tpieces = &piece;
+        a.ntpieces = 1;
+        a.t_true_lb = (int64_t) op->toff;
+        a.t_span = d->bytes;
+        rc = staged_takes(x, &a) ? post_staged(op, &a, what, sizeof(what))
+            : say(what, sizeof(what), "only the target's GPU applies it (the staged protocol, "
+                  "to a device window), which does not reach rank %d's window", d->rank);
     } else if (d->op == GDR_TRIG_NOTIFY || ((d->op == GDR_TRIG_PUT_NOTIFY
                                               || d->op == GDR_TRIG_GET_NOTIFY) && d->bytes == 0)) {
         /* nothing to move: the notification goes at the next progress */

@@ -13,6 +13,8 @@
  *   GET_NOTIFY   signal_disp of the target, sent by the host's notify callback
  *                (gdr_trig_executor_set_notify: notified RMA's own way, whatever path
  *                its counters take); NOTIFY: the notification alone
+ *   ACCUMULATE   one element (its bytes in the descriptor) applied by the target's GPU
+ *                through the staged protocol, any op and type its atomic steps take
  *
  * What the NIC cannot take goes through the staged protocol (gdr_rma_staged.h) when the
  * executor has one (gdr_trig_executor_set_staged) and device memory is involved: a device

@@ -9,8 +9,9 @@
  * to the right neighbour: a put of one 8-byte cell (each thread and round its own cell),
  * a put_signal (another cell) adding 1 to the neighbour's signal word, a fetch_add on its
  * counter (the old value into host-pinned memory), an accumulate (MPI_SUM) of two int64
- * elements, on this node also of four int32 ones (to another node that is refused: the NIC
- * adds 64-bit words only), and a flush.  Then each rank waits on
+ * elements (to another node: NIC fetch-adds), and of four int32 ones (to another node:
+ * applied by the target's GPU through the staged protocol, one descriptor an element;
+ * refused where the staged protocol is off), and a flush.  Then each rank waits on
  * its own signal word for THREADS x rounds (signal_wait_until) and checks every cell its
  * left neighbour wrote, the counter, and that the fetch_adds it made saw distinct values
  * 0 .. THREADS x rounds - 1 (no lost or duplicated update), and the accumulated sums
@@ -74,7 +75,8 @@ static void *kernel(void *arg)
                                         k->right, ACC64, 0, 1) != 0;
         k->errors += gdr_dev_accumulate(k->w, add32, 4, GDR_GPU_T_INT32, GDR_GPU_OP_SUM,
                                         k->right, ACC32, 0, 1)
-            != (k->right_same_node ? GDR_DEV_OK : GDR_DEV_ERR_OP);
+            != (k->right_same_node || k->w->peers[k->right].acc_any ? GDR_DEV_OK
+                : GDR_DEV_ERR_OP);
         k->errors += gdr_dev_flush(k->w, k->right) != 0;
     }
     return NULL;
@@ -138,6 +140,13 @@ int main(int argc, char **argv)
         gdr_test_fail("same node: a displacement outside the neighbour's window was not "
                       "refused with GDR_DEV_ERR_RANGE");
 
+    /* GDR_TEST_EXPECT_ACC_ANY=1 (maint/check-rxe): the staged protocol is on, so a right
+     * neighbour on another node takes every accumulate */
+    const char *want_any = getenv("GDR_TEST_EXPECT_ACC_ANY");
+    if (want_any != NULL && atoi(want_any) && !same_node && !w->peers[right].acc_any)
+        gdr_test_fail("the handle says the proxy cannot apply every accumulate to rank %d's "
+                      "device window", right);
+
     gdr_test_set_context("the kernel threads");
     kernel_t k[THREADS];
     pthread_t t[THREADS];
@@ -161,10 +170,13 @@ int main(int argc, char **argv)
         fprintf(stderr, "rank %d: device calls failed: ending the job\n", rank);
         MPI_Abort(MPI_COMM_WORLD, 1);
     }
+    /* to another node, a round: put, put_signal, fetch_add, the int64 accumulate's two
+     * NIC fetch-adds, and the int32 one's four elements where the target's GPU applies them */
     uint64_t posted = *w->ring.head - before;
-    if (same_node ? posted != 0 : posted != (uint64_t) THREADS * rounds * 5)
+    int per_round = 5 + (w->peers[right].acc_any ? 4 : 0);
+    if (same_node ? posted != 0 : posted != (uint64_t) THREADS * rounds * per_round)
         gdr_test_fail("%llu descriptors on the ring, expected %d (right neighbour on %s)",
-                      (unsigned long long) posted, same_node ? 0 : THREADS * rounds * 5,
+                      (unsigned long long) posted, same_node ? 0 : THREADS * rounds * per_round,
                       same_node ? "this node: IPC" : "another node");
     uint64_t seen = 0;
     gdr_dev_signal_wait_until(w, SIGNAL, GDR_CMP_GE, THREADS * rounds, &seen);
@@ -182,8 +194,12 @@ int main(int argc, char **argv)
     const int32_t add32[4] = { 1, -2, 3, 1 << 20 };
     int32_t got32[4];
     memcpy(got32, (const char *) mine + ACC32, sizeof(got32));
-    for (int e = 0; e < 4; e++)     /* from the left neighbour: on this node only */
-        gdr_check_long("int32 accumulated", e, left_here != MPI_UNDEFINED
+    /* from the left neighbour: on this node, or where the proxy has the target's GPU
+     * apply it (every rank's window is device memory: the left one sees this rank as this
+     * rank sees it) */
+    int acc32_here = left_here != MPI_UNDEFINED || w->peers[left].acc_any;
+    for (int e = 0; e < 4; e++)
+        gdr_check_long("int32 accumulated", e, acc32_here
                        ? (long long) add32[e] * THREADS * rounds : 0, got32[e]);
     for (int id = 0; id < THREADS; id++)
         for (int i = 0; i < rounds; i++) {

@@ -318,6 +318,18 @@ static void test_refusals(void)
 {
     static uint64_t buf[4], old;
     uint64_t a = (uint64_t) (uintptr_t) buf;
+    refused((gdr_trig_desc_t) {.op = GDR_TRIG_ACCUMULATE,.rank = 1,.bytes = 4,.disp = 2,
+            .signal_op = GDR_GPU_OP_MAX | GDR_GPU_T_INT32 << 16 }, GDR_RMA_DECLARES_SUM, 0,
+            "only the target's GPU", "an accumulate element where no staged protocol reaches");
+    refused((gdr_trig_desc_t) {.op = GDR_TRIG_ACCUMULATE,.rank = 1,.bytes = 8,.disp = 2,
+            .signal_op = GDR_GPU_OP_MAX | GDR_GPU_T_INT32 << 16 }, GDR_RMA_DECLARES_SUM, 0,
+            "not an accumulate of one element", "an element whose size is not its type's");
+    refused((gdr_trig_desc_t) {.op = GDR_TRIG_ACCUMULATE,.rank = 1,.bytes = 4,.disp = 2,
+            .signal_op = GDR_GPU_OP_BAND | GDR_GPU_T_FLOAT << 16 }, GDR_RMA_DECLARES_SUM, 0,
+            "not an accumulate", "BAND on float");
+    refused((gdr_trig_desc_t) {.op = GDR_TRIG_ACCUMULATE,.rank = 1,.bytes = 4,.disp = 1,
+            .signal_disp = 2,.signal_op = GDR_GPU_OP_SUM | GDR_GPU_T_INT32 << 16 },
+            GDR_RMA_DECLARES_SUM, 0, "not aligned", "an element off its alignment");
     refused((gdr_trig_desc_t) {.op = GDR_TRIG_PUT,.rank = 1,.addr = a,.bytes = 16,.disp = 511 },
             GDR_RMA_DECLARES_SUM, 0, "past the target window", "a put past the end of the target's window");
     refused((gdr_trig_desc_t) {.op = GDR_TRIG_GET,.rank = 1,.addr = a,.bytes = 8,.disp = -1 },
