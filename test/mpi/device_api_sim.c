@@ -9,9 +9,9 @@
  * to the right neighbour: a put of one 8-byte cell (each thread and round its own cell),
  * a put_signal (another cell) adding 1 to the neighbour's signal word, a fetch_add on its
  * counter (the old value into host-pinned memory), an accumulate (MPI_SUM) of two int64
- * elements (to another node: NIC fetch-adds), and of four int32 ones (to another node:
- * applied by the target's GPU through the staged protocol, one descriptor an element;
- * refused where the staged protocol is off), and a flush.  Then each rank waits on
+ * elements (to another node: NIC fetch-adds), of four int32 ones and an MPI_MAX of one
+ * double (to another node: applied by the target's GPU through the staged protocol, one
+ * descriptor an element; refused where the staged protocol is off), and a flush.  Then each rank waits on
  * its own signal word for THREADS x rounds (signal_wait_until) and checks every cell its
  * left neighbour wrote, the counter, and that the fetch_adds it made saw distinct values
  * 0 .. THREADS x rounds - 1 (no lost or duplicated update), and the accumulated sums
@@ -34,7 +34,8 @@ enum {
     SIGNAL = 0,                 /* byte offsets in the window (displacement unit 1) */
     COUNTER = 8,
     ACC64 = 16,                 /* 2 int64 accumulated */
-    ACC32 = 32,                 /* 4 int32 accumulated (same node only) */
+    ACC32 = 32,                 /* 4 int32 accumulated (MPI_SUM) */
+    MAXD = 48,                  /* 1 double accumulated (MPI_MAX) */
     CELLS = 64
 };
 
@@ -57,6 +58,13 @@ static uint64_t cell_value(int rank, int id, int round, int which)
         | (uint64_t) which;
 }
 
+/* what each thread's round offers to MPI_MAX: the largest is the last round of the last
+ * thread, whatever the order they land in */
+static double max_value(int rank, int id, int round)
+{
+    return (double) (rank + 1) * 1e6 + (double) (id * rounds + round) + 0.5;
+}
+
 static void *kernel(void *arg)
 {
     kernel_t *k = arg;
@@ -75,6 +83,11 @@ static void *kernel(void *arg)
                                         k->right, ACC64, 0, 1) != 0;
         k->errors += gdr_dev_accumulate(k->w, add32, 4, GDR_GPU_T_INT32, GDR_GPU_OP_SUM,
                                         k->right, ACC32, 0, 1)
+            != (k->right_same_node || k->w->peers[k->right].acc_any ? GDR_DEV_OK
+                : GDR_DEV_ERR_OP);
+        const double d = max_value(k->rank, k->id, i);
+        k->errors += gdr_dev_accumulate(k->w, &d, 1, GDR_GPU_T_DOUBLE, GDR_GPU_OP_MAX,
+                                        k->right, MAXD, 0, 1)
             != (k->right_same_node || k->w->peers[k->right].acc_any ? GDR_DEV_OK
                 : GDR_DEV_ERR_OP);
         k->errors += gdr_dev_flush(k->w, k->right) != 0;
@@ -171,9 +184,10 @@ int main(int argc, char **argv)
         MPI_Abort(MPI_COMM_WORLD, 1);
     }
     /* to another node, a round: put, put_signal, fetch_add, the int64 accumulate's two
-     * NIC fetch-adds, and the int32 one's four elements where the target's GPU applies them */
+     * NIC fetch-adds, and where the target's GPU applies them the int32 one's four
+     * elements and the double MAX */
     uint64_t posted = *w->ring.head - before;
-    int per_round = 5 + (w->peers[right].acc_any ? 4 : 0);
+    int per_round = 5 + (w->peers[right].acc_any ? 5 : 0);
     if (same_node ? posted != 0 : posted != (uint64_t) THREADS * rounds * per_round)
         gdr_test_fail("%llu descriptors on the ring, expected %d (right neighbour on %s)",
                       (unsigned long long) posted, same_node ? 0 : THREADS * rounds * per_round,
@@ -201,6 +215,11 @@ int main(int argc, char **argv)
     for (int e = 0; e < 4; e++)
         gdr_check_long("int32 accumulated", e, acc32_here
                        ? (long long) add32[e] * THREADS * rounds : 0, got32[e]);
+    double maxd;
+    memcpy(&maxd, (const char *) mine + MAXD, sizeof(maxd));
+    double want_max = acc32_here ? max_value(left, THREADS - 1, rounds - 1) : 0.0;
+    if (maxd != want_max)
+        gdr_test_fail("double MPI_MAX: %.1f, expected %.1f", maxd, want_max);
     for (int id = 0; id < THREADS; id++)
         for (int i = 0; i < rounds; i++) {
             int cell = id * rounds + i;
