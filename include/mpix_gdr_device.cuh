@@ -163,6 +163,38 @@ __device__ inline int MPIX_Dev_accumulate(MPIX_Win_device w, const void *src, si
                                               0, 1));
 }
 
+/* MPI_Fetch_and_op from a kernel: *result = the target's old element, the new one old op
+ * *origin (MPI_NO_OP: a read).  Same node every predefined op on elements of at most 8
+ * bytes; other nodes MPI_SUM of 64-bit integers (result host-pinned), else MPI_ERR_OP. */
+__device__ inline int MPIX_Dev_fetch_op(MPIX_Win_device w, const void *origin, void *result,
+                                        MPI_Datatype datatype, int rank, MPI_Aint disp,
+                                        MPI_Op op)
+{
+    int type = MPIX_Dev_gdr_type(datatype), gop = op == MPI_NO_OP ? GDR_GPU_OP_NO_OP
+        : MPIX_Dev_gdr_op(op);
+    if (type < 0)
+        return MPI_ERR_TYPE;
+    if (gop < 0 || !gdr_gpu_acc_defined(gop, type))
+        return MPI_ERR_OP;
+    return MPIX_Dev_status(gdr_dev_fetch_op(MPIX_Dev_gdr(w), origin, NULL, result, type, gop,
+                                            rank, disp));
+}
+
+/* MPI_Compare_and_swap from a kernel: *result = the target's old element, replaced by
+ * *origin where it equals *compare (integers, bool; same node only for now). */
+__device__ inline int MPIX_Dev_compare_swap(MPIX_Win_device w, const void *origin,
+                                            const void *compare, void *result,
+                                            MPI_Datatype datatype, int rank, MPI_Aint disp)
+{
+    int type = MPIX_Dev_gdr_type(datatype);
+    if (type < 0)
+        return MPI_ERR_TYPE;
+    if (!gdr_gpu_acc_defined(GDR_GPU_OP_CSWAP, type))
+        return MPI_ERR_OP;
+    return MPIX_Dev_status(gdr_dev_fetch_op(MPIX_Dev_gdr(w), origin, compare, result, type,
+                                            GDR_GPU_OP_CSWAP, rank, disp));
+}
+
 __device__ inline int MPIX_Dev_flush(MPIX_Win_device w, int rank)
 {
     return MPIX_Dev_status(gdr_dev_flush(MPIX_Dev_gdr(w), rank));

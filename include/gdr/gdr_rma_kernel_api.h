@@ -33,6 +33,9 @@
  *   the proxy sends the notification; flush(rank) returns once it has been sent (from
  *   then on it is as a host MPIX_Put_notify's: docs/notified-rma.md).  notify_value and
  *   notify_wait read this rank's own counters.
+ * - fetch_op (compare-and-swap too) returns the target's old value, atomic as fetch_add
+ *   (same node: every op and type the atomic steps take; other nodes: SUM of 64-bit
+ *   integers on the NIC only, for now).
  * Bad input (rank out of range, an unknown signal op or comparison, a displacement
  * outside a directly mapped window) returns an error and touches nothing; the proxy checks
  * the ranges of what goes through the ring (it stops, and the host says why).  A call that would wait on a proxy that stopped for good (it failed: the
@@ -273,6 +276,50 @@ static inline GDR_TRIG_HD int gdr_dev_fetch_add(const gdr_dev_win_t *w, int rank
         gdr_trig_pause();
     }
     return GDR_DEV_OK;
+}
+
+/* One element at disp of rank's window: *result = its old value, the new one old op
+ * *origin (NO_OP: a read; origin may be NULL then), or for GDR_GPU_OP_CSWAP *origin where
+ * old == *compare; atomic with every other accumulate, fetch_add and fetch_op on it.
+ * Same node: every op and type the atomic steps take (elements of at most 8 bytes, aligned
+ * to their size).  Other nodes: SUM of 64-bit integers as the NIC's fetch-add (result in
+ * memory the proxy writes: host-pinned), anything else GDR_DEV_ERR_OP for now.  Returns
+ * once *result holds the old value. */
+static inline GDR_TRIG_HD int gdr_dev_fetch_op(const gdr_dev_win_t *w, const void *origin,
+                                               const void *compare, void *result, int type,
+                                               int op, int rank, int64_t disp)
+{
+    if (!gdr_dev_rank_ok(w, rank))
+        return GDR_DEV_ERR_RANK;
+    if (!gdr_gpu_acc_defined(op, type) || (op == GDR_GPU_OP_CSWAP && compare == NULL)
+        || (op != GDR_GPU_OP_NO_OP && origin == NULL) || result == NULL)
+        return GDR_DEV_ERR_ARG;
+    uint64_t size = gdr_gpu_word_type_size(type);
+    if (size == 0)
+        return GDR_DEV_ERR_OP;          /* 16 bytes: no atomic step takes it */
+    if (gdr_dev_direct(w, rank)) {
+        char *dst = gdr_dev_at(w, rank, disp, size);
+        if (dst == NULL)
+            return GDR_DEV_ERR_RANGE;
+        if (!gdr_gpu_atomic_capable(type, (uintptr_t) dst))
+            return GDR_DEV_ERR_ARG;
+        gdr_gpu_acc_args_t a = { 0 };
+        a.target = dst;
+        a.origin = origin;
+        a.compare = compare;
+        a.result = result;
+        a.count = 1;
+        a.op = op | GDR_GPU_ACC_ATOMIC;
+        a.type = type;
+        gdr_gpu_acc_range(&a, 0, 1);
+        return GDR_DEV_OK;
+    }
+    if (op == GDR_GPU_OP_SUM && (type == GDR_GPU_T_INT64 || type == GDR_GPU_T_UINT64)) {
+        uint64_t v;
+        gdr_dev_copy((char *) &v, (const char *) origin, 8);
+        return gdr_dev_fetch_add(w, rank, disp, v, (uint64_t *) result);
+    }
+    return GDR_DEV_ERR_OP;
 }
 
 /* Accumulates elements first, first + stride, ... below count of src (gdr_gpu_type_t

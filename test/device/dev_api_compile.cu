@@ -29,4 +29,7 @@ __global__ void every_call(MPIX_Win_device w, const double *src, double *dst, ui
     MPIX_Dev_get_warp(w, dst, 256, right, 64);
     MPIX_Dev_get_block(w, dst, 1024, right, 64);
     MPIX_Dev_flush_all(w);
+    MPIX_Dev_fetch_op(w, src, dst, MPI_DOUBLE, right, 0, MPI_MAX);
+    long long cmp = 0, swap = 1, old = 0;
+    MPIX_Dev_compare_swap(w, &swap, &cmp, &old, MPI_LONG_LONG, right, 0);
 }

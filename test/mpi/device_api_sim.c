@@ -36,6 +36,7 @@ enum {
     ACC64 = 16,                 /* 2 int64 accumulated */
     ACC32 = 32,                 /* 4 int32 accumulated (MPI_SUM) */
     MAXD = 48,                  /* 1 double accumulated (MPI_MAX) */
+    FOPW = 56,                  /* fetch_op and compare_swap's word (one thread) */
     CELLS = 64
 };
 
@@ -194,6 +195,37 @@ int main(int argc, char **argv)
                       same_node ? "this node: IPC" : "another node");
     uint64_t seen = 0;
     gdr_dev_signal_wait_until(w, SIGNAL, GDR_CMP_GE, THREADS * rounds, &seen);
+
+    /* fetch_op and compare_swap on the right neighbour's word (0 at first), one thread:
+     * on this node every op; to another node the NIC's 64-bit sum only */
+    gdr_test_set_context("fetch_op and compare_swap");
+    int64_t *fr = (int64_t *) pinned;           /* results: host-pinned (the NIC writes) */
+    const int64_t five = 5, seven = 7, three = 3;
+    int far = same_node ? GDR_DEV_OK : GDR_DEV_ERR_OP;
+    fr[0] = fr[1] = fr[2] = fr[3] = fr[4] = -1;
+    if (gdr_dev_fetch_op(w, NULL, NULL, &fr[0], GDR_GPU_T_INT64, GDR_GPU_OP_NO_OP, right,
+                         FOPW) != far
+        || gdr_dev_fetch_op(w, &five, NULL, &fr[1], GDR_GPU_T_INT64, GDR_GPU_OP_SUM, right,
+                            FOPW) != GDR_DEV_OK
+        || gdr_dev_fetch_op(w, &seven, &five, &fr[2], GDR_GPU_T_INT64, GDR_GPU_OP_CSWAP, right,
+                            FOPW) != far
+        || gdr_dev_fetch_op(w, &three, NULL, &fr[3], GDR_GPU_T_INT64, GDR_GPU_OP_MAX, right,
+                            FOPW) != far
+        || gdr_dev_fetch_op(w, NULL, NULL, &fr[4], GDR_GPU_T_INT64, GDR_GPU_OP_NO_OP, right,
+                            FOPW) != far
+        || gdr_dev_fetch_op(w, &five, NULL, &fr[0], GDR_GPU_T_INT64, GDR_GPU_OP_BAND, right,
+                            FOPW + 4) != (same_node ? GDR_DEV_ERR_ARG : GDR_DEV_ERR_OP)
+        || gdr_dev_flush(w, right) != GDR_DEV_OK)
+        gdr_test_fail("a fetch_op or compare_swap returned the wrong status (right neighbour "
+                      "on %s)", same_node ? "this node" : "another node");
+    if (same_node) {
+        const int64_t want[5] = { 0, 0, 5, 7, 7 };
+        for (int i = 0; i < 5; i++)
+            gdr_check_long("old value", i, want[i], fr[i]);
+    } else {
+        gdr_check_long("old value before the sum", 1, 0, fr[1]);
+    }
+    memset(pinned, 0, 5 * sizeof(int64_t));
     if (seen != (uint64_t) THREADS * rounds)
         gdr_test_fail("signal word %llu, expected %d", (unsigned long long) seen,
                       THREADS * rounds);
@@ -215,6 +247,10 @@ int main(int argc, char **argv)
     for (int e = 0; e < 4; e++)
         gdr_check_long("int32 accumulated", e, acc32_here
                        ? (long long) add32[e] * THREADS * rounds : 0, got32[e]);
+    /* from the left neighbour: NO_OP, +5, CAS 5 -> 7, MAX 3, NO_OP on this node; +5 only
+     * from another */
+    gdr_check_long("fetch_op word", 0, left_here != MPI_UNDEFINED ? 7 : 5,
+                   (long long) mine[FOPW / 8]);
     double maxd;
     memcpy(&maxd, (const char *) mine + MAXD, sizeof(maxd));
     double want_max = acc32_here ? max_value(left, THREADS - 1, rounds - 1) : 0.0;

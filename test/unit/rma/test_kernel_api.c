@@ -401,6 +401,52 @@ static void stopped(void)
               "fetch_add posts, then gives up waiting for its result");
 }
 
+/* fetch_op and compare_swap: on a mapped rank (1) every op, old values returned; to the
+ * other node (2) the NIC's 64-bit sum only. */
+static void fetch_ops(const gdr_dev_win_t *w)
+{
+    enum { W = CELLS - 2 };
+    int64_t r[6] = { -1, -1, -1, -1, -1, -1 }, five = 5, seven = 7, three = 3;
+    double d = 2.5, dr = -1;
+    mem[1][W] = 0;
+    GDR_CHECK(gdr_dev_fetch_op(w, NULL, NULL, &r[0], GDR_GPU_T_INT64, GDR_GPU_OP_NO_OP, 1, W)
+              == GDR_DEV_OK
+              && gdr_dev_fetch_op(w, &five, NULL, &r[1], GDR_GPU_T_INT64, GDR_GPU_OP_SUM, 1, W)
+              == GDR_DEV_OK
+              && gdr_dev_fetch_op(w, &seven, &three, &r[2], GDR_GPU_T_INT64, GDR_GPU_OP_CSWAP, 1,
+                                  W) == GDR_DEV_OK
+              && gdr_dev_fetch_op(w, &seven, &five, &r[3], GDR_GPU_T_INT64, GDR_GPU_OP_CSWAP, 1,
+                                  W) == GDR_DEV_OK
+              && gdr_dev_fetch_op(w, &three, NULL, &r[4], GDR_GPU_T_INT64, GDR_GPU_OP_MAX, 1, W)
+              == GDR_DEV_OK
+              && gdr_dev_fetch_op(w, NULL, NULL, &r[5], GDR_GPU_T_INT64, GDR_GPU_OP_NO_OP, 1, W)
+              == GDR_DEV_OK
+              && r[0] == 0 && r[1] == 0 && r[2] == 5 && r[3] == 5 && r[4] == 7 && r[5] == 7
+              && mem[1][W] == 7, "same node: NO_OP, SUM 5, CAS 3 (no swap), CAS 5 -> 7, MAX 3, "
+              "NO_OP: old values 0 0 5 5 7 7, the word 7");
+    memcpy(&mem[1][W + 1], &d, 8);
+    GDR_CHECK(gdr_dev_fetch_op(w, &d, NULL, &dr, GDR_GPU_T_DOUBLE, GDR_GPU_OP_PROD, 1, W + 1)
+              == GDR_DEV_OK && dr == 2.5 && memcmp(&mem[1][W + 1], &(double) { 6.25 }, 8) == 0,
+              "same node: PROD on a double returns 2.5 and leaves 6.25");
+    uint64_t before = ring.head;
+    GDR_CHECK(gdr_dev_fetch_op(w, &three, NULL, &r[0], GDR_GPU_T_INT64, GDR_GPU_OP_MAX, 2, 0)
+              == GDR_DEV_ERR_OP
+              && gdr_dev_fetch_op(w, &seven, &five, &r[0], GDR_GPU_T_INT64, GDR_GPU_OP_CSWAP, 2,
+                                  0) == GDR_DEV_ERR_OP
+              && gdr_dev_fetch_op(w, &d, NULL, &dr, GDR_GPU_T_DOUBLE, GDR_GPU_OP_BAND, 1, W)
+              == GDR_DEV_ERR_ARG
+              && gdr_dev_fetch_op(w, &seven, NULL, &r[0], GDR_GPU_T_INT64, GDR_GPU_OP_CSWAP, 1,
+                                  W) == GDR_DEV_ERR_ARG
+              && gdr_dev_fetch_op(w, &seven, NULL, NULL, GDR_GPU_T_INT64, GDR_GPU_OP_SUM, 1, W)
+              == GDR_DEV_ERR_ARG && ring.head == before,
+              "refused, nothing posted: MAX and CAS to the other node (OP), BAND on a double, "
+              "a CAS without its compare, no result (ARG)");
+    mem[2][3] = 40;
+    GDR_CHECK(gdr_dev_fetch_op(w, &five, NULL, &r[0], GDR_GPU_T_INT64, GDR_GPU_OP_SUM, 2, 3)
+              == GDR_DEV_OK && r[0] == 40 && mem[2][3] == 45,
+              "the other node: SUM of an int64 by the ring's fetch-add, old value 40");
+}
+
 int main(void)
 {
     alarm(120);                 /* a proxy or producer stuck for good kills the test, not CI */
@@ -421,6 +467,7 @@ int main(void)
     fetch_adds(&w);
     signals(&w, &w1, &w2);
     accumulates(&w);
+    fetch_ops(&w);
 
     __atomic_store_n(&proxy_stop, 1, __ATOMIC_RELEASE);
     pthread_join(pt, NULL);
