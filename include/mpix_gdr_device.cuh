@@ -247,6 +247,18 @@ __device__ inline uint64_t MPIX_Dev_notify_wait(MPIX_Win_device w, int idx, uint
 
 /* ---- cooperative variants ------------------------------------------------------------ */
 
+/* bytes from src to dst copied together by nt threads (this one t): 8-byte words when
+ * both addresses are 8-aligned, the tail by thread 0 */
+__device__ inline void MPIX_Dev_copy_shared(char *dst, const char *src, size_t bytes,
+                                            unsigned t, unsigned nt)
+{
+    size_t words = ((((uintptr_t) dst | (uintptr_t) src) & 7) == 0) ? bytes / 8 : 0;
+    for (size_t i = t; i < words; i += nt)
+        reinterpret_cast<uint64_t *>(dst)[i] = reinterpret_cast<const uint64_t *>(src)[i];
+    if (t == 0)
+        gdr_dev_copy(dst + words * 8, src + words * 8, bytes - words * 8);
+}
+
 __device__ inline int MPIX_Dev_put_warp(MPIX_Win_device w, const void *src, size_t bytes,
                                         int rank, MPI_Aint disp)
 {
@@ -255,13 +267,8 @@ __device__ inline int MPIX_Dev_put_warp(MPIX_Win_device w, const void *src, size
     char *dst = gdr_dev_rank_ok(d, rank) && gdr_dev_direct(d, rank)
         ? gdr_dev_at(d, rank, disp, bytes) : NULL;
     if (dst != NULL) {
-        /* same node: the warp copies 8-byte words together, the tail by lane 0 */
-        const char *s = static_cast<const char *>(src);
-        size_t words = ((((uintptr_t) dst | (uintptr_t) s) & 7) == 0) ? bytes / 8 : 0;
-        for (size_t i = lane; i < words; i += 32)
-            reinterpret_cast<uint64_t *>(dst)[i] = reinterpret_cast<const uint64_t *>(s)[i];
-        if (lane == 0)
-            gdr_dev_copy(dst + words * 8, s + words * 8, bytes - words * 8);
+        /* same node: the warp copies together */
+        MPIX_Dev_copy_shared(dst, static_cast<const char *>(src), bytes, lane, 32);
     } else if (lane == 0) {
         rc = gdr_dev_put(d, src, bytes, rank, disp);
     }
@@ -282,12 +289,7 @@ __device__ inline int MPIX_Dev_put_block(MPIX_Win_device w, const void *src, siz
     char *dst = gdr_dev_rank_ok(d, rank) && gdr_dev_direct(d, rank)
         ? gdr_dev_at(d, rank, disp, bytes) : NULL;
     if (dst != NULL) {
-        const char *s = static_cast<const char *>(src);
-        size_t words = ((((uintptr_t) dst | (uintptr_t) s) & 7) == 0) ? bytes / 8 : 0;
-        for (size_t i = t; i < words; i += nt)
-            reinterpret_cast<uint64_t *>(dst)[i] = reinterpret_cast<const uint64_t *>(s)[i];
-        if (t == 0)
-            gdr_dev_copy(dst + words * 8, s + words * 8, bytes - words * 8);
+        MPIX_Dev_copy_shared(dst, static_cast<const char *>(src), bytes, t, nt);
     } else if (t == 0) {
         rc = gdr_dev_put(d, src, bytes, rank, disp);
     }
@@ -305,12 +307,7 @@ __device__ inline int MPIX_Dev_get_warp(MPIX_Win_device w, void *dst, size_t byt
     const char *src = gdr_dev_rank_ok(d, rank) && gdr_dev_direct(d, rank)
         ? gdr_dev_at(d, rank, disp, bytes) : NULL;
     if (src != NULL) {
-        char *t = static_cast<char *>(dst);
-        size_t words = ((((uintptr_t) src | (uintptr_t) t) & 7) == 0) ? bytes / 8 : 0;
-        for (size_t i = lane; i < words; i += 32)
-            reinterpret_cast<uint64_t *>(t)[i] = reinterpret_cast<const uint64_t *>(src)[i];
-        if (lane == 0)
-            gdr_dev_copy(t + words * 8, src + words * 8, bytes - words * 8);
+        MPIX_Dev_copy_shared(static_cast<char *>(dst), src, bytes, lane, 32);
     } else if (lane == 0) {
         rc = gdr_dev_get(d, dst, bytes, rank, disp);
     }
@@ -331,12 +328,7 @@ __device__ inline int MPIX_Dev_get_block(MPIX_Win_device w, void *dst, size_t by
     const char *src = gdr_dev_rank_ok(d, rank) && gdr_dev_direct(d, rank)
         ? gdr_dev_at(d, rank, disp, bytes) : NULL;
     if (src != NULL) {
-        char *o = static_cast<char *>(dst);
-        size_t words = ((((uintptr_t) src | (uintptr_t) o) & 7) == 0) ? bytes / 8 : 0;
-        for (size_t i = t; i < words; i += nt)
-            reinterpret_cast<uint64_t *>(o)[i] = reinterpret_cast<const uint64_t *>(src)[i];
-        if (t == 0)
-            gdr_dev_copy(o + words * 8, src + words * 8, bytes - words * 8);
+        MPIX_Dev_copy_shared(static_cast<char *>(dst), src, bytes, t, nt);
     } else if (t == 0) {
         rc = gdr_dev_get(d, dst, bytes, rank, disp);
     }

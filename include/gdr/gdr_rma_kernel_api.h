@@ -209,14 +209,9 @@ static inline GDR_TRIG_HD int gdr_dev_put_signal(const gdr_dev_win_t *w, const v
     return gdr_trig_post(&w->ring, d) == GDR_TRIG_STOPPED ? GDR_DEV_ERR_STOPPED : GDR_DEV_OK;
 }
 
-static inline GDR_TRIG_HD int gdr_dev_flush(const gdr_dev_win_t *w, int rank)
+/* Waits until the ring's operations to rank posted so far have finished. */
+static inline GDR_TRIG_HD int gdr_dev_ring_drain(const gdr_dev_win_t *w, int rank)
 {
-    if (!gdr_dev_rank_ok(w, rank))
-        return GDR_DEV_ERR_RANK;
-    if (gdr_dev_direct(w, rank)) {
-        gdr_dev_fence();
-        return GDR_DEV_OK;
-    }
     uint64_t n = gdr_trig_posted(&w->ring, rank);
     while (!gdr_trig_finished(&w->ring, rank, n)) {
         if (gdr_trig_stopped(&w->ring))
@@ -226,21 +221,26 @@ static inline GDR_TRIG_HD int gdr_dev_flush(const gdr_dev_win_t *w, int rank)
     return GDR_DEV_OK;
 }
 
+static inline GDR_TRIG_HD int gdr_dev_flush(const gdr_dev_win_t *w, int rank)
+{
+    if (!gdr_dev_rank_ok(w, rank))
+        return GDR_DEV_ERR_RANK;
+    if (gdr_dev_direct(w, rank)) {
+        gdr_dev_fence();
+        return GDR_DEV_OK;
+    }
+    return gdr_dev_ring_drain(w, rank);
+}
+
 /* flush(rank) for every rank of the window. */
 static inline GDR_TRIG_HD int gdr_dev_flush_all(const gdr_dev_win_t *w)
 {
     int direct = 0;
     for (int r = 0; r < w->nranks; r++) {
-        if (gdr_dev_direct(w, r)) {
+        if (gdr_dev_direct(w, r))
             direct = 1;
-            continue;
-        }
-        uint64_t n = gdr_trig_posted(&w->ring, r);
-        while (!gdr_trig_finished(&w->ring, r, n)) {
-            if (gdr_trig_stopped(&w->ring))
-                return GDR_DEV_ERR_STOPPED;
-            gdr_trig_pause();
-        }
+        else if (gdr_dev_ring_drain(w, r) != GDR_DEV_OK)
+            return GDR_DEV_ERR_STOPPED;
     }
     if (direct)
         gdr_dev_fence();
