@@ -5,17 +5,24 @@
 /* gdr_verbs_rma's return codes are the seam's, both common/gdr_status.h's: handed on as
  * they are. */
 
-static int t_put(void *ctx, int peer, const void *src, size_t len, uint64_t raddr, uint32_t rkey,
-               unsigned flags, gdr_rma_done_fn done, void *arg, int *copied)
+/* the engine's rc protocols as the verbs layer's ways (anything else cannot be posted) */
+static gdr_verbs_rma_how_t how_of(gdr_rma_proto_t proto)
 {
-    return gdr_verbs_rma_put(ctx, peer, src, len, raddr, rkey,
-                             (flags & GDR_RMA_POST_AFTER_READS) != 0, done, arg, copied);
+    return proto == GDR_RMA_PROTO_RC_SHORT ? GDR_VERBS_RMA_INLINE
+        : proto == GDR_RMA_PROTO_RC_BCOPY ? GDR_VERBS_RMA_BOUNCE : GDR_VERBS_RMA_REGISTERED;
 }
 
-static int t_get(void *ctx, int peer, void *dst, size_t len, uint64_t raddr, uint32_t rkey,
-               gdr_rma_done_fn done, void *arg)
+static int t_put(void *ctx, int peer, gdr_rma_proto_t proto, const void *src, size_t len,
+                 uint64_t raddr, uint32_t rkey, unsigned flags, gdr_rma_done_fn done, void *arg)
 {
-    return gdr_verbs_rma_get(ctx, peer, dst, len, raddr, rkey, done, arg);
+    return gdr_verbs_rma_put(ctx, peer, how_of(proto), src, len, raddr, rkey,
+                             (flags & GDR_RMA_POST_AFTER_READS) != 0, done, arg);
+}
+
+static int t_get(void *ctx, int peer, gdr_rma_proto_t proto, void *dst, size_t len,
+                 uint64_t raddr, uint32_t rkey, gdr_rma_done_fn done, void *arg)
+{
+    return gdr_verbs_rma_get(ctx, peer, how_of(proto), dst, len, raddr, rkey, done, arg);
 }
 
 static int t_writev(void *ctx, int peer, const struct iovec *src, size_t n, const void *pin,

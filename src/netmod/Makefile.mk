@@ -55,6 +55,8 @@ noinst_HEADERS += src/mpid/ch4/netmod/gdr/gdr_pre.h \
                   src/mpid/ch4/netmod/gdr/rma/gdr_rma_completion.h \
                   src/mpid/ch4/netmod/gdr/rma/gdr_rma_win.h \
                   src/mpid/ch4/netmod/gdr/rma/gdr_rma_plan.h \
+                  src/mpid/ch4/netmod/gdr/rma/gdr_rma_acc_order.h \
+                  src/mpid/ch4/netmod/gdr/rma/gdr_rma_proto.h \
                   src/mpid/ch4/netmod/gdr/rma/gdr_rma_issue.h \
                   src/mpid/ch4/netmod/gdr/rma/gdr_rma_select.h \
                   src/mpid/ch4/netmod/gdr/rma/gdr_rma_small.h \
@@ -127,10 +129,10 @@ mpi_core_sources += src/mpid/ch4/netmod/gdr/func_table.c \
                     src/mpid/ch4/netmod/gdr/rma/gdr_rma_regions.c \
                     src/mpid/ch4/netmod/gdr/rma/gdr_rma_completion.c \
                     src/mpid/ch4/netmod/gdr/rma/gdr_rma_win.c \
-                    src/mpid/ch4/netmod/gdr/rma/gdr_rma_plan.c \
+                    src/mpid/ch4/netmod/gdr/rma/gdr_rma_acc_order.c \
                     src/mpid/ch4/netmod/gdr/rma/gdr_rma_issue.c \
                     src/mpid/ch4/netmod/gdr/rma/gdr_rma_select.c \
-                    src/mpid/ch4/netmod/gdr/rma/gdr_rma_small.c \
+                    src/mpid/ch4/netmod/gdr/rma/gdr_rma_route.c \
                     src/mpid/ch4/netmod/gdr/rma/gdr_rma_stage.c \
                     src/mpid/ch4/netmod/gdr/rma/gdr_rma_staged_wire.c \
                     src/mpid/ch4/netmod/gdr/rma/gdr_rma_staged_core.c \

@@ -80,8 +80,9 @@ cvars:
       description : >-
         Largest contiguous Put, in bytes, whose data goes inside the RDMA
         write's work request (protocol put/rc/short: no copy for the NIC to
-        read, the origin buffer free at once).  -1: the NIC's inline limit
-        (at most 256); 0: none, such Puts take put/rc/bcopy.
+        read, the origin buffer free at once).  -1: the inline limit the
+        queue pairs were granted (gdr asks for 128 bytes; Soft-RoCE grants
+        256); 0: none, such Puts take put/rc/bcopy.
 
     - name        : MPIR_CVAR_CH4_GDR_RMA_BCOPY_MAX
       category    : CH4_GDR

@@ -198,6 +198,40 @@ static gdr_rma_acc_op_t acc_op_of(MPI_Op op, gdr_rma_kind_t kind)
     return GDR_RMA_ACC_OTHER;
 }
 
+/* What reaches target of win (gdr_rma_select.h), decided at its first operation and kept
+ * for the window's life; printed with MPIR_CVAR_CH4_GDR_VERBOSE=2. */
+static void route_decide(MPIR_Win * win, int t, gdr_rma_route_t * r);
+
+static inline const gdr_rma_route_t *route_of(MPIR_Win * win, int t)
+{
+    gdr_rma_route_t *r = &GDR_WIN(win).rma.targets[t].route;
+    if (!r->known || (r->short_max == 0 && r->rc && GDR_WIN(win).rma.eng->short_cap != 0))
+        route_decide(win, t, r);
+    return r;
+}
+
+static void route_decide(MPIR_Win * win, int t, gdr_rma_route_t * r)
+{
+    struct MPIDI_GDR_win_state *s = win->dev.netmod.gdr.s;
+    /* (the NIC's inline limit is known once a queue pair exists: asked again until then) */
+    int first = !r->known;
+    gdr_rma_route_fill(&s->rma, t, s->rma.eng->short_cap, UINT32_MAX, r);
+    if (first) {
+        r->ipc = (uint8_t) MPIDI_GDR_ipc_maps(win, t);
+        r->node_am = (uint8_t) MPIDI_GDR_ipc_only_by_message(win, t);
+        r->staged = s->staged != NULL;
+        r->nic_gpu = (uint8_t) MPIDI_GDR_nic_takes_gpu_memory();
+        r->small = r->rc && !r->ipc && !r->node_am && !r->dynamic;
+        r->known = 1;
+        if (MPIR_CVAR_CH4_GDR_VERBOSE > 1) {
+            char line[400];
+            gdr_rma_route_str(r, line, sizeof(line));
+            fprintf(stderr, "gdr[%d]: window 0x%x, target %d: %s\n", MPIR_Process.rank,
+                    win->handle, t, line);
+        }
+    }
+}
+
 static int rma_native(const MPIDI_GDR_rma_args_t * a, MPIR_Win * win, MPIR_Request ** req,
                       int *handled)
 {
@@ -211,6 +245,7 @@ static int rma_native(const MPIDI_GDR_rma_args_t * a, MPIR_Win * win, MPIR_Reque
     *handled = 0;
     if (!gdr_rma_win_reaches(w, t))
         return MPI_SUCCESS;
+    (void) route_of(win, t);    /* decided once (and printed), for the selector */
     /* device buffers: zero-copy when the NIC reaches GPU memory, else MPICH's messages */
     uint64_t o_dev = MPIDI_GDR_gpu_buffer_id(a->origin);
     uint64_t r_dev = MPIDI_GDR_gpu_buffer_id(a->result);
@@ -327,42 +362,6 @@ static int rma_native(const MPIDI_GDR_rma_args_t * a, MPIR_Win * win, MPIR_Reque
     if (plan.by_rdma)
         gdr_rma_plan_drop(w, &plan);
     goto fn_exit;
-}
-
-/* What reaches target of win (gdr_rma_select.h), decided at its first operation and kept
- * for the window's life; printed with MPIR_CVAR_CH4_GDR_VERBOSE=2. */
-static void route_decide(MPIR_Win * win, int t, gdr_rma_route_t * r);
-
-static inline const gdr_rma_route_t *route_of(MPIR_Win * win, int t)
-{
-    gdr_rma_route_t *r = &GDR_WIN(win).rma.targets[t].route;
-    if (!r->known || (r->short_max == 0 && r->rc && MPIR_CVAR_CH4_GDR_RMA_SHORT_MAX != 0))
-        route_decide(win, t, r);
-    return r;
-}
-
-static void route_decide(MPIR_Win * win, int t, gdr_rma_route_t * r)
-{
-    struct MPIDI_GDR_win_state *s = win->dev.netmod.gdr.s;
-    /* (the NIC's inline limit is known once a queue pair exists: asked again until then) */
-    uint32_t short_cap = MPIR_CVAR_CH4_GDR_RMA_SHORT_MAX < 0 ? UINT32_MAX
-        : (uint32_t) MPIR_CVAR_CH4_GDR_RMA_SHORT_MAX;
-    int first = !r->known;
-    gdr_rma_route_fill(&s->rma, t, short_cap, UINT32_MAX, r);
-    if (first) {
-        r->ipc = (uint8_t) MPIDI_GDR_ipc_maps(win, t);
-        r->node_am = (uint8_t) MPIDI_GDR_ipc_only_by_message(win, t);
-        r->staged = s->staged != NULL;
-        r->nic_gpu = (uint8_t) MPIDI_GDR_nic_takes_gpu_memory();
-        r->small = r->rc && !r->ipc && !r->node_am && !r->dynamic;
-        r->known = 1;
-        if (MPIR_CVAR_CH4_GDR_VERBOSE > 1) {
-            char line[400];
-            gdr_rma_route_str(r, line, sizeof(line));
-            fprintf(stderr, "gdr[%d]: window 0x%x, target %d: %s\n", MPIR_Process.rank,
-                    win->handle, t, line);
-        }
-    }
 }
 
 /* put/rc/short, put/rc/bcopy and get/rc/bcopy (gdr_rma.h): the hot path's entry, its

@@ -77,6 +77,8 @@ void MPIDI_GDR_rma_engine_start(void)
     eng->host = (gdr_rma_host_t) {
     .progress = host_progress,.query_region = host_query_region,
             .am_accumulates_pending = host_am_accumulates_pending,.stalled = host_stalled};
+    eng->short_cap = MPIR_CVAR_CH4_GDR_RMA_SHORT_MAX < 0 ? UINT32_MAX
+        : (uint32_t) MPIR_CVAR_CH4_GDR_RMA_SHORT_MAX;
     if (MPIDI_GDR_global.rma != NULL) {
         gdr_verbs_rma_transport(MPIDI_GDR_global.rma, &eng->net);
         MPIDI_GDR_global.have_engine = 1;

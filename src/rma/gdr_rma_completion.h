@@ -101,7 +101,7 @@ void gdr_rma_op_posted(gdr_rma_op_t *op);
 /* Nothing was posted: undo the op without completing it. */
 void gdr_rma_op_abandon(gdr_rma_op_t *op);
 
-/* The small protocols (gdr_rma_small.c) count a transfer without an operation object: a
+/* The small protocols (gdr_rma_small.h) count a transfer without an operation object: a
  * write is in flight remotely, a read remotely, locally and as reading, from _begin until
  * the done callback (its argument: the slot _begin returns; called with status 0 when
  * the transfer was never posted). */

@@ -80,11 +80,13 @@ int gdr_rma_ctl_write(gdr_rma_win_t *w, int target, size_t offset, uint64_t valu
 {
     gdr_rma_engine_t *eng = w->eng;
     const gdr_rma_ctl_target_t *t = &w->ctl.t[target];
-    int copied = 0, rc;
+    int rc;
     /* behind the epoch's reads and atomics on the NIC, not the host (gdr_rma_ctl.h) */
     unsigned flags = gdr_rma_tracker_post_flags(&w->tracker, target);
-    while ((rc = eng->net.put(eng->net.ctx, w->targets[target].peer, &value, 8, t->addr + offset,
-                              t->rkey, flags, write_done, &w->ctl, &copied)) == GDR_RMA_BUSY) {
+    gdr_rma_proto_t proto = gdr_rma_select_contig(gdr_rma_route_rc(w, target), 1, 8);
+    while ((rc = eng->net.put(eng->net.ctx, w->targets[target].peer, proto, &value, 8,
+                              t->addr + offset, t->rkey, flags, write_done,
+                              &w->ctl)) == GDR_RMA_BUSY) {
         if (eng->host.progress(eng->host.ctx) != 0)
             return GDR_RMA_HOST_ERROR;
     }
@@ -93,7 +95,7 @@ int gdr_rma_ctl_write(gdr_rma_win_t *w, int target, size_t offset, uint64_t valu
     w->ctl.writes++;
     eng->sync_writes++;
     /* 8 bytes are always inlined or bounced; else wait before value goes out of scope */
-    if (!copied)
+    if (proto == GDR_RMA_PROTO_RC_ZCOPY)
         return gdr_rma_ctl_quiesce(w);
     return GDR_RMA_OK;
 }

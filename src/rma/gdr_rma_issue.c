@@ -67,6 +67,8 @@ int gdr_rma_issue(gdr_rma_win_t *w, const gdr_rma_access_t *a, gdr_rma_plan_t *p
     if (a->tbytes == 0)
         goto posted;
 
+    /* each contiguous piece by the selector's rule for its size (gdr_rma_select.h) */
+    const gdr_rma_route_t *r = gdr_rma_route_rc(w, t);
     char *land = plan->result_move == GDR_RMA_MOVE_DIRECT ? a->result.addr : op->temp;
     const char *src = plan->origin_move == GDR_RMA_MOVE_DIRECT ? a->origin.addr : op->origin_temp;
     size_t nt = a->ntpieces;
@@ -101,18 +103,19 @@ int gdr_rma_issue(gdr_rma_win_t *w, const gdr_rma_access_t *a, gdr_rma_plan_t *p
                 int all_copied = 1;
                 size_t off = 0;
                 for (size_t i = 0; i < nt; off += a->tpieces[i].iov_len, i++) {
-                    int copied = 0;
-                    if (a->tpieces[i].iov_len == 0)
+                    size_t len = a->tpieces[i].iov_len;
+                    if (len == 0)
                         continue;
+                    gdr_rma_proto_t proto = gdr_rma_select_contig(r, 1, len);
                     gdr_rma_op_add_part(op);
                     do
-                        rc = net->put(net->ctx, peer, src + off, a->tpieces[i].iov_len,
+                        rc = net->put(net->ctx, peer, proto, src + off, len,
                                       piece_addr(plan, &a->tpieces[i]), rkey, 0,
-                                      gdr_rma_op_part_done, op, &copied);
+                                      gdr_rma_op_part_done, op);
                     while (rc == GDR_RMA_BUSY && (rc = room_wait(eng, &st, peer)) == GDR_RMA_OK);
                     if (rc != GDR_RMA_OK)
                         goto not_posted;
-                    all_copied &= copied;
+                    all_copied &= proto != GDR_RMA_PROTO_RC_ZCOPY;
                 }
                 if (!all_copied && op->origin_temp == NULL)
                     gdr_rma_op_hold_local(op);  /* the origin buffer is read by the NIC */
@@ -132,7 +135,9 @@ int gdr_rma_issue(gdr_rma_win_t *w, const gdr_rma_access_t *a, gdr_rma_plan_t *p
                         continue;
                     gdr_rma_op_add_part(op);
                     do
-                        rc = net->get(net->ctx, peer, land + off, a->tpieces[i].iov_len,
+                        rc = net->get(net->ctx, peer,
+                                      gdr_rma_select_contig(r, 0, a->tpieces[i].iov_len),
+                                      land + off, a->tpieces[i].iov_len,
                                       piece_addr(plan, &a->tpieces[i]), rkey, gdr_rma_op_part_done,
                                       op);
                     while (rc == GDR_RMA_BUSY && (rc = room_wait(eng, &st, peer)) == GDR_RMA_OK);
@@ -147,7 +152,8 @@ int gdr_rma_issue(gdr_rma_win_t *w, const gdr_rma_access_t *a, gdr_rma_plan_t *p
                     w->acc_read_posted[t] = 1;
                     gdr_rma_op_add_part(op);
                     do
-                        rc = net->get(net->ctx, peer, land, (size_t) a->tbytes,
+                        rc = net->get(net->ctx, peer, gdr_rma_select_contig(r, 0, a->tbytes),
+                                      land, (size_t) a->tbytes,
                                       piece_addr(plan, &a->tpieces[0]), rkey, gdr_rma_op_part_done,
                                       op);
                     while (rc == GDR_RMA_BUSY && (rc = room_wait(eng, &st, peer)) == GDR_RMA_OK);

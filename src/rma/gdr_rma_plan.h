@@ -1,8 +1,11 @@
-/* Which path one operation takes.  The host describes the operation flat (target
- * pieces as offsets, origin and result buffers as contiguous spans or piece lists)
- * and the plan says: by message (the host's active-message RMA), or by RDMA with this
- * key at these addresses, moving origin data contiguously, as a gather/scatter list,
- * or through an engine buffer the host packs (results: unpacks at completion).
+/* One operation as the engine sees it, and the plan for it: the selector's answer
+ * (gdr_rma_select.h, which makes plans in gdr_rma_select.c) bound to what it needs.  The
+ * host describes the operation flat (target pieces as offsets, origin and result buffers
+ * as contiguous spans or piece lists) and the plan says: by message (the host's
+ * active-message RMA, the staged protocol, the node's GPU path), or by RDMA with this key
+ * at these addresses and this protocol, moving origin data contiguously, as a
+ * gather/scatter list, or through an engine buffer the host packs (results: unpacks at
+ * completion).
  *
  * Targets are reached piece by piece (one RDMA operation per piece) when they have at
  * most GDR_RMA_PIECES_ANY pieces, or at most GDR_RMA_PIECES_MAX of at least
@@ -20,6 +23,7 @@
 #define GDR_RMA_PLAN_H
 
 #include "gdr_rma_win.h"
+#include "gdr_rma_acc_order.h"
 
 #define GDR_RMA_PIECES_ANY 64
 #define GDR_RMA_PIECES_MAX 1024
@@ -69,6 +73,8 @@ typedef enum gdr_rma_move {
 
 typedef struct gdr_rma_plan {
     int by_rdma;                /* 0: by message; nothing else is set */
+    gdr_rma_proto_t proto;      /* the selector's answer (put and get: how a contiguous
+                                 * buffer to one target piece moves) */
     gdr_rma_path_t path;        /* accumulates: the NIC path (put/get: GDR_RMA_PATH_AM) */
     uint32_t rkey;
     uint64_t tbase;             /* the target's address of disp */
@@ -88,25 +94,5 @@ void gdr_rma_plan_drop(gdr_rma_win_t *w, gdr_rma_plan_t *plan);
 /* Whether a target of n pieces, bytes in all, is too scattered for RDMA (the host
  * asks before it lists the pieces). */
 int gdr_rma_target_too_scattered(gdr_rma_kind_t kind, size_t n, uint64_t bytes);
-
-/* The three ways an accumulate reaches a target. */
-typedef enum gdr_rma_acc_via {
-    GDR_RMA_VIA_NIC = 1,        /* NIC atomics (the engine) */
-    GDR_RMA_VIA_MESSAGE = 2,    /* MPICH's active messages */
-    GDR_RMA_VIA_STAGED = 3      /* gdr's staged protocol (device memory) */
-} gdr_rma_acc_via_t;
-
-/* Accumulates to target are about to go `via`: with ordered accumulates, an origin that
- * changes a target's way first waits for the accumulates it sent the other way (the NIC's
- * and the staged protocol's are both remote completions in the window's tracker; the
- * host says when its messages' have been applied).  NIC <-> message waits only when both
- * are in use (atomics.switch_wait); the staged protocol takes int64 SUM, NO_OP and CSWAP
- * whose operands are device memory, so any window with NIC atomics and ordered
- * accumulates (atomics.order_after_reads) waits at a switch to or from it. */
-int gdr_rma_switch_path(gdr_rma_win_t *w, int target, gdr_rma_acc_via_t via);
-
-/* A message-path operation: counted, and with ordered accumulates an origin that
- * switches a target from the NIC to messages first waits for its NIC accumulates. */
-int gdr_rma_note_message(gdr_rma_win_t *w, gdr_rma_kind_t kind, int target);
 
 #endif /* GDR_RMA_PLAN_H */

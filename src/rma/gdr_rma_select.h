@@ -3,18 +3,7 @@
  * messages) and kept per (window, target); an operation then picks a protocol of that
  * route by its kind, size, memory and shape, against thresholds the host sets from CVARs.
  * The names read as UCX's: kind/transport/method, e.g. "put/rc/short".
- *
- * The protocols:
- *   rc/short   the data inside the work request (inline): no copy the NIC waits for,
- *              the origin buffer free on return (puts up to the NIC's inline limit)
- *   rc/bcopy   through a registered bounce buffer: one host copy, the buffer free at once
- *   rc/zcopy   the user's contiguous buffer, registered through the cache (device memory
- *              too when the NIC reaches it)
- *   rc/iov     the user's pieces as one gather/scatter work request
- *   rc/atomic  NIC atomics, one per 8-byte element; rc/read: a NO_OP accumulate's read
- *   ipc        the same node's GPU path: the target's device window mapped here
- *   staged     device memory the NIC cannot reach: the staged protocol's pinned chunks
- *   am         MPICH's active messages, carried out by the target's CPU
+ * The protocols are gdr_rma_proto.h's.
  * Pure; thread safe. */
 #ifndef GDR_RMA_SELECT_H
 #define GDR_RMA_SELECT_H
@@ -23,19 +12,7 @@
 #include <stdint.h>
 #include "gdr_rma_kind.h"
 #include "gdr_rma_path.h"
-
-typedef enum gdr_rma_proto {
-    GDR_RMA_PROTO_AM = 0,
-    GDR_RMA_PROTO_RC_SHORT,
-    GDR_RMA_PROTO_RC_BCOPY,
-    GDR_RMA_PROTO_RC_ZCOPY,
-    GDR_RMA_PROTO_RC_IOV,
-    GDR_RMA_PROTO_RC_ATOMIC,
-    GDR_RMA_PROTO_RC_READ,
-    GDR_RMA_PROTO_IPC,
-    GDR_RMA_PROTO_STAGED,
-    GDR_RMA_PROTOS
-} gdr_rma_proto_t;
+#include "gdr_rma_proto.h"
 
 /* What reaches one target of a window, decided at its first operation. */
 typedef struct gdr_rma_route {
@@ -50,6 +27,19 @@ typedef struct gdr_rma_route {
     uint32_t short_max;         /* rc/short up to this many bytes (0: none) */
     uint32_t bcopy_max;         /* rc/bcopy up to this many bytes */
 } gdr_rma_route_t;
+
+/* What the engine knows of target's route: rc (a peer and a key), dynamic, and the
+ * small protocols' limits (capped by short_cap and bcopy_cap, the host's thresholds); the
+ * host adds the rest and sets known.  (gdr_rma_route.c; w is a gdr_rma_win_t) */
+struct gdr_rma_win;
+void gdr_rma_route_fill(const struct gdr_rma_win *w, int target, uint32_t short_cap,
+                        uint32_t bcopy_cap, gdr_rma_route_t *r);
+
+/* target's route as far as the engine needs it (the above under eng->short_cap): filled
+ * while the host has not decided it, and again while the NIC's inline limit is unknown
+ * (no queue pair yet).  The general path and the synchronisation writes ask it per
+ * operation; the hot path reads the route the host keeps. */
+const gdr_rma_route_t *gdr_rma_route_rc(struct gdr_rma_win *w, int target);
 
 /* One operation, as the selector sees it. */
 typedef struct gdr_rma_select_in {

@@ -10,12 +10,6 @@
 #include "gdr_rma_win.h"
 #include "gdr_rma_completion.h"
 
-/* What the engine knows of target's route: rc (a peer and a key, not dynamic), dynamic,
- * and the small protocols' limits (capped by short_cap and bcopy_cap, the host's
- * thresholds); the host adds the rest and sets known. */
-void gdr_rma_route_fill(const gdr_rma_win_t *w, int target, uint32_t short_cap,
-                        uint32_t bcopy_cap, gdr_rma_route_t *r);
-
 /* The target address of [disp * unit, + len) inside target's window, or 0 when outside
  * (MPICH's range check runs first: this only keeps a wrong call from writing anywhere). */
 static inline uint64_t gdr_rma_small_target_addr(const gdr_rma_target_t *tg, int64_t disp,

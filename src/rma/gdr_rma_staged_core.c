@@ -211,8 +211,9 @@ int gdr_staged_read_slot(gdr_rma_staged_win_t *dw, int rank, uint64_t raddr, uin
     wk->state = W_READING;
     wk->take_slot = 1;
     wk->src_slot = index;
-    int rc = d->eng->net.get(d->eng->net.ctx, peer, into->addr, len, raddr, rkey,
-                             read_done, wk);
+    int rc = d->eng->net.get(d->eng->net.ctx, peer,
+                             gdr_rma_select_contig(gdr_rma_route_rc(dw->w, rank), 0, len),
+                             into->addr, len, raddr, rkey, read_done, wk);
     if (rc != GDR_RMA_OK)
         wk->state = W_FREE;
     return rc;

@@ -18,6 +18,7 @@
 #include <sys/uio.h>
 #include "gdr/gpu/gdr_gpu_acc.h"       /* types only: the accumulate kernel's arguments */
 #include "common/gdr_status.h"
+#include "gdr_rma_proto.h"
 
 /* Results of posts and of the engine's calls: common/gdr_status.h's, by the engine's
  * names.  BUSY: no room (progress, then post again).  NOREG: the origin buffer cannot be
@@ -55,14 +56,20 @@ typedef struct gdr_rma_mr {
 
 typedef struct gdr_rma_transport {
     void *ctx;
-    /* *copied: src may be reused at once (inline or bounced) */
-    int (*put)(void *ctx, int peer, const void *src, size_t len, uint64_t raddr, uint32_t rkey,
-               unsigned flags, gdr_rma_done_fn done, void *arg, int *copied);
-    int (*get)(void *ctx, int peer, void *dst, size_t len, uint64_t raddr, uint32_t rkey,
-               gdr_rma_done_fn done, void *arg);
-    /* the selector's small protocols (gdr_rma_select.h), NULL where the transport has
-     * none: rc/short (len <= short_max), rc/bcopy (len <= bcopy_max); src free on
-     * return, a read's data in dst before done; NOREG: over the limit, nothing posted */
+    /* a contiguous write or read by the engine's protocol (gdr_rma_proto.h), which the
+     * transport carries out and never changes: put takes rc/short (len <= short_max),
+     * rc/bcopy (len <= bcopy_max; both leave src free on return) or rc/zcopy (src read
+     * by the NIC until done); get rc/bcopy or rc/zcopy.  Waits for the peer's connection;
+     * NOREG: this protocol cannot take it (over a limit, a buffer that cannot be
+     * registered), nothing posted, error() says why */
+    int (*put)(void *ctx, int peer, gdr_rma_proto_t proto, const void *src, size_t len,
+               uint64_t raddr, uint32_t rkey, unsigned flags, gdr_rma_done_fn done, void *arg);
+    int (*get)(void *ctx, int peer, gdr_rma_proto_t proto, void *dst, size_t len,
+               uint64_t raddr, uint32_t rkey, gdr_rma_done_fn done, void *arg);
+    /* the hot path's forms of rc/short and rc/bcopy (gdr_rma_small.h), NULL where the
+     * transport has none: they never wait, NOREG where they would (no free operation,
+     * no connection or room yet: the general path takes it); src free on return, a
+     * read's data in dst before done */
     int (*put_short)(void *ctx, int peer, const void *src, size_t len, uint64_t raddr,
                      uint32_t rkey, gdr_rma_done_fn done, void *arg);
     int (*put_bcopy)(void *ctx, int peer, const void *src, size_t len, uint64_t raddr,

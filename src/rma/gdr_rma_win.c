@@ -38,12 +38,6 @@ void gdr_rma_win_set_peer(gdr_rma_win_t *w, int target, int peer)
         w->targets[target].peer = peer;
 }
 
-int gdr_rma_win_reaches(const gdr_rma_win_t *w, int target)
-{
-    return w->rdma && target >= 0 && target < w->n && w->targets[target].peer >= 0
-        && (w->targets[target].rkey != 0 || w->dynamic);
-}
-
 int gdr_rma_win_all_reachable(const gdr_rma_win_t *w)
 {
     if (!w->rdma)

@@ -69,7 +69,11 @@ int gdr_rma_win_init(gdr_rma_win_t *w, gdr_rma_engine_t *eng, void *host_win, in
 void gdr_rma_win_set_peer(gdr_rma_win_t *w, int target, int peer);
 /* Whether RDMA may reach target at all: a peer, and a registered window (dynamic windows
  * learn keys per region).  The plan asks first; the host asks before describing data. */
-int gdr_rma_win_reaches(const gdr_rma_win_t *w, int target);
+static inline int gdr_rma_win_reaches(const gdr_rma_win_t *w, int target)
+{
+    return w->rdma && target >= 0 && target < w->n && w->targets[target].peer >= 0
+        && (w->targets[target].rkey != 0 || w->dynamic);
+}
 /* Every target has a transport peer (the accumulate rule needs all or none). */
 int gdr_rma_win_all_reachable(const gdr_rma_win_t *w);
 /* The accumulate rule, once the ranks agreed on all_reach_nic (gdr_rma_path.h). */

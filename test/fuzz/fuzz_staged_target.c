@@ -252,10 +252,10 @@ static void t_unpin(void *ctx, void *pin)
     (void) ctx, (void) pin;
 }
 
-static int t_get(void *ctx, int peer, void *dst, size_t len, uint64_t raddr, uint32_t rkey,
-                 gdr_rma_done_fn done, void *arg)
+static int t_get(void *ctx, int peer, gdr_rma_proto_t proto, void *dst, size_t len,
+                 uint64_t raddr, uint32_t rkey, gdr_rma_done_fn done, void *arg)
 {
-    (void) ctx;
+    (void) ctx, (void) proto;
     FUZZ_REQUIRE(peer == ORIGIN_PEER, "a read from peer %d", peer);
     FUZZ_REQUIRE(in_block(dst, len), "a read of %zu bytes into non-staging memory", len);
     if (F.n_reads == READS_MAX)
@@ -271,11 +271,11 @@ static int t_unused(void)
     return GDR_RMA_ERROR;
 }
 
-static int t_put(void *c, int p, const void *s, size_t l, uint64_t ra, uint32_t rk,
-                 unsigned f, gdr_rma_done_fn d, void *a, int *cp)
+static int t_put(void *c, int p, gdr_rma_proto_t pr, const void *s, size_t l, uint64_t ra,
+                 uint32_t rk, unsigned f, gdr_rma_done_fn d, void *a)
 {
     (void) c, (void) p, (void) s, (void) l, (void) ra, (void) rk, (void) f, (void) d, (void) a;
-    (void) cp;
+    (void) pr;
     return t_unused();
 }
 

@@ -459,13 +459,28 @@ static int register_user(gdr_verbs_rma_t *rma, rma_op_t *op, const void *addr, s
     return 0;
 }
 
-int gdr_verbs_rma_put(gdr_verbs_rma_t *rma, int peer, const void *src, size_t len,
-                      uint64_t raddr, uint32_t rkey, int fence, gdr_verbs_rma_done_fn done,
-                      void *arg, int *copied)
+/* Whether len fits how's limit (else rma->error says so).  An inline write over the
+ * inline limit is bounced instead: the limit is the smallest of the connected peers'
+ * queue pairs and may have dropped since the caller read it. */
+static int how_fits(gdr_verbs_rma_t *rma, gdr_verbs_rma_how_t *how, size_t len)
+{
+    if (*how == GDR_VERBS_RMA_INLINE && len > inline_limit(rma))
+        *how = GDR_VERBS_RMA_BOUNCE;
+    if (*how != GDR_VERBS_RMA_BOUNCE || len <= rma->cfg.bounce_size)
+        return 1;
+    snprintf(rma->error, sizeof(rma->error), "a %zu-byte bounced transfer is over the bounce "
+             "buffers' %u bytes", len, (unsigned) rma->cfg.bounce_size);
+    return 0;
+}
+
+int gdr_verbs_rma_put(gdr_verbs_rma_t *rma, int peer, gdr_verbs_rma_how_t how, const void *src,
+                      size_t len, uint64_t raddr, uint32_t rkey, int fence,
+                      gdr_verbs_rma_done_fn done, void *arg)
 {
     int rc;
-    int by_inline = len <= inline_limit(rma);
-    int by_bounce = !by_inline && len <= rma->cfg.bounce_size;
+    if (!how_fits(rma, &how, len))
+        return GDR_VERBS_RMA_NOREG;
+    int by_inline = how == GDR_VERBS_RMA_INLINE, by_bounce = how == GDR_VERBS_RMA_BOUNCE;
     rma_op_t *op = op_start(rma, peer, by_inline || by_bounce ? 1 : chunks_of(rma, len),
                             by_bounce, done, arg, &rc);
     if (op == NULL)
@@ -486,7 +501,6 @@ int gdr_verbs_rma_put(gdr_verbs_rma_t *rma, int peer, const void *src, size_t le
     }
     rma->stats.writes++;
     rma->stats.bytes_written += len;
-    *copied = by_inline || by_bounce;
     return post_chunks(rma, op, IBV_WR_RDMA_WRITE, laddr, lkey, len, raddr, rkey, by_inline,
                        by_inline || by_bounce, fence);
 }
@@ -690,7 +704,7 @@ int gdr_verbs_rma_get_bcopy(gdr_verbs_rma_t *rma, int peer, void *dst, size_t le
 
 uint32_t gdr_verbs_rma_short_max(const gdr_verbs_rma_t *rma)
 {
-    return inline_limit(rma) < HOLD_DATA ? inline_limit(rma) : HOLD_DATA;
+    return inline_limit(rma);
 }
 
 uint32_t gdr_verbs_rma_bcopy_max(const gdr_verbs_rma_t *rma)
@@ -698,11 +712,16 @@ uint32_t gdr_verbs_rma_bcopy_max(const gdr_verbs_rma_t *rma)
     return rma->cfg.bounce_size;
 }
 
-int gdr_verbs_rma_get(gdr_verbs_rma_t *rma, int peer, void *dst, size_t len, uint64_t raddr,
-                      uint32_t rkey, gdr_verbs_rma_done_fn done, void *arg)
+int gdr_verbs_rma_get(gdr_verbs_rma_t *rma, int peer, gdr_verbs_rma_how_t how, void *dst,
+                      size_t len, uint64_t raddr, uint32_t rkey, gdr_verbs_rma_done_fn done,
+                      void *arg)
 {
     int rc;
-    int by_bounce = len <= rma->cfg.bounce_size;
+    if (how == GDR_VERBS_RMA_INLINE)
+        how = GDR_VERBS_RMA_BOUNCE;     /* (a read's data cannot travel inline) */
+    if (!how_fits(rma, &how, len))
+        return GDR_VERBS_RMA_NOREG;
+    int by_bounce = how == GDR_VERBS_RMA_BOUNCE;
     rma_op_t *op = op_start(rma, peer, by_bounce ? 1 : chunks_of(rma, len), by_bounce, done,
                             arg, &rc);
     if (op == NULL)

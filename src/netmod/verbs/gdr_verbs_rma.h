@@ -2,11 +2,11 @@
  * and 8-byte atomics on a peer's registered memory, and the registrations that
  * expose a window.
  *
- * Small origin data is sent inline or copied through registered bounce buffers (the
- * origin buffer is free at return), and such small work requests (and atomics) may be
- * held back until the next post, progress or wait, so that several share a doorbell
- * (cfg.hold); large origin buffers are registered through the
- * AM channel's registration cache.  Transfers larger than the port's message limit
+ * The caller says how each transfer moves (gdr_verbs_rma_how_t: src/rma's selector
+ * decides, this layer carries it out): inline or through registered bounce buffers (the
+ * origin buffer is free at return), or the user's buffer registered through the AM
+ * channel's registration cache.  Small work requests (and atomics) may be held back
+ * until the next post, progress or wait, so that several share a doorbell (cfg.hold).  Transfers larger than the port's message limit
  * are split.  Every operation completes once, through its done callback, inside
  * gdr_verbs_am_progress(): for writes and atomics that is completion at the target
  * (the RC acknowledgement), for reads that the data has landed; an operation whose
@@ -100,15 +100,28 @@ void gdr_verbs_rma_deregister(gdr_verbs_rma_t *rma, gdr_verbs_rma_region_t *regi
  * (drivers/infiniband/sw/rxe/rxe_resp.c, get_req), and under streams of fenced work
  * requests Linux 6.1's rxe stalled for good.  Counted in stats.fenced either way. */
 
-/* RDMA WRITE of len > 0 bytes from src to (raddr, rkey) at peer.  *copied is set when
- * src may be reused at once (sent inline or bounced).  0, GDR_VERBS_RMA_BUSY or -1. */
-int gdr_verbs_rma_put(gdr_verbs_rma_t *rma, int peer, const void *src, size_t len,
-                      uint64_t raddr, uint32_t rkey, int fence, gdr_verbs_rma_done_fn done,
-                      void *arg, int *copied);
+/* How a write or read moves its local bytes; the caller decides (src/rma's selector)
+ * and this layer carries it out: INLINE, inside the work request (writes of len <=
+ * gdr_verbs_rma_short_max()); BOUNCE, through a bounce buffer (len <=
+ * gdr_verbs_rma_bcopy_max(): a write's src copied at post, a read's data copied to dst
+ * before done); REGISTERED, the user's buffer through the registration cache, in chunks. */
+typedef enum gdr_verbs_rma_how {
+    GDR_VERBS_RMA_INLINE, GDR_VERBS_RMA_BOUNCE, GDR_VERBS_RMA_REGISTERED
+} gdr_verbs_rma_how_t;
 
-/* RDMA READ of len > 0 bytes from (raddr, rkey) at peer into dst. */
-int gdr_verbs_rma_get(gdr_verbs_rma_t *rma, int peer, void *dst, size_t len, uint64_t raddr,
-                      uint32_t rkey, gdr_verbs_rma_done_fn done, void *arg);
+/* RDMA WRITE of len > 0 bytes from src to (raddr, rkey) at peer, moved as how says (src
+ * reusable at once unless REGISTERED).  0, GDR_VERBS_RMA_BUSY, GDR_VERBS_RMA_NOREG (over
+ * how's limit, or the buffer cannot be registered: nothing posted, rma's error says why)
+ * or -1. */
+int gdr_verbs_rma_put(gdr_verbs_rma_t *rma, int peer, gdr_verbs_rma_how_t how, const void *src,
+                      size_t len, uint64_t raddr, uint32_t rkey, int fence,
+                      gdr_verbs_rma_done_fn done, void *arg);
+
+/* RDMA READ of len > 0 bytes from (raddr, rkey) at peer into dst (how: BOUNCE or
+ * REGISTERED). */
+int gdr_verbs_rma_get(gdr_verbs_rma_t *rma, int peer, gdr_verbs_rma_how_t how, void *dst,
+                      size_t len, uint64_t raddr, uint32_t rkey, gdr_verbs_rma_done_fn done,
+                      void *arg);
 
 /* The selector's small protocols (src/rma/gdr_rma_select.h), one work request each, no
  * chunking and no registration: rc/short, a write of len <= gdr_verbs_rma_short_max()

@@ -18,28 +18,32 @@ static int post(wr_t w)
     return GDR_RMA_OK;
 }
 
-static int f_put(void *c, int peer, const void *src, size_t len, uint64_t raddr, uint32_t rkey,
-                 unsigned flags, gdr_rma_done_fn done, void *arg, int *copied)
+/* rc/short and rc/bcopy copy the data at post (into the slot); rc/zcopy reads src until
+ * done */
+static int f_put(void *c, int peer, gdr_rma_proto_t proto, const void *src, size_t len,
+                 uint64_t raddr, uint32_t rkey, unsigned flags, gdr_rma_done_fn done, void *arg)
 {
     (void) c;
-    *copied = 0;
     wr_t w = {.kind = W_PUT,.peer = peer,.local = (void *) src,.len = len,.raddr = raddr,
         .rkey = rkey,.done = done,.arg = arg,.flags = flags };
+    if (proto != GDR_RMA_PROTO_RC_ZCOPY && len > sizeof(w.inl))
+        return GDR_RMA_NOREG;
+    fk.protos[proto]++;
     int rc = post(w);
-    if (rc == GDR_RMA_OK && len <= fk.inline_max && len <= sizeof(w.inl)) {
+    if (rc == GDR_RMA_OK && proto != GDR_RMA_PROTO_RC_ZCOPY) {
         wr_t *q = &fk.q[fk.n - 1];
         memcpy(q->inl, src, len);
         q->local = NULL;        /* the data is in the slot, which moves: see inlined */
         q->inlined = 1;
-        *copied = 1;
     }
     return rc;
 }
 
-static int f_get(void *c, int peer, void *dst, size_t len, uint64_t raddr, uint32_t rkey,
-                 gdr_rma_done_fn done, void *arg)
+static int f_get(void *c, int peer, gdr_rma_proto_t proto, void *dst, size_t len,
+                 uint64_t raddr, uint32_t rkey, gdr_rma_done_fn done, void *arg)
 {
     (void) c;
+    fk.protos[proto]++;
     return post((wr_t) {.kind = W_GET,.peer = peer,.local = dst,.len = len,.raddr = raddr,
                 .rkey = rkey,.done = done,.arg = arg });
 }
@@ -62,7 +66,9 @@ static int f_put_copied(void *c, int peer, const void *src, size_t len, uint64_t
 static int f_get_bcopy(void *c, int peer, void *dst, size_t len, uint64_t raddr, uint32_t rkey,
                        gdr_rma_done_fn done, void *arg)
 {
-    int rc = f_get(c, peer, dst, len, raddr, rkey, done, arg);
+    (void) c;
+    int rc = post((wr_t) {.kind = W_GET,.peer = peer,.local = dst,.len = len,.raddr = raddr,
+                          .rkey = rkey,.done = done,.arg = arg });
     fk.small_posts += rc == GDR_RMA_OK;
     return rc;
 }
@@ -71,7 +77,8 @@ static void f_small_limits(const void *c, uint32_t *short_max, uint32_t *bcopy_m
 {
     (void) c;
     *short_max = (uint32_t) fk.inline_max;
-    *bcopy_max = sizeof(((wr_t *) 0)->inl);
+    *bcopy_max = (uint32_t) (fk.bcopy_max < sizeof(((wr_t *) 0)->inl) ? fk.bcopy_max
+                             : sizeof(((wr_t *) 0)->inl));
 }
 
 static int f_vec(wr_kind_t k, int peer, const struct iovec *v, size_t n, uint64_t raddr,
@@ -280,6 +287,7 @@ static int h_am_acc(void *c, void *host_win, int target)
 }
 
 gdr_rma_engine_t eng = {
+    .short_cap = UINT32_MAX,
     .net = {.put = f_put,.get = f_get,.writev = f_writev,.readv = f_readv,.atomicv = f_atomicv,
             .atomicv_max = f_atomicv_max,.sge_fits = f_sge_fits,.pin = f_pin,.unpin = f_unpin,
             .reg = f_reg,.dereg = f_dereg,.error = f_error,.put_short = f_put_copied,

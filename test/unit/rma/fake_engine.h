@@ -54,6 +54,8 @@ typedef struct {
     uint64_t done_addrs[256];   /* and their (first) remote addresses */
     int done_n;
     int small_posts;            /* posts of the small protocols (put_short, _bcopy) */
+    int protos[GDR_RMA_PROTOS]; /* the general path's puts and gets by protocol */
+    size_t bcopy_max;           /* rc/bcopy's limit (0: none, puts and gets by reference) */
 } fake_t;
 
 extern fake_t fk;

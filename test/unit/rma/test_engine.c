@@ -704,6 +704,54 @@ static void test_switch_paths(void)
     gdr_rma_win_free(&w);
 }
 
+/* The general path moves each piece by the selector's protocol (gdr_rma_select.h): the
+ * transport is told rc/short, rc/bcopy or rc/zcopy and never picks one itself; a host
+ * cap (MPIR_CVAR_CH4_GDR_RMA_SHORT_MAX) turns rc/short off. */
+static void test_protocols_chosen(void)
+{
+    gdr_rma_win_t w;
+    make_win(&w, 0, GDR_RMA_DECLARES_SUM, 0);
+    fk.inline_max = 4;
+    fk.bcopy_max = 8;
+    uint8_t src[64] = { 1, 2, 3, 4, 5, 6, 7, 8 }, got[64];
+    struct iovec p4 = one_piece(0, 4), p8 = one_piece(0, 8), p64 = one_piece(0, 64);
+    struct {
+        gdr_rma_kind_t kind;
+        struct iovec *piece;
+        uint64_t bytes;
+        gdr_rma_proto_t want;
+        const char *what;
+    } rows[] = {
+        {GDR_RMA_PUT, &p4, 4, GDR_RMA_PROTO_RC_SHORT, "a 4-byte put: put/rc/short"},
+        {GDR_RMA_PUT, &p8, 8, GDR_RMA_PROTO_RC_BCOPY, "an 8-byte put: put/rc/bcopy"},
+        {GDR_RMA_PUT, &p64, 64, GDR_RMA_PROTO_RC_ZCOPY, "a 64-byte put: put/rc/zcopy"},
+        {GDR_RMA_GET, &p4, 4, GDR_RMA_PROTO_RC_BCOPY, "a 4-byte get: get/rc/bcopy"},
+        {GDR_RMA_GET, &p64, 64, GDR_RMA_PROTO_RC_ZCOPY, "a 64-byte get: get/rc/zcopy"},
+    };
+    for (size_t i = 0; i < sizeof(rows) / sizeof(rows[0]); i++) {
+        gdr_rma_access_t a = {.kind = rows[i].kind,.target = 1,.tpieces = rows[i].piece,
+            .ntpieces = 1,.tbytes = rows[i].bytes,.origin = {.addr = src},.result = {.addr = got}
+        };
+        int before = fk.protos[rows[i].want];
+        GDR_CHECK(run(&w, &a, NULL) == GDR_RMA_OK && fk.protos[rows[i].want] == before + 1,
+                  "%s", rows[i].what);
+    }
+    GDR_CHECK(gdr_rma_wait_all(&w.tracker, &eng, 0) == GDR_RMA_OK, "all completed");
+    eng.short_cap = 0;
+    gdr_rma_access_t a = {.kind = GDR_RMA_PUT,.target = 1,.tpieces = &p4,.ntpieces = 1,
+        .tbytes = 4,.origin = {.addr = src}
+    };
+    int shorts = fk.protos[GDR_RMA_PROTO_RC_SHORT], bcopies = fk.protos[GDR_RMA_PROTO_RC_BCOPY];
+    GDR_CHECK(run(&w, &a, NULL) == GDR_RMA_OK && fk.protos[GDR_RMA_PROTO_RC_SHORT] == shorts
+              && fk.protos[GDR_RMA_PROTO_RC_BCOPY] == bcopies + 1,
+              "short_cap 0: the 4-byte put goes put/rc/bcopy");
+    GDR_CHECK(gdr_rma_wait_all(&w.tracker, &eng, 0) == GDR_RMA_OK, "that one completed too");
+    eng.short_cap = UINT32_MAX;
+    fk.inline_max = 0;
+    fk.bcopy_max = 0;
+    gdr_rma_win_free(&w);
+}
+
 int main(void)
 {
     fk.atomicv_max = 32;
@@ -717,5 +765,6 @@ int main(void)
     test_dynamic_no_rdma();
     test_device_windows();
     test_switch_paths();
+    test_protocols_chosen();
     return gdr_unit_finish();
 }

@@ -11,6 +11,7 @@ int main(void)
     gdr_rma_win_t w;
     make_win(&w, 0, GDR_RMA_DECLARES_SUM, 1);
     fk.inline_max = 8;
+    fk.bcopy_max = 8;
 
     gdr_rma_route_t r = { 0 };
     gdr_rma_route_fill(&w, 1, UINT32_MAX, UINT32_MAX, &r);

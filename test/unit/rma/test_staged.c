@@ -334,12 +334,12 @@ static void section(const char *name)
 
 /* ---- the fake transport (ctx: the rank) ---------------------------------------------- */
 
-static int f_put(void *c, int peer, const void *src, size_t len, uint64_t raddr, uint32_t rkey,
-                 unsigned flags, gdr_rma_done_fn done, void *arg, int *copied)
+static int f_put(void *c, int peer, gdr_rma_proto_t proto, const void *src, size_t len,
+                 uint64_t raddr, uint32_t rkey, unsigned flags, gdr_rma_done_fn done, void *arg)
 {
     (void) c, (void) peer, (void) src, (void) len, (void) raddr, (void) rkey, (void) done;
-    (void) flags;
-    (void) arg, (void) copied;
+    (void) flags, (void) proto;
+    (void) arg;
     violate("the staged protocol posted an RDMA write");
     return GDR_RMA_ERROR;
 }
@@ -375,10 +375,11 @@ static int f_sge_fits(const void *c, size_t n, size_t total)
     return 0;
 }
 
-static int f_get(void *c, int peer, void *dst, size_t len, uint64_t raddr, uint32_t rkey,
-                 gdr_rma_done_fn done, void *arg)
+static int f_get(void *c, int peer, gdr_rma_proto_t proto, void *dst, size_t len,
+                 uint64_t raddr, uint32_t rkey, gdr_rma_done_fn done, void *arg)
 {
     rank_t *r = c;
+    (void) proto;
     mem_t *m = mem_span(dst, len);
     if (len == 0)
         violate("rank %d posted a read of 0 bytes", r->id);

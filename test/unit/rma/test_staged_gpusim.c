@@ -213,9 +213,10 @@ static int h_send_msg(void *ctx, void *host_win, int target, const void *bytes, 
     return 0;
 }
 
-static int f_get(void *ctx, int peer, void *dst, size_t len, uint64_t raddr, uint32_t rkey,
-                 gdr_rma_done_fn done, void *arg)
+static int f_get(void *ctx, int peer, gdr_rma_proto_t proto, void *dst, size_t len,
+                 uint64_t raddr, uint32_t rkey, gdr_rma_done_fn done, void *arg)
 {
+    (void) proto;
     if (W.n_reads == (int) (sizeof(W.reads) / sizeof(W.reads[0])))
         return GDR_RMA_BUSY;
     if (peer < 0 || peer >= RANKS)

@@ -37,6 +37,26 @@ typedef struct {
 
 #define ORDER_HANDLER 9
 #define N_ORDER 40
+/* The engine's rule (src/rma/gdr_rma_select.h) played here: inline up to the short limit,
+ * bounced up to the bounce size, else registered; *copied: src free at once. */
+static int put_sized(gdr_verbs_rma_t *rma, int peer, const void *src, size_t len,
+                     uint64_t raddr, uint32_t rkey, int fence, gdr_verbs_rma_done_fn done,
+                     void *arg, int *copied)
+{
+    gdr_verbs_rma_how_t how = len <= gdr_verbs_rma_short_max(rma) ? GDR_VERBS_RMA_INLINE
+        : len <= gdr_verbs_rma_bcopy_max(rma) ? GDR_VERBS_RMA_BOUNCE : GDR_VERBS_RMA_REGISTERED;
+    *copied = how != GDR_VERBS_RMA_REGISTERED;
+    return gdr_verbs_rma_put(rma, peer, how, src, len, raddr, rkey, fence, done, arg);
+}
+
+static int get_sized(gdr_verbs_rma_t *rma, int peer, void *dst, size_t len, uint64_t raddr,
+                     uint32_t rkey, gdr_verbs_rma_done_fn done, void *arg)
+{
+    return gdr_verbs_rma_get(rma, peer, len <= gdr_verbs_rma_bcopy_max(rma)
+                             ? GDR_VERBS_RMA_BOUNCE : GDR_VERBS_RMA_REGISTERED, dst, len,
+                             raddr, rkey, done, arg);
+}
+
 static const uint64_t *order_win;       /* where the ORDER_HANDLER message checks */
 static int order_seen = -1;             /* how many of the puts it found landed */
 
@@ -118,7 +138,7 @@ static int put_must_fail(gdr_verbs_rma_t *rma, uint64_t v, uint64_t raddr, uint3
                          int *done)
 {
     int copied, rc;
-    while ((rc = gdr_verbs_rma_put(rma, 1, &v, 8, raddr, rkey, 0, count_done, done, &copied))
+    while ((rc = put_sized(rma, 1, &v, 8, raddr, rkey, 0, count_done, done, &copied))
            == GDR_VERBS_RMA_BUSY)
         pump();
     int err = rc != 0;
@@ -224,7 +244,7 @@ static int run(int me, const char *devname, int sock)
         for (size_t i = 0; i < sizes[k]; i++)
             src[i] = pat(me + (int) k, i);
         int copied = 0;
-        POST(gdr_verbs_rma_put(rma, peer, src, sizes[k], their.addr + off, their.rkey,
+        POST(put_sized(rma, peer, src, sizes[k], their.addr + off, their.rkey,
                                0, count_done, &done, &copied));
         expect++;
         if (!copied)
@@ -258,7 +278,7 @@ static int run(int me, const char *devname, int sock)
     ok = 1;
     for (size_t k = 0; k < sizeof(sizes) / sizeof(sizes[0]); k++) {
         memset(back, 0, sizes[k]);
-        POST(gdr_verbs_rma_get(rma, peer, back, sizes[k], their.addr + off, their.rkey,
+        POST(get_sized(rma, peer, back, sizes[k], their.addr + off, their.rkey,
                                count_done, &done));
         expect++;
         wait_for(&done, expect);
@@ -280,16 +300,16 @@ static int run(int me, const char *devname, int sock)
         for (size_t i = 0; i < 8; i++)
             pb[i] = pat(me + 1, i);
         memcpy(&want, pb, 8);
-        POST(gdr_verbs_rma_get(rma, peer, &got, 8, their.addr + 72, their.rkey, count_done,
+        POST(get_sized(rma, peer, &got, 8, their.addr + 72, their.rkey, count_done,
                                &done));
-        POST(gdr_verbs_rma_put(rma, peer, &over, 8, their.addr + 72, their.rkey, 1, count_done,
+        POST(put_sized(rma, peer, &over, 8, their.addr + 72, their.rkey, 1, count_done,
                                &done, &copied));
         expect += 2;
         wait_for(&done, expect);
         GDR_CHECK(!failed_g && got == want && gdr_verbs_rma_stats(rma)->fenced == fenced0 + 1,
                   "rank %d: a get, then a fenced put over its bytes: the get read them first "
                   "(%#llx), one fenced work request", me, (unsigned long long) got);
-        POST(gdr_verbs_rma_put(rma, peer, pb, 8, their.addr + 72, their.rkey, 0, count_done,
+        POST(put_sized(rma, peer, pb, 8, their.addr + 72, their.rkey, 0, count_done,
                                &done, &copied));
         expect++;
         wait_for(&done, expect);
@@ -302,9 +322,9 @@ static int run(int me, const char *devname, int sock)
     int pinned = gdr_verbs_rma_pin(rma, back, 1u << 20, 0, &pin) == 0 && pin != NULL
         && gdr_verbs_rma_pin(rma, back, 4096, 0, &none) == 0 && none == NULL;
     uint64_t off64k = 8 + 64 + 100 + 64 + 3000 + 64 + 4096 + 64;
-    POST(gdr_verbs_rma_get(rma, peer, back, 65536, their.addr + off64k, their.rkey, count_done,
+    POST(get_sized(rma, peer, back, 65536, their.addr + off64k, their.rkey, count_done,
                            &done));
-    POST(gdr_verbs_rma_get(rma, peer, back + 65536, 100000, their.addr + off64k + 65536 + 64,
+    POST(get_sized(rma, peer, back + 65536, 100000, their.addr + off64k + 65536 + 64,
                            their.rkey, count_done, &done));
     expect += 2;
     wait_for(&done, expect);
@@ -408,7 +428,7 @@ static int run(int me, const char *devname, int sock)
             adds[j] = 1000u + (uint64_t) j;
             raddrs[j] = base + 8u * (uint64_t) j;
         }
-        POST(gdr_verbs_rma_get(rma, peer, before, sizeof(before), base, their.rkey, count_done,
+        POST(get_sized(rma, peer, before, sizeof(before), base, their.rkey, count_done,
                                &done));
         expect++;
         wait_for(&done, expect);
@@ -419,7 +439,7 @@ static int run(int me, const char *devname, int sock)
             expect++;
         }
         wait_for(&done, expect);
-        POST(gdr_verbs_rma_get(rma, peer, after, sizeof(after), base, their.rkey, count_done,
+        POST(get_sized(rma, peer, after, sizeof(after), base, their.rkey, count_done,
                                &done));
         expect++;
         wait_for(&done, expect);
@@ -441,7 +461,7 @@ static int run(int me, const char *devname, int sock)
     for (int i = 0; i < N_MANY; i++) {
         vals[i] = ((uint64_t) me << 32) | (uint64_t) i;
         int copied;
-        POST(gdr_verbs_rma_put(rma, peer, &vals[i], 8, their.addr + 8u * (uint64_t) i,
+        POST(put_sized(rma, peer, &vals[i], 8, their.addr + 8u * (uint64_t) i,
                                their.rkey, 0, count_done, &done, &copied));
         expect++;
     }
@@ -477,7 +497,7 @@ static int run(int me, const char *devname, int sock)
     for (int i = 0; i < N_ORDER; i++) {
         ovals[i] = obase + (uint64_t) i;
         int copied;
-        POST(gdr_verbs_rma_put(rma, peer, &ovals[i], 8, their.addr + 2u * WIN_BYTES / 4
+        POST(put_sized(rma, peer, &ovals[i], 8, their.addr + 2u * WIN_BYTES / 4
                                + 8u * (uint64_t) i, their.rkey, 0, count_done, &done, &copied));
         expect++;
     }
@@ -553,7 +573,7 @@ static int run_bounds(int me, const char *devname, int sock)
     if (me == 0) {
         uint64_t v = 0x2222222222222222ull;
         int done = 0, copied;
-        POST(gdr_verbs_rma_put(rma, 1, &v, 8, their.addr + 92, their.rkey, 0, count_done, &done,
+        POST(put_sized(rma, 1, &v, 8, their.addr + 92, their.rkey, 0, count_done, &done,
                                &copied));
         wait_for(&done, 1);
         GDR_CHECK(!failed_g && done == 1, "a put ending on the last byte of a 100-byte window "

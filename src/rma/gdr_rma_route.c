@@ -1,4 +1,6 @@
-#include "gdr_rma_small.h"
+/* A target's route as the engine fills it (gdr_rma_select.h). */
+#include "gdr_rma_select.h"
+#include "gdr_rma_win.h"
 
 void gdr_rma_route_fill(const gdr_rma_win_t *w, int target, uint32_t short_cap,
                         uint32_t bcopy_cap, gdr_rma_route_t *r)
@@ -11,4 +13,12 @@ void gdr_rma_route_fill(const gdr_rma_win_t *w, int target, uint32_t short_cap,
         net->small_limits(net->ctx, &short_max, &bcopy_max);
     r->short_max = short_max < short_cap ? short_max : short_cap;
     r->bcopy_max = bcopy_max < bcopy_cap ? bcopy_max : bcopy_cap;
+}
+
+const gdr_rma_route_t *gdr_rma_route_rc(gdr_rma_win_t *w, int target)
+{
+    gdr_rma_route_t *r = &w->targets[target].route;
+    if (!r->known || (r->short_max == 0 && r->rc && w->eng->short_cap != 0))
+        gdr_rma_route_fill(w, target, w->eng->short_cap, UINT32_MAX, r);
+    return r;
 }
