@@ -192,11 +192,13 @@ int gdr_rma_plan(gdr_rma_win_t *w, const gdr_rma_access_t *a, gdr_rma_plan_t *pl
     /* the selector, on the route as the engine sees it: the host sends same-node and
      * staged operations elsewhere before asking, and a device buffer only where the NIC
      * takes GPU memory (whether it takes this one is the pin's answer) */
-    gdr_rma_route_t r = *gdr_rma_route_rc(w, t);
-    r.rc = 1;
-    r.ipc = r.node_am = r.staged = 0;
-    r.nic_gpu = 1;
+    gdr_rma_route_t r = {.rc = 1,.nic_gpu = 1 };
     int is_putget = a->kind == GDR_RMA_PUT || a->kind == GDR_RMA_GET;
+    if (is_putget) {            /* (accumulates need no limits) */
+        const gdr_rma_route_t *limits = gdr_rma_route_rc(w, t);
+        r.short_max = limits->short_max;
+        r.bcopy_max = limits->bcopy_max;
+    }
     int fetches = a->kind != GDR_RMA_PUT && a->kind != GDR_RMA_ACC;
     int sends = a->kind != GDR_RMA_GET && !(a->kind != GDR_RMA_PUT
                                              && a->op == GDR_RMA_ACC_NO_OP);
