@@ -14,6 +14,13 @@
  *            "kernel"; here a host thread runs gdr's __host__ __device__ device calls, so
  *            this way needs the simulated GPU in host-visible mode (a real GPU needs the
  *            calls in a CUDA kernel: test/device/dev_kernel_ring.cu shows how)
+ * Each way again with notified RMA (issue 70) in place of the flag, -w host-notify,
+ * enqueue-notify, device-notify: the halo goes by MPIX_Put_notify (MPIX_Put_notify_enqueue,
+ * MPIX_Dev_put_notify's gdr_dev_put_notify) to notification counter 0 of the right
+ * neighbour, and the rank waits on its own counter 0 (MPIX_Win_notify_get_value polled
+ * between progress calls, MPIX_Win_notify_wait_enqueue, gdr_dev_notify_wait): no flush
+ * before the notification, no second operation for the flag; the host way still
+ * completes the Put locally (MPI_Win_flush_local) before its buffer is written again.
  * The "kernels" are stream memsets and copies (cuMemsetD8Async, cuMemcpyAsync).  host and
  * enqueue need MPIX streams, which need MPI_THREAD_SINGLE and MPIR_CVAR_CH4_RESERVE_VCIS=1
  * under gdr; device needs MPI_THREAD_MULTIPLE (gdr's progress thread serves the ring to
@@ -80,13 +87,15 @@ static void stream_wait(void)
         die("cuStreamQuery");
 }
 
-/* Every rank's signal word back to 0, with nothing in flight. */
+/* Every rank's signal word and notification counter back to 0, with nothing in flight. */
 static void reset_signal(void)
 {
     uint64_t zero = 0;
     MPI_Win_flush_all(win);
     MPI_Barrier(MPI_COMM_WORLD);
     CU(cu.copy(winmem, (uint64_t) (uintptr_t) &zero, 8));
+    if (MPIX_Win_notify_set_value(win, 0, 0) != MPI_SUCCESS)
+        die("MPIX_Win_notify_set_value");
     MPI_Barrier(MPI_COMM_WORLD);
 }
 
@@ -112,6 +121,41 @@ static void iterate_host(size_t bytes, int iters)
     CU(cu.stream_sync(stream));
 }
 
+static void iterate_host_notify(size_t bytes, int iters)
+{
+    MPI_Count seen = 0;
+    for (int i = 0; i < iters; i++) {
+        CU(cu.memset_async(origin, (unsigned char) i, bytes, stream));
+        CU(cu.stream_sync(stream));
+        if (MPIX_Put_notify((void *) (uintptr_t) origin, (int) bytes, MPI_BYTE, right, HALO,
+                            (int) bytes, MPI_BYTE, 0, win) != MPI_SUCCESS)
+            die("MPIX_Put_notify");
+        MPI_Win_flush_local(right, win);
+        for (;;) {
+            if (MPIX_Win_notify_get_value(win, 0, &seen) != MPI_SUCCESS)
+                die("MPIX_Win_notify_get_value");
+            if (seen >= (MPI_Count) i + 1)
+                break;
+            MPI_Win_flush_local(rank, win);     /* progress */
+        }
+        CU(cu.copy_async(scratch, winmem + HALO, bytes, stream));
+    }
+    CU(cu.stream_sync(stream));
+}
+
+static void iterate_enqueue_notify(size_t bytes, int iters)
+{
+    for (int i = 0; i < iters; i++) {
+        CU(cu.memset_async(origin, (unsigned char) i, bytes, stream));
+        if (MPIX_Put_notify_enqueue((void *) (uintptr_t) origin, (int) bytes, MPI_BYTE, right,
+                                    HALO, (int) bytes, MPI_BYTE, 0, win) != MPI_SUCCESS
+            || MPIX_Win_notify_wait_enqueue(win, 0, (MPI_Count) i + 1) != MPI_SUCCESS)
+            die("a notified enqueue call failed");
+        CU(cu.copy_async(scratch, winmem + HALO, bytes, stream));
+    }
+    stream_wait();
+}
+
 static void iterate_enqueue(size_t bytes, int iters)
 {
     for (int i = 0; i < iters; i++) {
@@ -129,7 +173,7 @@ static void iterate_enqueue(size_t bytes, int iters)
 typedef struct {
     const gdr_dev_win_t *w;
     size_t bytes;
-    int iters, errors;
+    int iters, errors, notify;
 } device_loop_t;
 
 /* The "kernel" of the device way: a host thread making the device calls. */
@@ -147,11 +191,19 @@ static void *device_kernel(void *arg)
         if (cu.memset_async(origin, (unsigned char) i, k->bytes, stream) != 0
             || cu.stream_sync(stream) != 0)
             k->errors++;
-        k->errors += gdr_dev_put_signal(k->w, (const void *) (uintptr_t) origin, k->bytes, right,
-                                        HALO, 0, 1, GDR_SIGNAL_ADD) != GDR_DEV_OK;
-        k->errors += gdr_dev_flush(k->w, right) != GDR_DEV_OK;
-        k->errors += gdr_dev_signal_wait_until(k->w, 0, GDR_CMP_GE, (uint64_t) i + 1, &seen)
-            != GDR_DEV_OK;
+        if (k->notify) {
+            /* (the flush: the origin buffer is written again next iteration) */
+            k->errors += gdr_dev_put_notify(k->w, (const void *) (uintptr_t) origin, k->bytes,
+                                            right, HALO, 0) != GDR_DEV_OK;
+            k->errors += gdr_dev_flush(k->w, right) != GDR_DEV_OK;
+            k->errors += gdr_dev_notify_wait(k->w, 0, (uint64_t) i + 1, &seen) != GDR_DEV_OK;
+        } else {
+            k->errors += gdr_dev_put_signal(k->w, (const void *) (uintptr_t) origin, k->bytes,
+                                            right, HALO, 0, 1, GDR_SIGNAL_ADD) != GDR_DEV_OK;
+            k->errors += gdr_dev_flush(k->w, right) != GDR_DEV_OK;
+            k->errors += gdr_dev_signal_wait_until(k->w, 0, GDR_CMP_GE, (uint64_t) i + 1, &seen)
+                != GDR_DEV_OK;
+        }
         if (cu.copy_async(scratch, winmem + HALO, k->bytes, stream) != 0)
             k->errors++;
     }
@@ -160,9 +212,9 @@ static void *device_kernel(void *arg)
     return NULL;
 }
 
-static void iterate_device(const gdr_dev_win_t *w, size_t bytes, int iters)
+static void iterate_device(const gdr_dev_win_t *w, size_t bytes, int iters, int notify)
 {
-    device_loop_t k = {.w = w,.bytes = bytes,.iters = iters };
+    device_loop_t k = {.w = w,.bytes = bytes,.iters = iters,.notify = notify };
     pthread_t t;
     if (pthread_create(&t, NULL, device_kernel, &k) != 0)
         die("pthread_create");
@@ -186,11 +238,12 @@ int main(int argc, char **argv)
         else if (opt == 'w')
             ways = optarg;
         else {
-            fprintf(stderr, "usage: halo -w host,enqueue|device [-t TOOL] [-m MAX] [-i N]\n");
+            fprintf(stderr, "usage: halo -w host,enqueue,host-notify,enqueue-notify|"
+                    "device,device-notify [-t TOOL] [-m MAX] [-i N]\n");
             return 2;
         }
     }
-    int device_way = strcmp(ways, "device") == 0, provided;
+    int device_way = strncmp(ways, "device", 6) == 0, provided;
     MPI_Init_thread(&argc, &argv, device_way ? MPI_THREAD_MULTIPLE : MPI_THREAD_SINGLE,
                     &provided);
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
@@ -219,6 +272,8 @@ int main(int argc, char **argv)
     }
     MPI_Win_create((void *) (uintptr_t) winmem, (MPI_Aint) (HALO + max_bytes), 1, MPI_INFO_NULL,
                    comm, &win);
+    if (MPIX_Win_notify_attach(win, 1, MPI_INFO_NULL) != MPI_SUCCESS)
+        die("MPIX_Win_notify_attach");
     MPI_Win_lock_all(0, win);
     MPIX_Win_device dwin;
     if (device_way && MPIX_Win_get_device_handle(win, &dwin) != MPI_SUCCESS)
@@ -233,14 +288,23 @@ int main(int argc, char **argv)
             for (int r = 0; r < REPS; r++) {
                 reset_signal();
                 double t0 = MPI_Wtime();
+                if (device_way != (strncmp(way, "device", 6) == 0))
+                    die("ways: host, enqueue, host-notify, enqueue-notify, or device, "
+                        "device-notify (apart: MPI_THREAD_MULTIPLE)");
                 if (strcmp(way, "host") == 0)
                     iterate_host(bytes, iters);
                 else if (strcmp(way, "enqueue") == 0)
                     iterate_enqueue(bytes, iters);
-                else if (strcmp(way, "device") == 0)
-                    iterate_device((const gdr_dev_win_t *) &dwin, bytes, iters);
+                else if (strcmp(way, "host-notify") == 0)
+                    iterate_host_notify(bytes, iters);
+                else if (strcmp(way, "enqueue-notify") == 0)
+                    iterate_enqueue_notify(bytes, iters);
+                else if (strcmp(way, "device") == 0 || strcmp(way, "device-notify") == 0)
+                    iterate_device((const gdr_dev_win_t *) &dwin, bytes, iters,
+                                   strcmp(way, "device-notify") == 0);
                 else
-                    die("ways: host, enqueue (together) or device (alone)");
+                    die("ways: host, enqueue, host-notify, enqueue-notify, device, "
+                        "device-notify");
                 us[r] = (MPI_Wtime() - t0) * 1e6 / iters;
                 MPI_Barrier(MPI_COMM_WORLD);
             }
@@ -250,6 +314,7 @@ int main(int argc, char **argv)
     if (device_way)
         MPIX_Win_free_device_handle(&dwin);
     MPI_Win_unlock_all(win);
+    MPIX_Win_notify_detach(win);
     MPI_Win_free(&win);
     if (!device_way) {
         MPI_Comm_free(&scomm);
