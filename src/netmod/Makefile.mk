@@ -155,6 +155,7 @@ mpi_core_sources += src/mpid/ch4/netmod/gdr/func_table.c \
                     src/mpid/ch4/netmod/gdr/gdr_rma_ipc.c \
                     src/mpid/ch4/netmod/gdr/gdr_progress.c \
                     src/mpid/ch4/netmod/gdr/gdr_triggered_base.c \
+                    src/mpid/ch4/netmod/gdr/gdr_peer_map.c \
                     src/mpid/ch4/netmod/gdr/gdr_triggered.c \
                     src/mpid/ch4/netmod/gdr/gdr_enqueue.c \
                     src/mpid/ch4/netmod/gdr/gdr_device_win.c \

@@ -75,6 +75,8 @@ struct MPIDI_GDR_context {
     unsigned long long staged_count[GDR_RMA_KINDS];     /* MPI_T */
     unsigned long long local_count[GDR_RMA_KINDS];      /* MPI_T: same-node device path */
     unsigned long long local_kernel_copies;     /* MPI_T: of those, by the copy kernel */
+    unsigned long long peer_windows_mapped;     /* MPI_T: CUDA IPC mappings of same-node
+                                                 * windows (gdr_peer_map.c) */
     /* windows with a stream queue or a device handle, for progress (gdr_triggered.c) */
     struct MPIDI_GDR_win_state *triggered;
     int triggered_progressing;  /* their progress is running: not re-entered */
@@ -101,6 +103,7 @@ struct MPIDI_GDR_peer_ipc {
 struct MPIDI_GDR_win_state {
     gdr_rma_win_t rma;
     struct MPIDI_GDR_peer_ipc *peer_ipc;        /* per rank (gdr_win.c), or NULL: none */
+    struct MPIDI_GDR_peer_maps *maps;   /* their windows as mapped here (gdr_peer_map.c) */
     struct gdr_rma_staged_win *staged;     /* the staged protocol's part, or NULL */
     struct MPIDI_GDR_enqueue *enqueue;  /* stream-ordered RMA (gdr_enqueue.c), or NULL */
     struct MPIDI_GDR_device_win *device;        /* kernel-triggered RMA (gdr_device_win.c) */

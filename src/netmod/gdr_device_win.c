@@ -72,11 +72,8 @@ static void device_win_release(struct MPIDI_GDR_device_win *d)
     gdr_gpu_t *g = &MPIDI_GDR_global.gpu;
     if (d->proxy.done != NULL)
         gdr_trig_proxy_free(&d->proxy);
-    if (d->peers != NULL) {
-        for (int r = 0; r < d->dw.nranks; r++)
-            MPIDI_GDR_peer_window_close(d->win, r, &d->peers[r]);
-        gdr_gpu_host_free(g, d->peers);
-    }
+    if (d->peers != NULL)
+        gdr_gpu_host_free(g, d->peers);     /* (a copy: the mappings are the window's) */
     if (d->ring_mem != NULL)
         gdr_gpu_host_free(g, d->ring_mem);
     if (d->counters != NULL)
@@ -123,8 +120,11 @@ static int device_win_new(MPIR_Win * win, struct MPIDI_GDR_device_win **out)
      * rank goes through the proxy like any other rank); the rest through the ring */
     d->win = win;
     d->dw.nranks = n;
-    for (int r = 0; r < n; r++)
-        (void) MPIDI_GDR_peer_window_open(win, r, &d->peers[r]);
+    for (int r = 0; r < n; r++) {
+        const gdr_dev_peer_t *p = MPIDI_GDR_peer_mapped(win, r);
+        if (p != NULL)
+            d->peers[r] = *p;
+    }
     d->dw = (gdr_dev_win_t) {
         .ring = {.head = (uint64_t *) d->counters,.tail = (volatile uint64_t *) m,
                  .stopped = (volatile uint64_t *) (m + 64),

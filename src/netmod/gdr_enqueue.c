@@ -67,10 +67,10 @@ struct MPIDI_GDR_enqueue {
     enq_op_t *inflight;
     MPIR_Win *win;
     int nranks;
-    /* the direct path: per rank, its window as the stream reaches it (base NULL: through
-     * the queue), looked at on first use; an event after the last direct operation */
-    gdr_dev_peer_t *direct;
-    unsigned char *direct_seen;
+    /* the direct path (peers' windows as mapped here: gdr_peer_map.c): per rank, told
+     * (MPIR_CVAR_CH4_GDR_VERBOSE=2) which way its stream RMA goes; an event after the last
+     * direct operation */
+    unsigned char *direct_told;
     gdr_gpu_event_t direct_done;
     int direct_any;             /* direct_done was recorded */
     int add_kernel;             /* gdr's signal add kernel: 0 not tried, 1 ready, -1 not */
@@ -277,15 +277,15 @@ static const gdr_dev_peer_t *direct_target(struct MPIDI_GDR_enqueue *eq, int ran
 {
     if (rank < 0 || rank >= eq->nranks)
         return NULL;
-    if (!eq->direct_seen[rank]) {
-        eq->direct_seen[rank] = 1;
-        (void) MPIDI_GDR_peer_window_open(eq->win, rank, &eq->direct[rank]);
+    const gdr_dev_peer_t *t = MPIDI_GDR_peer_mapped(eq->win, rank);
+    if (!eq->direct_told[rank]) {
+        eq->direct_told[rank] = 1;
         if (MPIR_CVAR_CH4_GDR_VERBOSE > 1)
             fprintf(stderr, "gdr[%d]: stream RMA on window 0x%x to rank %d: %s\n",
-                    MPIR_Process.rank, eq->win->handle, rank, eq->direct[rank].base != NULL ?
+                    MPIR_Process.rank, eq->win->handle, rank, t != NULL ?
                     "straight from the stream (its window mapped here)" : "through gdr's progress");
     }
-    return eq->direct[rank].base != NULL ? &eq->direct[rank] : NULL;
+    return t;
 }
 
 /* count elements of type as one contiguous span: its first byte's offset and its bytes;
@@ -379,15 +379,14 @@ static const gdr_sq_exec_t enqueue_exec = {.start = ex_start,.flushed = ex_flush
 static void queue_free(struct MPIDI_GDR_enqueue *eq)
 {
     gdr_gpu_t *g = &MPIDI_GDR_global.gpu;
-    /* mappings go only once the stream is past every direct operation (after a failed
-     * drain it may not be: they stay mapped, as freeing them under the GPU would fault) */
-    int past = !eq->direct_any || gdr_gpu_event_query(g, eq->direct_done) == 1;
-    for (int r = 0; eq->direct != NULL && past && r < eq->nranks; r++)
-        MPIDI_GDR_peer_window_close(eq->win, r, &eq->direct[r]);
+    /* mappings go (at the window's free) only once the stream is past every direct
+     * operation (after a failed drain it may not be: they stay mapped, as freeing them
+     * under the GPU would fault) */
+    if (eq->direct_any && gdr_gpu_event_query(g, eq->direct_done) != 1)
+        MPIDI_GDR_peer_maps_hold(eq->win);
     if (eq->direct_done != NULL)
         (void) gdr_gpu_event_destroy(g, eq->direct_done);
-    MPL_free(eq->direct);
-    MPL_free(eq->direct_seen);
+    MPL_free(eq->direct_told);
     MPL_free(eq->unflushed);
     if (eq->q.entries != NULL)
         gdr_sq_free(&eq->q);
@@ -419,10 +418,9 @@ static int queue_of(MPIR_Win * win, struct MPIDI_GDR_enqueue **out)
         return MPIDI_GDR_triggered_error(MPI_ERR_NO_MEM, "out of memory for a stream queue");
     eq->win = win;
     eq->nranks = win->comm_ptr->local_size;
-    eq->direct = MPL_calloc(eq->nranks, sizeof(*eq->direct), MPL_MEM_RMA);
-    eq->direct_seen = MPL_calloc(eq->nranks, 1, MPL_MEM_RMA);
+    eq->direct_told = MPL_calloc(eq->nranks, 1, MPL_MEM_RMA);
     eq->unflushed = MPL_calloc(eq->nranks, 1, MPL_MEM_RMA);
-    if (eq->direct == NULL || eq->direct_seen == NULL || eq->unflushed == NULL) {
+    if (eq->direct_told == NULL || eq->unflushed == NULL) {
         queue_free(eq);
         return MPIDI_GDR_triggered_error(MPI_ERR_NO_MEM, "out of memory for a stream queue");
     }

@@ -154,6 +154,7 @@ int MPIDI_GDR_init_local(int *tag_bits)
     MPIR_ERR_CHECK(mpi_errno);
     MPIDI_GDR_staged_register_pvars();
     MPIDI_GDR_ipc_register_pvars();
+    MPIDI_GDR_peer_maps_register_pvars();
     mpi_errno = MPIDI_GDR_staged_register_handler();
     MPIR_ERR_CHECK(mpi_errno);
 

@@ -88,8 +88,6 @@ typedef struct {
 
 struct MPIDI_GDR_ipc_win {
     int nranks;
-    gdr_dev_peer_t *peers;      /* per rank, mapped on first use (base NULL: not this path) */
-    unsigned char *seen;        /* per rank: looked at */
     local_lane_t *lanes;        /* per rank */
     unsigned char *acc_elsewhere;       /* per rank: accumulates by another path since */
     int one_gpu;                /* every rank of this node uses this GPU: accumulates here */
@@ -129,9 +127,7 @@ void MPIDI_GDR_ipc_register_pvars(void)
 static void local_release(MPIR_Win * win, struct MPIDI_GDR_ipc_win *l)
 {
     gdr_gpu_t *g = &MPIDI_GDR_global.gpu;
-    for (int r = 0; l->peers != NULL && r < l->nranks; r++)
-        if (l->seen[r])
-            MPIDI_GDR_peer_window_close(win, r, &l->peers[r]);
+    (void) win;
     for (int r = 0; l->lanes != NULL && r < l->nranks; r++) {
         local_lane_t *lane = &l->lanes[r];
         if (lane->done != NULL)
@@ -141,8 +137,6 @@ static void local_release(MPIR_Win * win, struct MPIDI_GDR_ipc_win *l)
         if (lane->scratch != NULL)
             (void) gdr_gpu_mem_free(g, lane->scratch);
     }
-    MPL_free(l->peers);
-    MPL_free(l->seen);
     MPL_free(l->lanes);
     MPL_free(l->acc_elsewhere);
     MPL_free(l);
@@ -165,31 +159,18 @@ int MPIDI_GDR_ipc_claims(MPIR_Win * win, int one_gpu)
     struct MPIDI_GDR_ipc_win *l = MPL_calloc(1, sizeof(*l), MPL_MEM_RMA);
     if (l != NULL) {
         l->nranks = n;
-        l->peers = MPL_calloc(n, sizeof(*l->peers), MPL_MEM_RMA);
-        l->seen = MPL_calloc(n, 1, MPL_MEM_RMA);
         l->lanes = MPL_calloc(n, sizeof(*l->lanes), MPL_MEM_RMA);
         l->acc_elsewhere = MPL_calloc(n, 1, MPL_MEM_RMA);
         l->one_gpu = one_gpu;
         l->self_device = self && info.is_device;
     }
-    if (l == NULL || l->peers == NULL || l->seen == NULL || l->lanes == NULL
-        || l->acc_elsewhere == NULL) {
+    if (l == NULL || l->lanes == NULL || l->acc_elsewhere == NULL) {
         if (l != NULL)
             local_release(win, l);
         return 0;               /* only a shortcut lost: MPICH's shared memory carries them */
     }
     GDR_WIN(win).ipc = l;
     return 1;
-}
-
-/* Rank's window as mapped here, or NULL: not this path. */
-static const gdr_dev_peer_t *peer_of(MPIR_Win * win, struct MPIDI_GDR_ipc_win *l, int rank)
-{
-    if (!l->seen[rank]) {
-        l->seen[rank] = 1;
-        (void) MPIDI_GDR_peer_window_open(win, rank, &l->peers[rank]);
-    }
-    return l->peers[rank].base != NULL ? &l->peers[rank] : NULL;
 }
 
 /* count x type at buf as pieces: one (contiguous) in *one, else an allocated list. */
@@ -658,7 +639,7 @@ int MPIDI_GDR_ipc_rma(const MPIDI_GDR_rma_args_t * a, MPIR_Win * win, MPIR_Reque
     *handled = 0;
     if (l == NULL || a->target < 0 || a->target >= l->nranks)
         return MPI_SUCCESS;
-    peer = peer_of(win, l, a->target);
+    peer = MPIDI_GDR_peer_mapped(win, a->target);    /* NULL: not this path */
     if (is_accumulate(a->kind)) {
         if (peer != NULL)
             mpi_errno = local_acc(a, win, l, peer, req, handled);
@@ -713,7 +694,8 @@ int MPIDI_GDR_ipc_rma(const MPIDI_GDR_rma_args_t * a, MPIR_Win * win, MPIR_Reque
 int MPIDI_GDR_ipc_maps(MPIR_Win * win, int target)
 {
     struct MPIDI_GDR_ipc_win *l = GDR_WIN(win).ipc;
-    return l != NULL && target >= 0 && target < l->nranks && peer_of(win, l, target) != NULL;
+    return l != NULL && target >= 0 && target < l->nranks
+        && MPIDI_GDR_peer_mapped(win, target) != NULL;
 }
 
 int MPIDI_GDR_ipc_only_by_message(MPIR_Win * win, int target)
@@ -755,5 +737,7 @@ void MPIDI_GDR_ipc_free(MPIR_Win * win)
     /* (a failed wait leaves copies that may still use the mappings: they stay) */
     if (MPIDI_GDR_ipc_wait(win) == MPI_SUCCESS)
         local_release(win, l);
+    else
+        MPIDI_GDR_peer_maps_hold(win);
     GDR_WIN(win).ipc = NULL;
 }

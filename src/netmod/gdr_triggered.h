@@ -18,13 +18,18 @@ int MPIDI_GDR_triggered_remote_done(MPIR_Win * win, int rank);
 /* An MPI error (MPI_ERR_OTHER, **gdr_triggered) carrying a sentence. */
 int MPIDI_GDR_triggered_error(int err_class, const char *fmt, ...);
 
-/* Rank's window as this rank's GPU work reaches it directly, in *out: this rank's own
- * window in device or page-locked memory, or a same-node rank's device window through
- * the CUDA IPC handle its card carried (mapped by this call).  1 when it is reachable so
- * (close it with MPIDI_GDR_peer_window_close once the GPU work using it has completed),
- * 0 when not (out zeroed: the ring or the stream queue then). */
-int MPIDI_GDR_peer_window_open(MPIR_Win * win, int rank, gdr_dev_peer_t * out);
-void MPIDI_GDR_peer_window_close(MPIR_Win * win, int rank, gdr_dev_peer_t * p);
+/* gdr_peer_map.c: rank's window as this rank's GPU work reaches it directly: this rank's
+ * own window in device or page-locked memory, or a same-node rank's device window
+ * through the CUDA IPC handle its card carried, mapped at the first ask and kept for the
+ * window's life (one mapping a peer, shared by every path).  NULL: not reachable so (the
+ * ring, the stream queue or the NIC then).  The engine lock held. */
+const gdr_dev_peer_t *MPIDI_GDR_peer_mapped(MPIR_Win * win, int rank);
+/* A path's GPU work may still use the mappings (its wait failed): they stay mapped. */
+void MPIDI_GDR_peer_maps_hold(MPIR_Win * win);
+/* At the window's free, after every path has waited for its GPU work. */
+void MPIDI_GDR_peer_maps_free(MPIR_Win * win);
+/* MPI_T gdr_peer_windows_mapped. */
+void MPIDI_GDR_peer_maps_register_pvars(void);
 
 /* gdr_enqueue.c / gdr_device_win.c: one round of a window's part (never waits); the part
  * freed at window free (waits for what is in flight).  made: set when anything moved. */

@@ -139,45 +139,6 @@ int MPIDI_GDR_triggered_remote_done(MPIR_Win * win, int rank)
     return 1;
 }
 
-int MPIDI_GDR_peer_window_open(MPIR_Win * win, int rank, gdr_dev_peer_t * out)
-{
-    gdr_gpu_t *g = &MPIDI_GDR_global.gpu;
-    memset(out, 0, sizeof(*out));
-    if (!g->on)
-        return 0;
-    if (rank == win->comm_ptr->rank) {
-        /* a pageable host window is not: the GPU cannot reach it, and copies to it are
-         * not stream-ordered */
-        gdr_gpu_mem_info_t info;
-        if (win->size == 0 || gdr_gpu_mem_query(g, win->base, &info) != 0
-            || !(info.is_device || info.is_pinned_host))
-            return 0;
-        *out = (gdr_dev_peer_t) {.base = win->base,.size = (uint64_t) win->size,
-            .disp_unit = (uint64_t) win->disp_unit };
-        return 1;
-    }
-    const struct MPIDI_GDR_peer_ipc *ipc = GDR_WIN(win).peer_ipc;
-    void *p;
-    if (ipc == NULL || !ipc[rank].ok)
-        return 0;
-    if (gdr_gpu_ipc_open(g, &ipc[rank].h, &p) != 0) {
-        /* still correct: the rank is then reached the other way */
-        if (MPIR_CVAR_CH4_GDR_VERBOSE > 0)
-            fprintf(stderr, "gdr[%d]: rank %d's device window not mapped (CUDA IPC): %s\n",
-                    MPIR_Process.rank, rank, g->error);
-        return 0;
-    }
-    *out = (gdr_dev_peer_t) {.base = p,.size = ipc[rank].size,.disp_unit = ipc[rank].disp_unit };
-    return 1;
-}
-
-void MPIDI_GDR_peer_window_close(MPIR_Win * win, int rank, gdr_dev_peer_t * p)
-{
-    if (p->base != NULL && rank != win->comm_ptr->rank)
-        (void) gdr_gpu_ipc_close(&MPIDI_GDR_global.gpu, p->base);
-    memset(p, 0, sizeof(*p));
-}
-
 void MPIDI_GDR_triggered_stop(void)
 {
     if (!MPIDI_GDR_global.thread_running)

@@ -439,6 +439,7 @@ int MPIDI_GDR_mpi_win_free_hook(MPIR_Win * win)
     int took = MPIDI_GDR_engine_enter();
     MPIDI_GDR_staged_win_free(win);
     MPIDI_GDR_ipc_free(win);
+    MPIDI_GDR_peer_maps_free(win);      /* every path's GPU work waited for above */
     gdr_rma_win_free(&GDR_WIN(win).rma);        /* the key dies here */
     MPIDI_GDR_engine_exit(took);
     MPL_free(GDR_WIN(win).peer_ipc);

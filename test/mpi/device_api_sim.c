@@ -102,7 +102,7 @@ int main(int argc, char **argv)
     const char *r = getenv("GDR_TEST_ROUNDS");
     if (r != NULL && atoi(r) >= 1 && atoi(r) <= 250)
         rounds = atoi(r);
-    win_bytes = CELLS + 2 * (size_t) THREADS * (size_t) rounds * 8;
+    win_bytes = CELLS + 2 * (size_t) THREADS * (size_t) rounds * 8 + 8;  /* + a spare word */
     MPI_Init_thread(&argc, &argv, MPI_THREAD_MULTIPLE, &provided);
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
     MPI_Comm_size(MPI_COMM_WORLD, &size);
@@ -153,6 +153,30 @@ int main(int argc, char **argv)
                       || gdr_dev_fetch_add(w, right, -8, 1, &v) != GDR_DEV_ERR_RANGE))
         gdr_test_fail("same node: a displacement outside the neighbour's window was not "
                       "refused with GDR_DEV_ERR_RANGE");
+
+    /* each same-node rank's device window is mapped here once, whatever reaches it: the
+     * handle did (its peers), and an MPI_Put to a mapped neighbour (into the spare word,
+     * by the same-node GPU path) uses that mapping instead of its own */
+    int tprov, handle_maps = 0;
+    for (int r = 0; r < size; r++)
+        handle_maps += r != rank && w->peers[r].base != NULL;
+    MPI_T_init_thread(MPI_THREAD_MULTIPLE, &tprov);
+    MPI_T_pvar_session session;
+    MPI_T_pvar_session_create(&session);
+    if (right != rank && w->peers[right].base != NULL) {
+        uint64_t one = 1;
+        unsigned long long local0 = gdr_pvar_value(session, "gdr_rma_put_local");
+        GDR_CHECK_MPI(MPI_Put(&one, 1, MPI_UINT64_T, right, win_bytes - 8, 1, MPI_UINT64_T, win));
+        GDR_CHECK_MPI(MPI_Win_flush(right, win));
+        if (gdr_pvar_value(session, "gdr_rma_put_local") != local0 + 1)
+            gdr_test_fail("an MPI_Put to the mapped neighbour did not take the same-node path");
+    }
+    unsigned long long mapped = gdr_pvar_value(session, "gdr_peer_windows_mapped");
+    if (mapped != (unsigned long long) handle_maps)
+        gdr_test_fail("%llu CUDA IPC mappings of same-node windows, expected %d: one for each "
+                      "rank the handle reaches directly", mapped, handle_maps);
+    MPI_T_pvar_session_free(&session);
+    MPI_T_finalize();
 
     /* GDR_TEST_EXPECT_ACC_ANY=1 (maint/check-rxe): the staged protocol is on, so a right
      * neighbour on another node takes every accumulate */
