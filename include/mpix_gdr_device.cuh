@@ -26,6 +26,10 @@
  * MPI_SUM of 64-bit integers (MPI_INT64_T, MPI_UINT64_T, MPI_LONG, ...) as one NIC
  * fetch-add per element, complete at MPIX_Dev_flush (MPI_ERR_OP for anything else: use
  * MPIX_Accumulate_enqueue); src may be reused when it returns.
+ * MPIX_Dev_win_lock / _unlock / _lock_all / _unlock_all open and close the process's
+ * passive-target epochs from the kernel, on the window's own locks (shared with every
+ * rank's MPI_Win_lock) where they go by the NIC; the host holds no epoch to those ranks
+ * meanwhile (docs/mpix-api.md).
  * The _warp and _block variants are called by every thread of the warp or block with the
  * same arguments; one thread issues the operation, and all return after it. */
 #ifndef MPIX_GDR_DEVICE_CUH
@@ -50,7 +54,8 @@ __host__ __device__ inline int MPIX_Dev_status(int rc)
 {
     return rc == GDR_DEV_OK ? MPI_SUCCESS : rc == GDR_DEV_ERR_RANK ? MPI_ERR_RANK
         : rc == GDR_DEV_ERR_ARG ? MPI_ERR_ARG : rc == GDR_DEV_ERR_RANGE ? MPI_ERR_RMA_RANGE
-        : rc == GDR_DEV_ERR_OP ? MPI_ERR_OP : MPI_ERR_OTHER;
+        : rc == GDR_DEV_ERR_OP ? MPI_ERR_OP : rc == GDR_DEV_ERR_SYNC ? MPI_ERR_RMA_SYNC
+        : MPI_ERR_OTHER;
 }
 
 /* The predefined datatype's element type for gdr's accumulate steps (gdr_gpu_type_t), or
@@ -204,6 +209,37 @@ __device__ inline int MPIX_Dev_flush(MPIX_Win_device w, int rank)
 __device__ inline int MPIX_Dev_flush_all(MPIX_Win_device w)
 {
     return MPIX_Dev_status(gdr_dev_flush_all(MPIX_Dev_gdr(w)));
+}
+
+/* A passive-target epoch to rank opened by the kernel, as MPI_Win_lock(lock_type, rank):
+ * returns once the lock is held (MPI_LOCK_EXCLUSIVE or MPI_LOCK_SHARED), the same lock as
+ * every rank's MPI_Win_lock.  One thread takes it for the kernel; the process holds no
+ * other epoch to rank meanwhile.  MPI_ERR_RMA_SYNC where the window's locks go by
+ * messages (docs/mpix-api.md). */
+__device__ inline int MPIX_Dev_win_lock(MPIX_Win_device w, int lock_type, int rank)
+{
+    if (lock_type != MPI_LOCK_EXCLUSIVE && lock_type != MPI_LOCK_SHARED)
+        return MPI_ERR_LOCKTYPE;
+    return MPIX_Dev_status(gdr_dev_lock(MPIX_Dev_gdr(w), lock_type == MPI_LOCK_EXCLUSIVE, rank));
+}
+
+/* Ends the kernel's epoch to rank: every operation to rank complete at the target, then
+ * the lock released. */
+__device__ inline int MPIX_Dev_win_unlock(MPIX_Win_device w, int rank)
+{
+    return MPIX_Dev_status(gdr_dev_unlock(MPIX_Dev_gdr(w), rank));
+}
+
+/* MPIX_Dev_win_lock(MPI_LOCK_SHARED, rank) for every rank of the window. */
+__device__ inline int MPIX_Dev_win_lock_all(MPIX_Win_device w)
+{
+    return MPIX_Dev_status(gdr_dev_lock_all(MPIX_Dev_gdr(w)));
+}
+
+/* MPIX_Dev_win_unlock for every rank of the window. */
+__device__ inline int MPIX_Dev_win_unlock_all(MPIX_Win_device w)
+{
+    return MPIX_Dev_status(gdr_dev_unlock_all(MPIX_Dev_gdr(w)));
 }
 
 __device__ inline uint64_t MPIX_Dev_signal_wait_until(MPIX_Win_device w, MPI_Aint signal_disp,

@@ -36,6 +36,18 @@
  * - fetch_op (compare-and-swap too) returns the target's old value, atomic as fetch_add
  *   (same node: every op and type the atomic steps take; other nodes: SUM of 64-bit
  *   integers on the NIC only, for now).
+ * - lock(rank) opens this process's passive-target epoch to rank for the kernel, as
+ *   MPI_Win_lock(type, rank) would: returns once the lock is held, exclusive or shared,
+ *   the same lock every rank's MPI_Win_lock and kernels take (the proxy takes it by the
+ *   NIC's atomics; windows whose locks go by messages return GDR_DEV_ERR_SYNC).  The
+ *   process must hold no other epoch to rank meanwhile (the host's lock or lock_all, or
+ *   another thread's lock: one epoch a target, as in MPI): one thread of the kernel takes
+ *   it for all.  unlock(rank): this thread's direct stores fenced, every operation to rank
+ *   started before it (by any thread) complete at the target, then the release posted;
+ *   returns once that is done.  lock_all / unlock_all: shared locks on every rank.
+ *   While it holds a lock, a kernel may put, get, accumulate and flush to that rank; it
+ *   must not wait for another process's kernel or host to act (that one may be waiting
+ *   for the lock).
  * Bad input (rank out of range, an unknown signal op or comparison, a displacement
  * outside a directly mapped window) returns an error and touches nothing; the proxy checks
  * the ranges of what goes through the ring (it stops, and the host says why).  A call that would wait on a proxy that stopped for good (it failed: the
@@ -58,6 +70,7 @@ enum {
     GDR_DEV_OK = 0, GDR_DEV_ERR_RANK = -1, GDR_DEV_ERR_ARG = -2,
     GDR_DEV_ERR_STOPPED = -3,   /* the proxy stopped (it failed; the host reports why) */
     GDR_DEV_ERR_RANGE = -4,     /* outside the target's window */
+    GDR_DEV_ERR_SYNC = -6,      /* the window's locks go by messages: none from kernels */
     GDR_DEV_ERR_OP = -5         /* an accumulate this path cannot apply (op, type) */
 };
 
@@ -80,12 +93,16 @@ typedef struct gdr_dev_notify {
     int64_t count;
 } gdr_dev_notify_t;
 
+/* gdr_dev_win_t.flags */
+#define GDR_DEV_WIN_LOCKS 1u    /* every rank's lock goes by the NIC: kernels may lock */
+
 typedef struct gdr_dev_win {
     gdr_trig_ring_t ring;       /* to the proxy (targets on other nodes) */
     uint32_t handle;            /* this window in the proxy's table */
     int32_t rank, nranks;
     const gdr_dev_peer_t *peers;        /* per rank, in memory the kernel reads */
     const volatile gdr_dev_notify_t *notify;    /* in memory the kernel reads */
+    uint32_t flags;             /* GDR_DEV_WIN_* */
 } gdr_dev_win_t;
 
 static inline GDR_TRIG_HD void gdr_dev_copy(char *dst, const char *src, size_t n)
@@ -244,6 +261,69 @@ static inline GDR_TRIG_HD int gdr_dev_flush_all(const gdr_dev_win_t *w)
     }
     if (direct)
         gdr_dev_fence();
+    return GDR_DEV_OK;
+}
+
+/* lock(rank): a GDR_TRIG_LOCK descriptor through the ring, whatever the rank (same-node
+ * windows too: their lock words are the NIC's), then waits until the proxy holds it. */
+static inline GDR_TRIG_HD int gdr_dev_lock(const gdr_dev_win_t *w, int exclusive, int rank)
+{
+    if (!gdr_dev_rank_ok(w, rank))
+        return GDR_DEV_ERR_RANK;
+    if (!(w->flags & GDR_DEV_WIN_LOCKS))
+        return GDR_DEV_ERR_SYNC;
+    gdr_trig_desc_t d = gdr_dev_desc(w, GDR_TRIG_LOCK, rank, 0, 0, 0);
+    d.value = exclusive != 0;
+    if (gdr_trig_post(&w->ring, d) == GDR_TRIG_STOPPED)
+        return GDR_DEV_ERR_STOPPED;
+    return gdr_dev_ring_drain(w, rank);
+}
+
+/* Posts rank's unlock behind this thread's fenced stores (no wait). */
+static inline GDR_TRIG_HD int gdr_dev_unlock_post(const gdr_dev_win_t *w, int rank)
+{
+    gdr_trig_desc_t d = gdr_dev_desc(w, GDR_TRIG_UNLOCK, rank, 0, 0, 0);
+    return gdr_trig_post(&w->ring, d) == GDR_TRIG_STOPPED ? GDR_DEV_ERR_STOPPED : GDR_DEV_OK;
+}
+
+static inline GDR_TRIG_HD int gdr_dev_unlock(const gdr_dev_win_t *w, int rank)
+{
+    if (!gdr_dev_rank_ok(w, rank))
+        return GDR_DEV_ERR_RANK;
+    if (!(w->flags & GDR_DEV_WIN_LOCKS))
+        return GDR_DEV_ERR_SYNC;
+    gdr_dev_fence();            /* direct stores to a same-node window before the release */
+    if (gdr_dev_unlock_post(w, rank) != GDR_DEV_OK)
+        return GDR_DEV_ERR_STOPPED;
+    return gdr_dev_ring_drain(w, rank);
+}
+
+/* Shared locks on every rank: all asked at once, then waited for. */
+static inline GDR_TRIG_HD int gdr_dev_lock_all(const gdr_dev_win_t *w)
+{
+    if (!(w->flags & GDR_DEV_WIN_LOCKS))
+        return GDR_DEV_ERR_SYNC;
+    for (int r = 0; r < w->nranks; r++)
+        if (gdr_trig_post(&w->ring, gdr_dev_desc(w, GDR_TRIG_LOCK, r, 0, 0, 0))
+            == GDR_TRIG_STOPPED)
+            return GDR_DEV_ERR_STOPPED;
+    for (int r = 0; r < w->nranks; r++)
+        if (gdr_dev_ring_drain(w, r) != GDR_DEV_OK)
+            return GDR_DEV_ERR_STOPPED;
+    return GDR_DEV_OK;
+}
+
+static inline GDR_TRIG_HD int gdr_dev_unlock_all(const gdr_dev_win_t *w)
+{
+    if (!(w->flags & GDR_DEV_WIN_LOCKS))
+        return GDR_DEV_ERR_SYNC;
+    gdr_dev_fence();
+    for (int r = 0; r < w->nranks; r++)
+        if (gdr_dev_unlock_post(w, r) != GDR_DEV_OK)
+            return GDR_DEV_ERR_STOPPED;
+    for (int r = 0; r < w->nranks; r++)
+        if (gdr_dev_ring_drain(w, r) != GDR_DEV_OK)
+            return GDR_DEV_ERR_STOPPED;
     return GDR_DEV_OK;
 }
 

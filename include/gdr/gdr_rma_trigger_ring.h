@@ -46,10 +46,14 @@ enum {
     GDR_TRIG_GET_NOTIFY = 6,    /* a get, then the same once the read is done */
     GDR_TRIG_NOTIFY = 7,        /* the notification alone: the kernel moved the data itself
                                  * (a target on this node) */
-    GDR_TRIG_ACCUMULATE = 8     /* one element of an accumulate: its bytes (at most 8) carried
+    GDR_TRIG_ACCUMULATE = 8,    /* one element of an accumulate: its bytes (at most 8) carried
                                  * in value, applied at (rank, disp) + signal_disp bytes with
                                  * signal_op = gdr_gpu_op_t | gdr_gpu_type_t << 16 by the
                                  * target's GPU (the staged protocol) */
+    GDR_TRIG_LOCK = 9,          /* a passive-target epoch to rank begins: its lock taken
+                                 * (value 1: exclusive, 0: shared), done once held */
+    GDR_TRIG_UNLOCK = 10        /* the epoch ends: done once every operation to rank before
+                                 * it is complete there and the release is on its way */
 };
 
 /* One request: 64 bytes, written by the producer before it publishes the slot. */

@@ -67,11 +67,21 @@ static void notify_view_fill(MPIR_Win * win, gdr_dev_notify_t * view)
     view->count = count;
 }
 
+/* Whether kernels may lock: every rank's lock goes by the NIC's atomics. */
+static int locks_native(MPIR_Win * win)
+{
+    for (int r = 0; r < win->comm_ptr->local_size; r++)
+        if (!gdr_rma_passive_native(&GDR_WIN(win).rma, r))
+            return 0;
+    return 1;
+}
+
 static void device_win_release(struct MPIDI_GDR_device_win *d)
 {
     gdr_gpu_t *g = &MPIDI_GDR_global.gpu;
     if (d->proxy.done != NULL)
         gdr_trig_proxy_free(&d->proxy);
+    gdr_trig_executor_free(&d->exec);
     if (d->peers != NULL)
         gdr_gpu_host_free(g, d->peers);     /* (a copy: the mappings are the window's) */
     if (d->ring_mem != NULL)
@@ -132,6 +142,7 @@ static int device_win_new(MPIR_Win * win, struct MPIDI_GDR_device_win **out)
                  .done = (volatile uint64_t *) (m + at_done),
                  .slots = (gdr_trig_slot_t *) (m + at_slots),.nslots = DEV_SLOTS,.nranks = n},
         .handle = ++MPIDI_GDR_global.device_handles,.rank = me,.nranks = n,.peers = d->peers,
+        .flags = locks_native(win) ? GDR_DEV_WIN_LOCKS : 0,
         .notify = (gdr_dev_notify_t *) (m + at_notify)
     };
     d->notify = (gdr_dev_notify_t *) (m + at_notify);

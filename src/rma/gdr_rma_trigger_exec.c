@@ -40,6 +40,10 @@ static const char *op_name(uint32_t op)
             return "notify";
         case GDR_TRIG_ACCUMULATE:
             return "accumulate";
+        case GDR_TRIG_LOCK:
+            return "lock";
+        case GDR_TRIG_UNLOCK:
+            return "unlock";
         default:
             return "unknown operation";
     }
@@ -119,6 +123,59 @@ static int check_target(const gdr_trig_executor_t *x, int rank, int64_t disp, ui
 }
 
 static void op_done(void *arg, int status, const void *landed, size_t len);
+
+/* op is over (complete, dropped or failed): no longer in flight. */
+static void op_end(gdr_trig_executor_t *x, gdr_trig_exec_op_t *op)
+{
+    x->inflight--;
+    if (x->to != NULL)
+        x->to[op->d.rank]--;
+    free(op);
+}
+
+/* op complete: the proxy told (so that the kernel's flush sees it), then over. */
+static void op_complete(gdr_trig_executor_t *x, gdr_trig_exec_op_t *op)
+{
+    if (gdr_trig_proxy_complete(x->proxy, op->d.rank, op->d.rank_seq) != 0)
+        exec_fail(x, "%s", gdr_trig_proxy_error(x->proxy));
+    op_end(x, op);
+}
+
+/* A kernel's lock (GDR_TRIG_LOCK): this process's epoch to the rank begins, its lock taken
+ * now by the NIC's atomics on the target's lock word, as MPI_Win_lock's native path takes
+ * it (gdr_rma_passive.h), backing off while others hold it. */
+static int take_lock(gdr_trig_executor_t *x, const gdr_trig_desc_t *d, char *why,
+                     size_t why_len)
+{
+    gdr_rma_win_t *w = x->win;
+    int rc = gdr_rma_passive_lock(w, d->rank, d->value ? GDR_RMA_LOCK_EXCLUSIVE
+                                  : GDR_RMA_LOCK_SHARED);
+    if (rc == GDR_RMA_OK)
+        rc = gdr_rma_passive_need(w, d->rank);
+    if (rc == GDR_RMA_OK)
+        return 0;
+    return say(why, why_len, "taking rank %d's lock by remote atomics failed (%s)", d->rank,
+               rc == GDR_RMA_NOMEM ? "out of memory" : rc == GDR_RMA_HOST_ERROR
+               ? "the host's progress failed" : "the connection to the target broke?");
+}
+
+/* A kernel's unlock (GDR_TRIG_UNLOCK), once every operation to the rank that began before
+ * it is complete at the target: the release posted (nobody waits for it, as for
+ * MPI_Win_unlock's).  1: not yet; 0: released; -1 with why. */
+static int release_lock(gdr_trig_executor_t *x, const gdr_trig_exec_op_t *op, char *why,
+                        size_t why_len)
+{
+    gdr_rma_win_t *w = x->win;
+    int t = op->d.rank;
+    if (x->to[t] > 1 || (w->tracker.remote != NULL && w->tracker.remote[t] != 0))
+        return 1;
+    int rc = gdr_rma_passive_unlock(w, t);
+    if (rc == GDR_RMA_OK)
+        return 0;
+    return say(why, why_len, "posting the release of rank %d's lock failed (%s)", t,
+               rc == GDR_RMA_HOST_ERROR ? "the host's progress failed"
+               : w->eng->net.error(w->eng->net.ctx));
+}
 
 /* The staged protocol carries what RDMA cannot when device memory is involved (its
  * target applies it with the device's copies and atomic steps) and the target has a
@@ -282,6 +339,25 @@ static int check_counter(const gdr_trig_executor_t *x, const gdr_trig_desc_t *d,
     return x->notify.check(x->notify.ctx, d->rank, d->signal_disp, why, why_len);
 }
 
+/* A kernel's lock or unlock: the window's locks by the NIC's atomics, and an epoch to the
+ * rank that this process does not hold yet (lock) or does (unlock). */
+static int check_sync(const gdr_trig_executor_t *x, const gdr_trig_desc_t *d, char *why,
+                      size_t why_len)
+{
+    const gdr_rma_win_t *w = x->win;
+    if (!gdr_rma_passive_native(w, d->rank))
+        return say(why, why_len, "this window's locks go by MPICH's messages, which a kernel "
+                   "cannot take (MPIR_CVAR_CH4_GDR_NATIVE_SYNC off, or a rank without RDMA)");
+    int state = w->passive.t != NULL ? w->passive.t[d->rank].state : GDR_RMA_EPOCH_NONE;
+    if (d->op == GDR_TRIG_LOCK && state != GDR_RMA_EPOCH_NONE)
+        return say(why, why_len, "this process is already in an epoch to rank %d (the host's "
+                   "MPI_Win_lock or lock_all, or a kernel's lock not yet released): one epoch "
+                   "a target", d->rank);
+    if (d->op == GDR_TRIG_UNLOCK && state == GDR_RMA_EPOCH_NONE)
+        return say(why, why_len, "no epoch to rank %d to end (no lock taken)", d->rank);
+    return 0;
+}
+
 static int check(const gdr_trig_executor_t *x, const gdr_trig_desc_t *d, char *why,
                  size_t why_len)
 {
@@ -334,6 +410,9 @@ static int check(const gdr_trig_executor_t *x, const gdr_trig_desc_t *d, char *w
                            (unsigned long long) d->bytes);
             return 0;
         }
+        case GDR_TRIG_LOCK:
+        case GDR_TRIG_UNLOCK:
+            return check_sync(x, d, why, why_len);
         default:
             return say(why, why_len, "operation kind %u is unknown", d->op);
     }
@@ -351,8 +430,20 @@ static int exec_start(void *ctx, const gdr_trig_desc_t *d, char *why, size_t why
     op->x = x;
     op->d = *d;
     op->operand = d->value;
+    if (x->to == NULL && (x->to = calloc((size_t) x->win->n, sizeof(*x->to))) == NULL) {
+        free(op);
+        return say(why, why_len, "out of memory for the executor's counts");
+    }
     int rc;
-    if (d->op == GDR_TRIG_FETCH_ADD) {
+    if (d->op == GDR_TRIG_LOCK || d->op == GDR_TRIG_UNLOCK) {
+        /* the lock taken now; the release once the rank's operations before it are
+         * complete: both told at the next progress */
+        rc = d->op == GDR_TRIG_LOCK ? take_lock(x, d, what, sizeof(what)) : 0;
+        if (rc == 0) {
+            op->next = x->signals;
+            x->signals = op;
+        }
+    } else if (d->op == GDR_TRIG_FETCH_ADD) {
         op->toff = (uint64_t) d->signal_disp;
         rc = post_fetch_add(op, d->disp, d->addr != 0 ? (void *) (uintptr_t) d->addr : &op->old,
                             what, sizeof(what));
@@ -386,6 +477,7 @@ static int exec_start(void *ctx, const gdr_trig_desc_t *d, char *why, size_t why
                    (unsigned long long) d->bytes, what);
     }
     x->inflight++;
+    x->to[d->rank]++;
     return 0;
 }
 
@@ -405,52 +497,93 @@ static void op_done(void *arg, int status, const void *landed, size_t len)
         op->next = x->signals;
         x->signals = op;
         return;
-    } else if (gdr_trig_proxy_complete(x->proxy, op->d.rank, op->d.rank_seq) != 0) {
-        exec_fail(x, "%s", gdr_trig_proxy_error(x->proxy));
+    } else {
+        op_complete(x, op);
+        return;
     }
-    x->inflight--;
-    free(op);
+    op_end(x, op);
 }
 
+/* The operations whose next step waits for progress: signals and notifications to send,
+ * locks taken, unlocks to release.  One that cannot go on yet stays for the next progress
+ * (a notification the host cannot send now holds the later ones back too); the others go
+ * on meanwhile (an unlock waits for a put_signal's signal to the same rank). */
 static int exec_progress(void *ctx, char *why, size_t why_len)
 {
     gdr_trig_executor_t *x = ctx;
-    while (x->signals != NULL) {
-        gdr_trig_exec_op_t *op = x->signals;
+    gdr_trig_exec_op_t *list = x->signals, *keep = NULL, **keep_tail = &keep;
+    int notify_later = 0;
+    x->signals = NULL;
+    while (list != NULL) {
+        gdr_trig_exec_op_t *op = list;
         char what[256];
-        x->signals = op->next;
+        int later = 0, rc;
+        list = op->next;
+        op->next = NULL;
         if (x->failed) {
             /* the transport failed: the signal is dropped (the error says why), and the
              * operation ends, so that the window's free does not wait for it */
-            x->inflight--;
-            free(op);
+            op_end(x, op);
             continue;
         }
-        if (op->d.op != GDR_TRIG_PUT_SIGNAL) {
-            /* a notification: sent by the host's way, the operation done once it is */
-            int rc = x->notify.send(x->notify.ctx, op->d.rank, op->d.signal_disp, what,
-                                    sizeof(what));
-            if (rc > 0) {
-                op->next = x->signals;  /* not now: at the next progress */
-                x->signals = op;
+        switch (op->d.op) {
+            case GDR_TRIG_PUT_SIGNAL:
+                if (post_signal(op, what, sizeof(what)) != 0) {
+                    exec_fail(x, "the signal of a put_signal to rank %d: %s", op->d.rank, what);
+                    op_end(x, op);
+                }
                 break;
-            }
-            if (rc != 0)
-                exec_fail(x, "the notification of a %s to rank %d: %s", op_name(op->d.op),
-                          op->d.rank, what);
-            else if (gdr_trig_proxy_complete(x->proxy, op->d.rank, op->d.rank_seq) != 0)
-                exec_fail(x, "%s", gdr_trig_proxy_error(x->proxy));
-            x->inflight--;
-            free(op);
-        } else if (post_signal(op, what, sizeof(what)) != 0) {
-            exec_fail(x, "the signal of a put_signal to rank %d: %s", op->d.rank, what);
-            x->inflight--;
-            free(op);
+            case GDR_TRIG_LOCK:
+                op_complete(x, op);
+                break;
+            case GDR_TRIG_UNLOCK:
+                rc = release_lock(x, op, what, sizeof(what));
+                if (rc > 0) {
+                    later = 1;
+                } else if (rc != 0) {
+                    exec_fail(x, "the unlock of rank %d: %s", op->d.rank, what);
+                    op_end(x, op);      /* (not finished: the kernel sees the proxy stop) */
+                } else {
+                    op_complete(x, op);
+                }
+                break;
+            default:
+                /* a notification: sent by the host's way, the operation done once it is */
+                rc = notify_later ? 1 : x->notify.send(x->notify.ctx, op->d.rank,
+                                                       op->d.signal_disp, what, sizeof(what));
+                if (rc > 0) {
+                    later = notify_later = 1;   /* not now: at the next progress */
+                } else if (rc != 0) {
+                    exec_fail(x, "the notification of a %s to rank %d: %s", op_name(op->d.op),
+                              op->d.rank, what);
+                    op_end(x, op);
+                } else {
+                    op_complete(x, op);
+                }
+                break;
+        }
+        if (later) {
+            *keep_tail = op;
+            keep_tail = &op->next;
         }
     }
+    *keep_tail = x->signals;    /* (what completions added meanwhile) */
+    x->signals = keep;
     if (x->failed)
         return say(why, why_len, "%s", x->error);
     return 0;
 }
 
 const gdr_trig_exec_t gdr_trig_executor_ops = {.start = exec_start,.progress = exec_progress };
+
+void gdr_trig_executor_free(gdr_trig_executor_t *x)
+{
+    /* (after a failure, operations may wait in the list for a progress that never came) */
+    while (x->signals != NULL) {
+        gdr_trig_exec_op_t *op = x->signals;
+        x->signals = op->next;
+        op_end(x, op);
+    }
+    free(x->to);
+    x->to = NULL;
+}

@@ -15,6 +15,13 @@
  *                its counters take); NOTIFY: the notification alone
  *   ACCUMULATE   one element (its bytes in the descriptor) applied by the target's GPU
  *                through the staged protocol, any op and type its atomic steps take
+ *   LOCK         this process's passive-target epoch to the rank begins: its lock taken
+ *                by the NIC's atomics (gdr_rma_passive.h, as MPI_Win_lock's native path),
+ *                backing off while others hold it; refused where the window's locks go
+ *                by messages, or an epoch to the rank is open already (the host's or a
+ *                kernel's)
+ *   UNLOCK       the epoch ends once every operation to the rank that began before it is
+ *                complete at the target: the release posted behind them
  *
  * What the NIC cannot take goes through the staged protocol (gdr_rma_staged.h) when the
  * executor has one (gdr_trig_executor_set_staged) and device memory is involved: a device
@@ -62,6 +69,7 @@ typedef struct gdr_trig_executor {
                                          * by progress) */
     gdr_trig_notify_ops_t notify;       /* no check: the *NOTIFY ops are refused */
     unsigned long inflight;     /* descriptors started, not complete */
+    unsigned long *to;          /* the same per target (an unlock waits for its rank's) */
     int failed;
     char error[224];
 } gdr_trig_executor_t;
@@ -81,5 +89,8 @@ void gdr_trig_executor_set_staged(gdr_trig_executor_t *x, gdr_rma_staged_t *d,
 void gdr_trig_executor_set_notify(gdr_trig_executor_t *x, const gdr_trig_notify_ops_t *ops);
 /* Descriptors started and not complete: the window may be freed at 0 only. */
 unsigned long gdr_trig_executor_inflight(const gdr_trig_executor_t *x);
+/* Frees what the executor allocated, once the transport completes none of its operations
+ * any more (they are done, or the proxy failed and the window goes). */
+void gdr_trig_executor_free(gdr_trig_executor_t *x);
 
 #endif /* GDR_RMA_TRIGGER_EXEC_H */

@@ -32,4 +32,10 @@ __global__ void every_call(MPIX_Win_device w, const double *src, double *dst, ui
     MPIX_Dev_fetch_op(w, src, dst, MPI_DOUBLE, right, 0, MPI_MAX);
     long long cmp = 0, swap = 1, old = 0;
     MPIX_Dev_compare_swap(w, &swap, &cmp, &old, MPI_LONG_LONG, right, 0);
+    if (MPIX_Dev_win_lock(w, MPI_LOCK_EXCLUSIVE, right) == MPI_SUCCESS) {
+        MPIX_Dev_put(w, src, 8, right, 0);
+        MPIX_Dev_win_unlock(w, right);
+    }
+    if (MPIX_Dev_win_lock_all(w) == MPI_SUCCESS)
+        MPIX_Dev_win_unlock_all(w);
 }

@@ -185,6 +185,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     FUZZ_REQUIRE(gdr_trig_executor_inflight(&x) == 0, "%lu triggered operations still in "
                  "flight after the last progress (proxy %s)", gdr_trig_executor_inflight(&x),
                  p.failed ? gdr_trig_proxy_error(&p) : "running");
+    gdr_trig_executor_free(&x);
     gdr_trig_proxy_free(&p);
     gdr_rma_win_free(&w);
     free(copy);

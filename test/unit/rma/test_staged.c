@@ -2731,6 +2731,7 @@ static void test_triggered(void)
               "a get into device memory: the 48 bytes come back (run %d)", rc);
 
     /* a host window's target takes no device work: still refused, with the reason */
+    gdr_trig_executor_free(&t->x);
     gdr_trig_proxy_free(&t->proxy);
     trig_new(t, hostw, 0, 1);
     trig_fetch_add(t, 1, 2, 1, &old[0]);
@@ -2740,6 +2741,7 @@ static void test_triggered(void)
               && strstr(why, "staged protocol") != NULL,
               "a fetch_add to a host window without NIC atomics stops the proxy with the reason "
               "(%s)", why);
+    gdr_trig_executor_free(&t->x);
     gdr_trig_proxy_free(&t->proxy);
 
     /* without the protocol: refused as before */
@@ -2750,6 +2752,7 @@ static void test_triggered(void)
     GDR_CHECK(rc == -1 && strstr(why, "cannot go by RDMA") != NULL
               && strstr(why, "RDMA only") != NULL,
               "without the staged protocol the same fetch_add stops the proxy (%s)", why);
+    gdr_trig_executor_free(&t->x);
     gdr_trig_proxy_free(&t->proxy);
     free(t);
     world_end();

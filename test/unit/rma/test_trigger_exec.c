@@ -64,6 +64,7 @@ static void setup(setup_t *s, unsigned declared, int device_by_nic)
 
 static void teardown(setup_t *s)
 {
+    gdr_trig_executor_free(&s->x);
     gdr_trig_proxy_free(&s->proxy);
     gdr_rma_win_free(&s->w);
 }
@@ -476,6 +477,101 @@ static void test_threads(void)
     teardown(&s);
 }
 
+/* Kernels' locks: LOCK takes the lock word by the NIC's atomics (the fake applies them to
+ * blocks[]), UNLOCK releases it once the rank's earlier operations completed; refused on
+ * windows whose locks go by messages, twice in one epoch, or without one. */
+static uint64_t lock_blocks[NRANKS][128];
+
+static void make_lockable(setup_t *s, int native)
+{
+    gdr_rma_ctl_configure(&s->w.ctl, native);
+    gdr_rma_passive_configure(&s->w.passive, 10, 100);
+    gdr_rma_card_t mine;
+    char why[200];
+    gdr_rma_win_expose(&s->w, target_mem[0], sizeof(target_mem[0]), 8, 0, &mine, why,
+                       sizeof(why));
+    memset(lock_blocks, 0, sizeof(lock_blocks));
+    for (int i = 0; i < NRANKS; i++) {
+        gdr_rma_card_t c = {.size = sizeof(target_mem[i]),.disp_unit = 8,
+            .base = (uint64_t) (uintptr_t) target_mem[i],.rkey = 7,
+            .ctl = {.addr = (uint64_t) (uintptr_t) lock_blocks[i],.rkey = 9}
+        };
+        gdr_rma_win_set_card(&s->w, i, &c);
+    }
+    s->dw.flags = native ? GDR_DEV_WIN_LOCKS : 0;
+}
+
+static void post_sync(setup_t *s, uint32_t op, int rank, int exclusive)
+{
+    gdr_trig_desc_t d = gdr_dev_desc(&s->dw, op, rank, 0, 0, 0);
+    d.value = (uint64_t) exclusive;
+    gdr_trig_post(&s->dw.ring, d);
+}
+
+static void test_locks(void)
+{
+    setup_t s;
+    uint64_t data = 42;
+    setup(&s, GDR_RMA_DECLARES_SUM, 0);
+    make_lockable(&s, 1);
+    post_sync(&s, GDR_TRIG_LOCK, 1, 1);
+    GDR_CHECK(drain(&s) == 0 && ring.done[1] == 1
+              && GDR_RMA_LOCK_WRITERS(lock_blocks[1][0]) == 1
+              && gdr_rma_passive_held(&s.w, 1), "lock: rank 1's word holds our exclusive ticket "
+              "(%llx), the descriptor finished", (unsigned long long) lock_blocks[1][0]);
+    /* a put, then the unlock: no release while the put is in flight */
+    gdr_dev_put(&s.dw, &data, 8, 1, 3);
+    post_sync(&s, GDR_TRIG_UNLOCK, 1, 0);
+    gdr_trig_proxy_progress(&s.proxy, 64);
+    gdr_trig_proxy_progress(&s.proxy, 64);
+    GDR_CHECK(ring.done[1] == 1 && GDR_RMA_LOCK_WRITERS(lock_blocks[1][0]) == 1,
+              "unlock waits for the put before it: lock still held, unlock unfinished");
+    GDR_CHECK(drain(&s) == 0 && ring.done[1] == 3 && GDR_RMA_LOCK_WRITERS(lock_blocks[1][0]) == 0
+              && memcmp(&target_mem[1][24], &data, 8) == 0 && !gdr_rma_passive_held(&s.w, 1),
+              "once the put completed: released (word %llx), all three finished",
+              (unsigned long long) lock_blocks[1][0]);
+    /* shared locks on two ranks, released */
+    post_sync(&s, GDR_TRIG_LOCK, 2, 0);
+    post_sync(&s, GDR_TRIG_LOCK, 3, 0);
+    GDR_CHECK(drain(&s) == 0 && GDR_RMA_LOCK_READERS(lock_blocks[2][0]) == 1
+              && GDR_RMA_LOCK_READERS(lock_blocks[3][0]) == 1, "shared locks on ranks 2 and 3");
+    post_sync(&s, GDR_TRIG_UNLOCK, 2, 0);
+    post_sync(&s, GDR_TRIG_UNLOCK, 3, 0);
+    GDR_CHECK(drain(&s) == 0 && lock_blocks[2][0] == 0 && lock_blocks[3][0] == 0
+              && gdr_trig_executor_inflight(&s.x) == 0, "both released, nothing in flight");
+    /* a second lock in one epoch */
+    post_sync(&s, GDR_TRIG_LOCK, 1, 1);
+    post_sync(&s, GDR_TRIG_LOCK, 1, 0);
+    GDR_CHECK(drain(&s) == -1 && strstr(gdr_trig_proxy_error(&s.proxy), "already in an epoch")
+              != NULL, "a second lock of rank 1 in one epoch: refused (%s)",
+              gdr_trig_proxy_error(&s.proxy));
+    teardown(&s);
+
+    /* an unlock without a lock */
+    setup(&s, GDR_RMA_DECLARES_SUM, 0);
+    make_lockable(&s, 1);
+    post_sync(&s, GDR_TRIG_UNLOCK, 2, 0);
+    GDR_CHECK(drain(&s) == -1 && strstr(gdr_trig_proxy_error(&s.proxy), "no epoch") != NULL,
+              "an unlock without a lock: refused (%s)", gdr_trig_proxy_error(&s.proxy));
+    teardown(&s);
+
+    /* locks by messages: the calls refuse, nothing posted; a descriptor anyway is refused */
+    setup(&s, GDR_RMA_DECLARES_SUM, 0);
+    make_lockable(&s, 0);
+    uint64_t head = ring.head;
+    GDR_CHECK(gdr_dev_lock(&s.dw, 1, 1) == GDR_DEV_ERR_SYNC
+              && gdr_dev_unlock(&s.dw, 1) == GDR_DEV_ERR_SYNC
+              && gdr_dev_lock_all(&s.dw) == GDR_DEV_ERR_SYNC
+              && gdr_dev_unlock_all(&s.dw) == GDR_DEV_ERR_SYNC && ring.head == head,
+              "native locks off: GDR_DEV_ERR_SYNC, nothing on the ring");
+    GDR_CHECK(gdr_dev_lock(&s.dw, 1, NRANKS) == GDR_DEV_ERR_RANK, "a rank outside: refused");
+    post_sync(&s, GDR_TRIG_LOCK, 1, 1);
+    GDR_CHECK(drain(&s) == -1 && strstr(gdr_trig_proxy_error(&s.proxy), "messages") != NULL
+              && lock_blocks[1][0] == 0, "a LOCK descriptor anyway: refused, no atomic (%s)",
+              gdr_trig_proxy_error(&s.proxy));
+    teardown(&s);
+}
+
 int main(void)
 {
     alarm(120);                 /* a proxy or producer stuck for good kills the test, not CI */
@@ -485,5 +581,6 @@ int main(void)
     test_refusals();
     test_device_and_failures();
     test_threads();
+    test_locks();
     return gdr_unit_finish();
 }
