@@ -372,6 +372,84 @@ __device__ inline int MPIX_Dev_get_block(MPIX_Win_device w, void *dst, size_t by
     return MPIX_Dev_status(rc);
 }
 
+/* The part of a notified put or get (is_get) that thread t of nt does: on this node the
+ * threads copy together, each fencing its stores; elsewhere nothing (thread 0 posts it
+ * whole).  Returns whether the rank is reached directly in range (then thread 0 sends
+ * only the notification, of 0 bytes). */
+__device__ inline int MPIX_Dev_notify_copy_shared(const gdr_dev_win_t *d, int is_get, void *buf,
+                                                  size_t bytes, int rank, MPI_Aint disp,
+                                                  unsigned t, unsigned nt)
+{
+    char *at = gdr_dev_rank_ok(d, rank) && gdr_dev_direct(d, rank)
+        ? gdr_dev_at(d, rank, disp, bytes) : NULL;
+    if (at == NULL)
+        return 0;
+    if (is_get)
+        MPIX_Dev_copy_shared(static_cast<char *>(buf), at, bytes, t, nt);
+    else
+        MPIX_Dev_copy_shared(at, static_cast<const char *>(buf), bytes, t, nt);
+    __threadfence_system();     /* this thread's part before the notification */
+    return 1;
+}
+
+/* every thread of the warp (block) with the same arguments: on this node they copy
+ * together, then one sends the notification; otherwise one of them posts the operation */
+__device__ inline int MPIX_Dev_put_notify_warp(MPIX_Win_device w, const void *src, size_t bytes,
+                                               int rank, MPI_Aint disp, int idx)
+{
+    const gdr_dev_win_t *d = MPIX_Dev_gdr(w);
+    int lane = threadIdx.x % 32, rc = GDR_DEV_OK;
+    int direct = MPIX_Dev_notify_copy_shared(d, 0, const_cast<void *>(src), bytes, rank, disp,
+                                             lane, 32);
+    __syncwarp();
+    if (lane == 0)
+        rc = gdr_dev_put_notify(d, src, direct ? 0 : bytes, rank, disp, idx);
+    return MPIX_Dev_status(__shfl_sync(0xffffffffu, rc, 0));
+}
+
+__device__ inline int MPIX_Dev_get_notify_warp(MPIX_Win_device w, void *dst, size_t bytes,
+                                               int rank, MPI_Aint disp, int idx)
+{
+    const gdr_dev_win_t *d = MPIX_Dev_gdr(w);
+    int lane = threadIdx.x % 32, rc = GDR_DEV_OK;
+    int direct = MPIX_Dev_notify_copy_shared(d, 1, dst, bytes, rank, disp, lane, 32);
+    __syncwarp();
+    if (lane == 0)
+        rc = gdr_dev_get_notify(d, dst, direct ? 0 : bytes, rank, disp, idx);
+    return MPIX_Dev_status(__shfl_sync(0xffffffffu, rc, 0));
+}
+
+__device__ inline int MPIX_Dev_put_notify_block(MPIX_Win_device w, const void *src,
+                                                size_t bytes, int rank, MPI_Aint disp, int idx)
+{
+    __shared__ int rc;
+    const gdr_dev_win_t *d = MPIX_Dev_gdr(w);
+    unsigned t = threadIdx.x + blockDim.x * (threadIdx.y + blockDim.y * threadIdx.z);
+    unsigned nt = blockDim.x * blockDim.y * blockDim.z;
+    int direct = MPIX_Dev_notify_copy_shared(d, 0, const_cast<void *>(src), bytes, rank, disp,
+                                             t, nt);
+    __syncthreads();
+    if (t == 0)
+        rc = gdr_dev_put_notify(d, src, direct ? 0 : bytes, rank, disp, idx);
+    __syncthreads();
+    return MPIX_Dev_status(rc);
+}
+
+__device__ inline int MPIX_Dev_get_notify_block(MPIX_Win_device w, void *dst, size_t bytes,
+                                                int rank, MPI_Aint disp, int idx)
+{
+    __shared__ int rc;
+    const gdr_dev_win_t *d = MPIX_Dev_gdr(w);
+    unsigned t = threadIdx.x + blockDim.x * (threadIdx.y + blockDim.y * threadIdx.z);
+    unsigned nt = blockDim.x * blockDim.y * blockDim.z;
+    int direct = MPIX_Dev_notify_copy_shared(d, 1, dst, bytes, rank, disp, t, nt);
+    __syncthreads();
+    if (t == 0)
+        rc = gdr_dev_get_notify(d, dst, direct ? 0 : bytes, rank, disp, idx);
+    __syncthreads();
+    return MPIX_Dev_status(rc);
+}
+
 /* every thread of the warp (block) with the same arguments: the elements are split
  * between them; all return the same status */
 __device__ inline int MPIX_Dev_accumulate_warp(MPIX_Win_device w, const void *src, size_t count,

@@ -26,6 +26,10 @@ __global__ void every_call(MPIX_Win_device w, const double *src, double *dst, ui
     uint64_t count = 0;
     MPIX_Dev_notify_get_value(w, 0, &count);
     (void) MPIX_Dev_notify_wait(w, 0, count + 1);
+    MPIX_Dev_put_notify_warp(w, src, 256, right, 64, 0);
+    MPIX_Dev_get_notify_warp(w, dst, 256, right, 64, 1);
+    MPIX_Dev_put_notify_block(w, src, 1024, right, 64, 0);
+    MPIX_Dev_get_notify_block(w, dst, 1024, right, 64, 1);
     MPIX_Dev_get_warp(w, dst, 256, right, 64);
     MPIX_Dev_get_block(w, dst, 1024, right, 64);
     MPIX_Dev_flush_all(w);
