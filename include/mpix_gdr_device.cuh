@@ -169,8 +169,9 @@ __device__ inline int MPIX_Dev_accumulate(MPIX_Win_device w, const void *src, si
 }
 
 /* MPI_Fetch_and_op from a kernel: *result = the target's old element, the new one old op
- * *origin (MPI_NO_OP: a read).  Same node every predefined op on elements of at most 8
- * bytes; other nodes MPI_SUM of 64-bit integers (result host-pinned), else MPI_ERR_OP. */
+ * *origin (MPI_NO_OP: a read).  Every predefined op on elements of at most 8 bytes, on this
+ * node and to other nodes' device windows the staged protocol reaches (result host-pinned
+ * there); other nodes' host windows MPI_SUM of 64-bit integers only, else MPI_ERR_OP. */
 __device__ inline int MPIX_Dev_fetch_op(MPIX_Win_device w, const void *origin, void *result,
                                         MPI_Datatype datatype, int rank, MPI_Aint disp,
                                         MPI_Op op)
@@ -186,7 +187,8 @@ __device__ inline int MPIX_Dev_fetch_op(MPIX_Win_device w, const void *origin, v
 }
 
 /* MPI_Compare_and_swap from a kernel: *result = the target's old element, replaced by
- * *origin where it equals *compare (integers, bool; same node only for now). */
+ * *origin where it equals *compare (integers, bool; where MPIX_Dev_fetch_op reaches every
+ * op). */
 __device__ inline int MPIX_Dev_compare_swap(MPIX_Win_device w, const void *origin,
                                             const void *compare, void *result,
                                             MPI_Datatype datatype, int rank, MPI_Aint disp)

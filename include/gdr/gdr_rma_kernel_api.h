@@ -35,7 +35,9 @@
  *   notify_wait read this rank's own counters.
  * - fetch_op (compare-and-swap too) returns the target's old value, atomic as fetch_add
  *   (same node: every op and type the atomic steps take; other nodes: SUM of 64-bit
- *   integers on the NIC only, for now).
+ *   integers on the NIC, and every op and type the atomic steps take on a device window
+ *   the staged protocol reaches (peers[rank].acc_any), applied by the target's GPU; result
+ *   host-pinned there).
  * - lock(rank) opens this process's passive-target epoch to rank for the kernel, as
  *   MPI_Win_lock(type, rank) would: returns once the lock is held, exclusive or shared,
  *   the same lock every rank's MPI_Win_lock and kernels take (the proxy takes it by the
@@ -399,7 +401,29 @@ static inline GDR_TRIG_HD int gdr_dev_fetch_op(const gdr_dev_win_t *w, const voi
         gdr_dev_copy((char *) &v, (const char *) origin, 8);
         return gdr_dev_fetch_add(w, rank, disp, v, (uint64_t *) result);
     }
-    return GDR_DEV_ERR_OP;
+    if (!w->peers[rank].acc_any)
+        return GDR_DEV_ERR_OP;
+    /* the target's GPU applies it (the staged protocol): operand and compare by value, the
+     * old value written by the proxy into result (host-pinned), waited for */
+    uint64_t operand = 0, cmp = 0;
+    if (op != GDR_GPU_OP_NO_OP)
+        gdr_dev_copy((char *) &operand, (const char *) origin, size);
+    if (op == GDR_GPU_OP_CSWAP)
+        gdr_dev_copy((char *) &cmp, (const char *) compare, size);
+    gdr_trig_desc_t d = gdr_dev_desc(w, GDR_TRIG_FETCH_OP, rank, (uint64_t) (uintptr_t) result,
+                                     size, disp);
+    d.value = operand;
+    d.signal_disp = (int64_t) cmp;
+    d.signal_op = (uint32_t) op | (uint32_t) type << 16;
+    uint64_t seq = gdr_trig_post(&w->ring, d);
+    if (seq == GDR_TRIG_STOPPED)
+        return GDR_DEV_ERR_STOPPED;
+    while (!gdr_trig_finished(&w->ring, rank, seq + 1)) {
+        if (gdr_trig_stopped(&w->ring))
+            return GDR_DEV_ERR_STOPPED;
+        gdr_trig_pause();
+    }
+    return GDR_DEV_OK;
 }
 
 /* Accumulates elements first, first + stride, ... below count of src (gdr_gpu_type_t

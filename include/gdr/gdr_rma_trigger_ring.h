@@ -52,8 +52,13 @@ enum {
                                  * target's GPU (the staged protocol) */
     GDR_TRIG_LOCK = 9,          /* a passive-target epoch to rank begins: its lock taken
                                  * (value 1: exclusive, 0: shared), done once held */
-    GDR_TRIG_UNLOCK = 10        /* the epoch ends: done once every operation to rank before
+    GDR_TRIG_UNLOCK = 10,       /* the epoch ends: done once every operation to rank before
                                  * it is complete there and the release is on its way */
+    GDR_TRIG_FETCH_OP = 11      /* one element at (rank, disp) of the type in signal_op
+                                 * (gdr_gpu_op_t | gdr_gpu_type_t << 16), applied by the
+                                 * target's GPU (the staged protocol) with the operand's bytes
+                                 * in value and, for compare-and-swap, the compare's in
+                                 * signal_disp; the old value to local addr (host memory) */
 };
 
 /* One request: 64 bytes, written by the producer before it publishes the slot. */
@@ -65,11 +70,11 @@ typedef struct gdr_trig_desc {
     uint64_t bytes;
     int64_t disp;               /* target displacement, in the window's units */
     int64_t signal_disp;        /* PUT_SIGNAL: the signal word; FETCH_ADD, ACCUMULATE: bytes
-                                 * past disp;
+                                 * past disp; FETCH_OP: the compare value's bytes;
                                  * the *NOTIFY ops: the counter's index */
     uint64_t value;             /* PUT_SIGNAL: signal value; FETCH_ADD: the addend */
-    uint32_t signal_op;         /* PUT_SIGNAL: GDR_SIGNAL_SET or GDR_SIGNAL_ADD; ACCUMULATE:
-                                 * the op and type */
+    uint32_t signal_op;         /* PUT_SIGNAL: GDR_SIGNAL_SET or GDR_SIGNAL_ADD; ACCUMULATE,
+                                 * FETCH_OP: the op and type */
     uint32_t window;            /* which device handle (the proxy's table index) */
 } gdr_trig_desc_t;
 

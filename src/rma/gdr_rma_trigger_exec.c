@@ -15,6 +15,7 @@ struct gdr_trig_exec_op {
     uint64_t operand;           /* what the NIC reads: the signal value, the addend */
     uint64_t old;               /* a fetched value nobody asked for: a signal ADD's, an
                                  * accumulate element's */
+    uint64_t compare;           /* a fetch_op's compare-and-swap value */
     uint64_t toff;              /* bytes past disp * unit where the target data starts */
     int signal_sent;
     struct iovec local;         /* the local buffer as a list of one (device memory) */
@@ -44,6 +45,8 @@ static const char *op_name(uint32_t op)
             return "lock";
         case GDR_TRIG_UNLOCK:
             return "unlock";
+        case GDR_TRIG_FETCH_OP:
+            return "fetch_op";
         default:
             return "unknown operation";
     }
@@ -192,13 +195,8 @@ static int staged_takes(const gdr_trig_executor_t *x, const gdr_rma_access_t *a)
 static int post_staged(gdr_trig_exec_op_t *op, gdr_rma_access_t *a, char *why, size_t why_len)
 {
     gdr_trig_executor_t *x = op->x;
-    if (a->kind == GDR_RMA_FOP || a->kind == GDR_RMA_ACC) {
-        /* a fetch-add on a 64-bit word: the same steps as MPI_Fetch_and_op's (SUM, INT64);
-         * an accumulate's element names its own */
-        if (a->kind == GDR_RMA_FOP) {
-            a->gpu_op = GDR_GPU_OP_SUM;
-            a->gpu_type = GDR_GPU_T_INT64;
-        }
+    if (a->kind != GDR_RMA_PUT && a->kind != GDR_RMA_GET) {
+        /* (the access names its op and type: gpu_op, gpu_type) */
         if (gdr_rma_switch_path(x->win, a->target, GDR_RMA_VIA_STAGED) != GDR_RMA_OK)
             return say(why, why_len, "waiting for earlier accumulates to rank %d failed",
                        a->target);
@@ -310,9 +308,11 @@ static int post_fetch_add(gdr_trig_exec_op_t *op, int64_t disp, void *result, ch
     if (x->dev != NULL && x->dev->buffer_id(x->dev->ctx, result) != 0)
         return say(why, why_len, "the result of a fetch_add must be host-pinned memory, not "
                    "device memory");
+    /* (by the NIC; or the target's GPU, with the steps of MPI_Fetch_and_op's SUM on int64) */
     gdr_rma_access_t a = {.kind = GDR_RMA_FOP,.target = op->d.rank,.disp = disp,.tbytes = 8,
         .op = GDR_RMA_ACC_SUM,.int64_elements = 1,
-        .origin = {.addr = &op->operand},.result = {.addr = result}
+        .origin = {.addr = &op->operand},.result = {.addr = result},
+        .gpu_op = GDR_GPU_OP_SUM,.gpu_type = GDR_GPU_T_INT64
     };
     return post(op, &a, why, why_len);
 }
@@ -355,6 +355,30 @@ static int check_sync(const gdr_trig_executor_t *x, const gdr_trig_desc_t *d, ch
                    "a target", d->rank);
     if (d->op == GDR_TRIG_UNLOCK && state == GDR_RMA_EPOCH_NONE)
         return say(why, why_len, "no epoch to rank %d to end (no lock taken)", d->rank);
+    return 0;
+}
+
+/* A kernel's fetch_op: an op and type the atomic steps define (NO_OP and CSWAP too), one
+ * element of its size, inside the target's window and aligned to its size; the result in
+ * host memory, where the proxy writes it. */
+static int check_fetch_op(const gdr_trig_executor_t *x, const gdr_trig_desc_t *d, char *why,
+                          size_t why_len)
+{
+    int op = (int) (d->signal_op & 0xffff), type = (int) (d->signal_op >> 16);
+    if (op >= GDR_GPU_OP_COUNT || type >= GDR_GPU_T_COUNT || !gdr_gpu_acc_defined(op, type)
+        || gdr_gpu_word_type_size(type) != d->bytes)
+        return say(why, why_len, "op %d on type %d (%llu bytes) is not a fetch_op of one "
+                   "element", op, type, (unsigned long long) d->bytes);
+    if (d->addr == 0 || (x->dev != NULL
+                         && x->dev->buffer_id(x->dev->ctx, (void *) (uintptr_t) d->addr) != 0))
+        return say(why, why_len, "the result of a fetch_op must be host-pinned memory");
+    if (check_target(x, d->rank, d->disp, 0, d->bytes, 0, "the element", why, why_len))
+        return -1;
+    const gdr_rma_target_t *t = &x->win->targets[d->rank];
+    if ((t->base + (uint64_t) d->disp * t->disp_unit) % d->bytes != 0)
+        return say(why, why_len, "the element at displacement %lld of rank %d is not aligned "
+                   "to its %llu bytes", (long long) d->disp, d->rank,
+                   (unsigned long long) d->bytes);
     return 0;
 }
 
@@ -413,6 +437,8 @@ static int check(const gdr_trig_executor_t *x, const gdr_trig_desc_t *d, char *w
         case GDR_TRIG_LOCK:
         case GDR_TRIG_UNLOCK:
             return check_sync(x, d, why, why_len);
+        case GDR_TRIG_FETCH_OP:
+            return check_fetch_op(x, d, why, why_len);
         default:
             return say(why, why_len, "operation kind %u is unknown", d->op);
     }
@@ -447,6 +473,22 @@ static int exec_start(void *ctx, const gdr_trig_desc_t *d, char *why, size_t why
         op->toff = (uint64_t) d->signal_disp;
         rc = post_fetch_add(op, d->disp, d->addr != 0 ? (void *) (uintptr_t) d->addr : &op->old,
                             what, sizeof(what));
+    } else if (d->op == GDR_TRIG_FETCH_OP) {
+        /* operand and compare by value in the operation; only the target's GPU applies it */
+        int gop = (int) (d->signal_op & 0xffff);
+        op->compare = (uint64_t) d->signal_disp;
+        gdr_rma_access_t a = {.kind = gop == GDR_GPU_OP_CSWAP ? GDR_RMA_CAS : GDR_RMA_FOP,
+            .target = d->rank,.disp = d->disp,.tbytes = d->bytes,
+            .origin = {.addr = &op->operand},.result = {.addr = (void *) (uintptr_t) d->addr},
+            .compare = &op->compare,.gpu_op = gop,.gpu_type = (int) (d->signal_op >> 16)
+        };
+        struct iovec piece = {.iov_base = 0,.iov_len = d->bytes };
+        a.tpieces = &piece;
+        a.ntpieces = 1;
+        a.t_span = d->bytes;
+        rc = staged_takes(x, &a) ? post_staged(op, &a, what, sizeof(what))
+            : say(what, sizeof(what), "only the target's GPU applies it (the staged protocol, "
+                  "to a device window), which does not reach rank %d's window", d->rank);
     } else if (d->op == GDR_TRIG_ACCUMULATE) {
         /* the element's bytes are the operand; only the target's GPU applies these */
         op->toff = (uint64_t) d->signal_disp;

@@ -15,6 +15,9 @@
  *                its counters take); NOTIFY: the notification alone
  *   ACCUMULATE   one element (its bytes in the descriptor) applied by the target's GPU
  *                through the staged protocol, any op and type its atomic steps take
+ *   FETCH_OP     one element of any op and type the atomic steps take (NO_OP and
+ *                compare-and-swap too), applied by the target's GPU through the staged
+ *                protocol, the old value into host memory
  *   LOCK         this process's passive-target epoch to the rank begins: its lock taken
  *                by the NIC's atomics (gdr_rma_passive.h, as MPI_Win_lock's native path),
  *                backing off while others hold it; refused where the window's locks go

@@ -15,7 +15,9 @@
  * its own signal word for THREADS x rounds (signal_wait_until) and checks every cell its
  * left neighbour wrote, the counter, and that the fetch_adds it made saw distinct values
  * 0 .. THREADS x rounds - 1 (no lost or duplicated update), and the accumulated sums
- * exact.  A neighbour on this node is
+ * exact; then a NO_OP, +5, CAS, MAX, NO_OP sequence of fetch_ops with every old value (to
+ * another node's device window through the target's GPU where the staged protocol is on).
+ * A neighbour on this node is
  * reached through its window's IPC mapping (nothing on the ring; a displacement past its
  * window refused), one on another node through the ring (5 descriptors a round: the
  * accumulate's elements are one fetch-add each).
@@ -221,11 +223,13 @@ int main(int argc, char **argv)
     gdr_dev_signal_wait_until(w, SIGNAL, GDR_CMP_GE, THREADS * rounds, &seen);
 
     /* fetch_op and compare_swap on the right neighbour's word (0 at first), one thread:
-     * on this node every op; to another node the NIC's 64-bit sum only */
+     * on this node every op; to another node's device window the staged protocol reaches
+     * (acc_any) every op too, applied by its GPU; else the NIC's 64-bit sum only */
     gdr_test_set_context("fetch_op and compare_swap");
     int64_t *fr = (int64_t *) pinned;           /* results: host-pinned (the NIC writes) */
     const int64_t five = 5, seven = 7, three = 3;
-    int far = same_node ? GDR_DEV_OK : GDR_DEV_ERR_OP;
+    int every_op = same_node || w->peers[right].acc_any;
+    int far = every_op ? GDR_DEV_OK : GDR_DEV_ERR_OP;
     fr[0] = fr[1] = fr[2] = fr[3] = fr[4] = -1;
     if (gdr_dev_fetch_op(w, NULL, NULL, &fr[0], GDR_GPU_T_INT64, GDR_GPU_OP_NO_OP, right,
                          FOPW) != far
@@ -237,12 +241,14 @@ int main(int argc, char **argv)
                             FOPW) != far
         || gdr_dev_fetch_op(w, NULL, NULL, &fr[4], GDR_GPU_T_INT64, GDR_GPU_OP_NO_OP, right,
                             FOPW) != far
-        || gdr_dev_fetch_op(w, &five, NULL, &fr[0], GDR_GPU_T_INT64, GDR_GPU_OP_BAND, right,
-                            FOPW + 4) != (same_node ? GDR_DEV_ERR_ARG : GDR_DEV_ERR_OP)
+        || (same_node && gdr_dev_fetch_op(w, &five, NULL, &fr[0], GDR_GPU_T_INT64,
+                                          GDR_GPU_OP_BAND, right, FOPW + 4) != GDR_DEV_ERR_ARG)
+        || (!every_op && gdr_dev_fetch_op(w, &five, NULL, &fr[0], GDR_GPU_T_INT64,
+                                          GDR_GPU_OP_BAND, right, FOPW) != GDR_DEV_ERR_OP)
         || gdr_dev_flush(w, right) != GDR_DEV_OK)
         gdr_test_fail("a fetch_op or compare_swap returned the wrong status (right neighbour "
                       "on %s)", same_node ? "this node" : "another node");
-    if (same_node) {
+    if (every_op) {
         const int64_t want[5] = { 0, 0, 5, 7, 7 };
         for (int i = 0; i < 5; i++)
             gdr_check_long("old value", i, want[i], fr[i]);
@@ -271,10 +277,9 @@ int main(int argc, char **argv)
     for (int e = 0; e < 4; e++)
         gdr_check_long("int32 accumulated", e, acc32_here
                        ? (long long) add32[e] * THREADS * rounds : 0, got32[e]);
-    /* from the left neighbour: NO_OP, +5, CAS 5 -> 7, MAX 3, NO_OP on this node; +5 only
-     * from another */
-    gdr_check_long("fetch_op word", 0, left_here != MPI_UNDEFINED ? 7 : 5,
-                   (long long) mine[FOPW / 8]);
+    /* from the left neighbour: NO_OP, +5, CAS 5 -> 7, MAX 3, NO_OP on this node or where
+     * the proxy has the target's GPU apply them; +5 only otherwise */
+    gdr_check_long("fetch_op word", 0, acc32_here ? 7 : 5, (long long) mine[FOPW / 8]);
     double maxd;
     memcpy(&maxd, (const char *) mine + MAXD, sizeof(maxd));
     double want_max = acc32_here ? max_value(left, THREADS - 1, rounds - 1) : 0.0;

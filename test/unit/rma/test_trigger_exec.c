@@ -331,6 +331,21 @@ static void test_refusals(void)
     refused((gdr_trig_desc_t) {.op = GDR_TRIG_ACCUMULATE,.rank = 1,.bytes = 4,.disp = 1,
             .signal_disp = 2,.signal_op = GDR_GPU_OP_SUM | GDR_GPU_T_INT32 << 16 },
             GDR_RMA_DECLARES_SUM, 0, "not aligned", "an element off its alignment");
+    refused((gdr_trig_desc_t) {.op = GDR_TRIG_FETCH_OP,.rank = 1,.addr = a,.bytes = 8,.disp = 2,
+            .signal_op = GDR_GPU_OP_MAX | GDR_GPU_T_INT64 << 16 }, GDR_RMA_DECLARES_SUM, 0,
+            "only the target's GPU", "a fetch_op where no staged protocol reaches");
+    refused((gdr_trig_desc_t) {.op = GDR_TRIG_FETCH_OP,.rank = 1,.addr = a,.bytes = 4,.disp = 2,
+            .signal_op = GDR_GPU_OP_MAX | GDR_GPU_T_INT64 << 16 }, GDR_RMA_DECLARES_SUM, 0,
+            "not a fetch_op of one element", "a fetch_op element whose size is not its type's");
+    refused((gdr_trig_desc_t) {.op = GDR_TRIG_FETCH_OP,.rank = 1,.addr = a,.bytes = 4,.disp = 2,
+            .signal_op = GDR_GPU_OP_BXOR | GDR_GPU_T_FLOAT << 16 }, GDR_RMA_DECLARES_SUM, 0,
+            "not a fetch_op", "a fetch_op of BXOR on float");
+    refused((gdr_trig_desc_t) {.op = GDR_TRIG_FETCH_OP,.rank = 1,.addr = 0,.bytes = 8,.disp = 2,
+            .signal_op = GDR_GPU_OP_NO_OP | GDR_GPU_T_INT64 << 16 }, GDR_RMA_DECLARES_SUM, 0,
+            "host-pinned", "a fetch_op without a result");
+    refused((gdr_trig_desc_t) {.op = GDR_TRIG_FETCH_OP,.rank = 1,.addr = a,.bytes = 8,.disp = 600,
+            .signal_op = GDR_GPU_OP_SUM | GDR_GPU_T_INT64 << 16 }, GDR_RMA_DECLARES_SUM, 0,
+            "past the target window", "a fetch_op past the end of the target's window");
     refused((gdr_trig_desc_t) {.op = GDR_TRIG_PUT,.rank = 1,.addr = a,.bytes = 16,.disp = 511 },
             GDR_RMA_DECLARES_SUM, 0, "past the target window", "a put past the end of the target's window");
     refused((gdr_trig_desc_t) {.op = GDR_TRIG_GET,.rank = 1,.addr = a,.bytes = 8,.disp = -1 },
