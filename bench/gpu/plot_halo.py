@@ -4,8 +4,10 @@ in one file, '#' lines and repeated headers allowed).
 
     /usr/bin/python3 bench/gpu/plot_halo.py bench/results/halo-h100.csv OUT.png "MACHINE"
 
-Microseconds per iteration (the latency_us column) against bytes, log-log: one line per way
-(halo_host, halo_enqueue, halo_device) and tool.  Needs matplotlib (Debian: python3-matplotlib)."""
+Microseconds per iteration (the p50 column) against bytes, log-log: one line per way
+(halo_host, halo_enqueue, halo_device, and their -notify forms dashed) and tool; several runs
+of a size give their median and the spread as an error bar.  Needs matplotlib (Debian: python3-matplotlib)."""
+import statistics
 import sys
 
 import matplotlib
@@ -33,9 +35,17 @@ def main():
     src, png, machine = sys.argv[1], sys.argv[2], sys.argv[3]
     fig, ax = plt.subplots(figsize=(8, 5))
     for (way, tool), pts in sorted(series(src).items()):
-        pts.sort()
-        ax.plot([b for b, _ in pts], [us for _, us in pts], marker="o", ms=3,
-                label=f"{way} ({tool})")
+        # several runs of a size (rounds): their median, the spread as an error bar
+        by_size = {}
+        for b, us in pts:
+            by_size.setdefault(b, []).append(us)
+        sizes = sorted(by_size)
+        mid = [statistics.median(by_size[b]) for b in sizes]
+        lo = [m - min(by_size[b]) for b, m in zip(sizes, mid)]
+        hi = [max(by_size[b]) - m for b, m in zip(sizes, mid)]
+        dashed = "notify" in way
+        ax.errorbar(sizes, mid, yerr=[lo, hi], marker="o", ms=3, capsize=2,
+                    linestyle="--" if dashed else "-", label=f"{way} ({tool})")
     ax.set_xscale("log", base=2)
     ax.set_yscale("log")
     ax.set_xlabel("halo bytes")
