@@ -28,7 +28,8 @@
  * MPIX_Accumulate_enqueue); src may be reused when it returns.
  * MPIX_Dev_win_lock / _unlock / _lock_all / _unlock_all open and close the process's
  * passive-target epochs from the kernel, on the window's own locks (shared with every
- * rank's MPI_Win_lock) where they go by the NIC; the host holds no epoch to those ranks
+ * rank's MPI_Win_lock), and MPIX_Dev_win_fence is MPI_Win_fence among the kernels, where
+ * the window's synchronisation goes by the NIC; the host holds no epoch on those ranks
  * meanwhile (docs/mpix-api.md).
  * The _warp and _block variants are called by every thread of the warp or block with the
  * same arguments; one thread issues the operation, and all return after it. */
@@ -242,6 +243,14 @@ __device__ inline int MPIX_Dev_win_lock_all(MPIX_Win_device w)
 __device__ inline int MPIX_Dev_win_unlock_all(MPIX_Win_device w)
 {
     return MPIX_Dev_status(gdr_dev_unlock_all(MPIX_Dev_gdr(w)));
+}
+
+/* MPI_Win_fence among the window's kernels: one thread of every rank's kernel, after the
+ * kernel's threads stopped posting; returns once this process's operations are complete
+ * at their targets and every rank's kernel reached it (docs/mpix-api.md). */
+__device__ inline int MPIX_Dev_win_fence(MPIX_Win_device w)
+{
+    return MPIX_Dev_status(gdr_dev_win_fence(MPIX_Dev_gdr(w)));
 }
 
 __device__ inline uint64_t MPIX_Dev_signal_wait_until(MPIX_Win_device w, MPI_Aint signal_disp,

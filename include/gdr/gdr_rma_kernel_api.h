@@ -50,6 +50,12 @@
  *   While it holds a lock, a kernel may put, get, accumulate and flush to that rank; it
  *   must not wait for another process's kernel or host to act (that one may be waiting
  *   for the lock).
+ * - win_fence(): MPI_Win_fence's meaning among the window's kernels: collective, one thread
+ *   of every rank's kernel calls it once the kernel's threads have stopped posting to the
+ *   window (a grid or block sync before it); it returns once every operation this process
+ *   started before it is complete at its target and every rank's kernel has reached its
+ *   fence.  The hosts make no fence, lock or PSCW epoch on the window meanwhile (the
+ *   kernels own its synchronisation); GDR_DEV_ERR_SYNC where it goes by messages.
  * Bad input (rank out of range, an unknown signal op or comparison, a displacement
  * outside a directly mapped window) returns an error and touches nothing; the proxy checks
  * the ranges of what goes through the ring (it stops, and the host says why).  A call that would wait on a proxy that stopped for good (it failed: the
@@ -96,7 +102,8 @@ typedef struct gdr_dev_notify {
 } gdr_dev_notify_t;
 
 /* gdr_dev_win_t.flags */
-#define GDR_DEV_WIN_LOCKS 1u    /* every rank's lock goes by the NIC: kernels may lock */
+#define GDR_DEV_WIN_SYNC 1u     /* every rank's locks and the fence go by the NIC: kernels
+                                 * may lock and fence */
 
 typedef struct gdr_dev_win {
     gdr_trig_ring_t ring;       /* to the proxy (targets on other nodes) */
@@ -272,7 +279,7 @@ static inline GDR_TRIG_HD int gdr_dev_lock(const gdr_dev_win_t *w, int exclusive
 {
     if (!gdr_dev_rank_ok(w, rank))
         return GDR_DEV_ERR_RANK;
-    if (!(w->flags & GDR_DEV_WIN_LOCKS))
+    if (!(w->flags & GDR_DEV_WIN_SYNC))
         return GDR_DEV_ERR_SYNC;
     gdr_trig_desc_t d = gdr_dev_desc(w, GDR_TRIG_LOCK, rank, 0, 0, 0);
     d.value = exclusive != 0;
@@ -292,7 +299,7 @@ static inline GDR_TRIG_HD int gdr_dev_unlock(const gdr_dev_win_t *w, int rank)
 {
     if (!gdr_dev_rank_ok(w, rank))
         return GDR_DEV_ERR_RANK;
-    if (!(w->flags & GDR_DEV_WIN_LOCKS))
+    if (!(w->flags & GDR_DEV_WIN_SYNC))
         return GDR_DEV_ERR_SYNC;
     gdr_dev_fence();            /* direct stores to a same-node window before the release */
     if (gdr_dev_unlock_post(w, rank) != GDR_DEV_OK)
@@ -303,7 +310,7 @@ static inline GDR_TRIG_HD int gdr_dev_unlock(const gdr_dev_win_t *w, int rank)
 /* Shared locks on every rank: all asked at once, then waited for. */
 static inline GDR_TRIG_HD int gdr_dev_lock_all(const gdr_dev_win_t *w)
 {
-    if (!(w->flags & GDR_DEV_WIN_LOCKS))
+    if (!(w->flags & GDR_DEV_WIN_SYNC))
         return GDR_DEV_ERR_SYNC;
     for (int r = 0; r < w->nranks; r++)
         if (gdr_trig_post(&w->ring, gdr_dev_desc(w, GDR_TRIG_LOCK, r, 0, 0, 0))
@@ -317,7 +324,7 @@ static inline GDR_TRIG_HD int gdr_dev_lock_all(const gdr_dev_win_t *w)
 
 static inline GDR_TRIG_HD int gdr_dev_unlock_all(const gdr_dev_win_t *w)
 {
-    if (!(w->flags & GDR_DEV_WIN_LOCKS))
+    if (!(w->flags & GDR_DEV_WIN_SYNC))
         return GDR_DEV_ERR_SYNC;
     gdr_dev_fence();
     for (int r = 0; r < w->nranks; r++)
@@ -327,6 +334,19 @@ static inline GDR_TRIG_HD int gdr_dev_unlock_all(const gdr_dev_win_t *w)
         if (gdr_dev_ring_drain(w, r) != GDR_DEV_OK)
             return GDR_DEV_ERR_STOPPED;
     return GDR_DEV_OK;
+}
+
+/* fence: a GDR_TRIG_FENCE descriptor (to this rank, for its sequence), then waits until
+ * the proxy has completed every operation before it and met every other rank's fence. */
+static inline GDR_TRIG_HD int gdr_dev_win_fence(const gdr_dev_win_t *w)
+{
+    if (!(w->flags & GDR_DEV_WIN_SYNC))
+        return GDR_DEV_ERR_SYNC;
+    gdr_dev_fence();            /* direct stores visible before the others leave the fence */
+    if (gdr_trig_post(&w->ring, gdr_dev_desc(w, GDR_TRIG_FENCE, w->rank, 0, 0, 0))
+        == GDR_TRIG_STOPPED)
+        return GDR_DEV_ERR_STOPPED;
+    return gdr_dev_ring_drain(w, w->rank);
 }
 
 static inline GDR_TRIG_HD int gdr_dev_fetch_add(const gdr_dev_win_t *w, int rank, int64_t disp,

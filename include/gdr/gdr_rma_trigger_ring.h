@@ -54,11 +54,14 @@ enum {
                                  * (value 1: exclusive, 0: shared), done once held */
     GDR_TRIG_UNLOCK = 10,       /* the epoch ends: done once every operation to rank before
                                  * it is complete there and the release is on its way */
-    GDR_TRIG_FETCH_OP = 11      /* one element at (rank, disp) of the type in signal_op
+    GDR_TRIG_FETCH_OP = 11,     /* one element at (rank, disp) of the type in signal_op
                                  * (gdr_gpu_op_t | gdr_gpu_type_t << 16), applied by the
                                  * target's GPU (the staged protocol) with the operand's bytes
                                  * in value and, for compare-and-swap, the compare's in
                                  * signal_disp; the old value to local addr (host memory) */
+    GDR_TRIG_FENCE = 12         /* every operation before it complete at its target, then
+                                 * the window's fence barrier with every rank (rank: this
+                                 * one's own, for the sequence) */
 };
 
 /* One request: 64 bytes, written by the producer before it publishes the slot. */

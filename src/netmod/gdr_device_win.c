@@ -142,7 +142,7 @@ static int device_win_new(MPIR_Win * win, struct MPIDI_GDR_device_win **out)
                  .done = (volatile uint64_t *) (m + at_done),
                  .slots = (gdr_trig_slot_t *) (m + at_slots),.nslots = DEV_SLOTS,.nranks = n},
         .handle = ++MPIDI_GDR_global.device_handles,.rank = me,.nranks = n,.peers = d->peers,
-        .flags = locks_native(win) ? GDR_DEV_WIN_LOCKS : 0,
+        .flags = locks_native(win) ? GDR_DEV_WIN_SYNC : 0,
         .notify = (gdr_dev_notify_t *) (m + at_notify)
     };
     d->notify = (gdr_dev_notify_t *) (m + at_notify);

@@ -47,6 +47,8 @@ static const char *op_name(uint32_t op)
             return "unlock";
         case GDR_TRIG_FETCH_OP:
             return "fetch_op";
+        case GDR_TRIG_FENCE:
+            return "fence";
         default:
             return "unknown operation";
     }
@@ -160,6 +162,32 @@ static int take_lock(gdr_trig_executor_t *x, const gdr_trig_desc_t *d, char *why
     return say(why, why_len, "taking rank %d's lock by remote atomics failed (%s)", d->rank,
                rc == GDR_RMA_NOMEM ? "out of memory" : rc == GDR_RMA_HOST_ERROR
                ? "the host's progress failed" : "the connection to the target broke?");
+}
+
+/* A kernel's fence (GDR_TRIG_FENCE): first every other operation of the executor complete
+ * (the kernel stopped posting before it) and nothing of the window still in flight to a
+ * target, then the window's fence barrier (gdr_rma_active.h), begun and tested without
+ * waiting.  1: not yet; 0: through; -1 with why. */
+static int fence_step(gdr_trig_executor_t *x, gdr_trig_exec_op_t *op, char *why,
+                      size_t why_len)
+{
+    gdr_rma_win_t *w = x->win;
+    int rc, done = 0;
+    if (!op->signal_sent) {
+        if (x->inflight > 1 || w->tracker.total_remote != 0)
+            return 1;
+        rc = gdr_rma_active_barrier_begin(w);
+        if (rc != GDR_RMA_OK)
+            return say(why, why_len, "beginning the fence's barrier failed (%s)",
+                       rc == GDR_RMA_HOST_ERROR ? "the host's progress failed"
+                       : w->eng->net.error(w->eng->net.ctx));
+        op->signal_sent = 1;    /* (the barrier begun) */
+    }
+    rc = gdr_rma_active_barrier_test(w, &done);
+    if (rc != GDR_RMA_OK)
+        return say(why, why_len, "the fence's barrier failed (%s)", rc == GDR_RMA_HOST_ERROR
+                   ? "the host's progress failed" : w->eng->net.error(w->eng->net.ctx));
+    return done ? 0 : 1;
 }
 
 /* A kernel's unlock (GDR_TRIG_UNLOCK), once every operation to the rank that began before
@@ -439,6 +467,12 @@ static int check(const gdr_trig_executor_t *x, const gdr_trig_desc_t *d, char *w
             return check_sync(x, d, why, why_len);
         case GDR_TRIG_FETCH_OP:
             return check_fetch_op(x, d, why, why_len);
+        case GDR_TRIG_FENCE:
+            if (!gdr_rma_ctl_native(x->win))
+                return say(why, why_len, "this window's fence goes by MPICH's messages, which "
+                           "a kernel cannot take (MPIR_CVAR_CH4_GDR_NATIVE_SYNC off, or a rank "
+                           "without RDMA)");
+            return 0;
         default:
             return say(why, why_len, "operation kind %u is unknown", d->op);
     }
@@ -461,7 +495,7 @@ static int exec_start(void *ctx, const gdr_trig_desc_t *d, char *why, size_t why
         return say(why, why_len, "out of memory for the executor's counts");
     }
     int rc;
-    if (d->op == GDR_TRIG_LOCK || d->op == GDR_TRIG_UNLOCK) {
+    if (d->op == GDR_TRIG_LOCK || d->op == GDR_TRIG_UNLOCK || d->op == GDR_TRIG_FENCE) {
         /* the lock taken now; the release once the rank's operations before it are
          * complete: both told at the next progress */
         rc = d->op == GDR_TRIG_LOCK ? take_lock(x, d, what, sizeof(what)) : 0;
@@ -578,12 +612,14 @@ static int exec_progress(void *ctx, char *why, size_t why_len)
             case GDR_TRIG_LOCK:
                 op_complete(x, op);
                 break;
+            case GDR_TRIG_FENCE:
             case GDR_TRIG_UNLOCK:
-                rc = release_lock(x, op, what, sizeof(what));
+                rc = op->d.op == GDR_TRIG_FENCE ? fence_step(x, op, what, sizeof(what))
+                    : release_lock(x, op, what, sizeof(what));
                 if (rc > 0) {
                     later = 1;
                 } else if (rc != 0) {
-                    exec_fail(x, "the unlock of rank %d: %s", op->d.rank, what);
+                    exec_fail(x, "the %s of rank %d: %s", op_name(op->d.op), op->d.rank, what);
                     op_end(x, op);      /* (not finished: the kernel sees the proxy stop) */
                 } else {
                     op_complete(x, op);

@@ -25,6 +25,9 @@
  *                kernel's)
  *   UNLOCK       the epoch ends once every operation to the rank that began before it is
  *                complete at the target: the release posted behind them
+ *   FENCE        once every other operation of the executor is complete (the kernel
+ *                stopped posting) and none of the window's in flight, the window's fence
+ *                barrier with every rank (gdr_rma_active.h), begun and tested by progress
  *
  * What the NIC cannot take goes through the staged protocol (gdr_rma_staged.h) when the
  * executor has one (gdr_trig_executor_set_staged) and device memory is involved: a device

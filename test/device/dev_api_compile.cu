@@ -42,4 +42,5 @@ __global__ void every_call(MPIX_Win_device w, const double *src, double *dst, ui
     }
     if (MPIX_Dev_win_lock_all(w) == MPI_SUCCESS)
         MPIX_Dev_win_unlock_all(w);
+    MPIX_Dev_win_fence(w);
 }

@@ -9,7 +9,9 @@
  * a "kernel" thread (lock, get, flush, put, unlock), odd ranks from the host
  * (MPI_Win_lock, MPI_Get, MPI_Win_flush, MPI_Put, MPI_Win_unlock).  Without mutual
  * exclusion between all of them updates are lost: the counter must end at size x rounds.
- * Then every even rank's kernel reads it under lock_all / unlock_all.
+ * Then every even rank's kernel reads it under lock_all / unlock_all, and every rank's
+ * kernel passes rounds values around the ring between kernel fences (MPIX_Dev_win_fence:
+ * gdr_dev_win_fence), each read after its fence checked.
  *
  * Where the window's locks go by messages (one node without an RDMA device, or
  * MPIR_CVAR_CH4_GDR_NATIVE_SYNC=0) kernels cannot lock: every call returns
@@ -45,6 +47,29 @@ static void *count_kernel(void *arg)
         k->io[1] = k->io[0] + 1;
         k->errors += gdr_dev_put(k->w, &k->io[1], 8, 0, 0) != GDR_DEV_OK;
         k->errors += gdr_dev_unlock(k->w, 0) != GDR_DEV_OK;
+    }
+    return NULL;
+}
+
+/* fence_rounds rounds of a ring exchange between fences: this rank's value for round i
+ * into the right neighbour's slot i % 2, a fence, then the left's value for round i read
+ * from this rank's own window (the slot of the other parity takes round i + 1 meanwhile). */
+typedef struct {
+    const gdr_dev_win_t *w;
+    uint64_t *io;
+    int rank, left, right, rounds, errors, wrong;
+} fence_kernel_t;
+
+static void *fence_kernel(void *arg)
+{
+    fence_kernel_t *k = arg;
+    for (int i = 0; i < k->rounds; i++) {
+        k->io[3] = (uint64_t) k->rank * 1000 + (uint64_t) i;
+        k->errors += gdr_dev_put(k->w, &k->io[3], 8, k->right, 8 + 8 * (i % 2)) != GDR_DEV_OK;
+        k->errors += gdr_dev_win_fence(k->w) != GDR_DEV_OK;
+        k->errors += gdr_dev_get(k->w, &k->io[4], 8, k->rank, 8 + 8 * (i % 2)) != GDR_DEV_OK;
+        k->errors += gdr_dev_flush(k->w, k->rank) != GDR_DEV_OK;
+        k->wrong += k->io[4] != (uint64_t) k->left * 1000 + (uint64_t) i;
     }
     return NULL;
 }
@@ -108,7 +133,7 @@ int main(int argc, char **argv)
     gdr_test_set_context("MPIX_Win_get_device_handle");
     GDR_CHECK_MPI(MPIX_Win_get_device_handle(win, &dwin));
     const gdr_dev_win_t *w = (const gdr_dev_win_t *) &dwin;
-    int locks = (w->flags & GDR_DEV_WIN_LOCKS) != 0, all_locks = 0;
+    int locks = (w->flags & GDR_DEV_WIN_SYNC) != 0, all_locks = 0;
     MPI_Allreduce(&locks, &all_locks, 1, MPI_INT, MPI_LAND, MPI_COMM_WORLD);
     const char *want = getenv("GDR_TEST_EXPECT_DEV_LOCKS");
     if (want != NULL && atoi(want) && !locks)
@@ -120,7 +145,8 @@ int main(int argc, char **argv)
         uint64_t before = *w->ring.head;
         if (gdr_dev_lock(w, 1, 0) != GDR_DEV_ERR_SYNC || gdr_dev_unlock(w, 0) != GDR_DEV_ERR_SYNC
             || gdr_dev_lock_all(w) != GDR_DEV_ERR_SYNC
-            || gdr_dev_unlock_all(w) != GDR_DEV_ERR_SYNC || *w->ring.head != before)
+            || gdr_dev_unlock_all(w) != GDR_DEV_ERR_SYNC || gdr_dev_win_fence(w) != GDR_DEV_ERR_SYNC
+            || *w->ring.head != before)
             gdr_test_fail("a window whose locks go by messages: the kernel's lock calls did not "
                           "all return GDR_DEV_ERR_SYNC, or reached the ring");
     }
@@ -155,6 +181,20 @@ int main(int argc, char **argv)
             gdr_test_fail("%d device calls failed under lock_all", k.errors);
         gdr_check_long("the counter read by a kernel under lock_all", 0,
                        (long long) size * rounds, (long long) k.seen_all);
+    }
+    MPI_Barrier(MPI_COMM_WORLD);
+    if (all_locks) {
+        /* every rank's kernel: a ring exchange between kernel fences, values checked */
+        gdr_test_set_context("kernel fences");
+        fence_kernel_t f = {.w = w,.io = io,.rank = rank,.left = (rank + size - 1) % size,
+            .right = (rank + 1) % size,.rounds = rounds
+        };
+        pthread_t t;
+        pthread_create(&t, NULL, fence_kernel, &f);
+        pthread_join(t, NULL);
+        if (f.errors || f.wrong)
+            gdr_test_fail("%d device calls failed, %d of %d values read after a fence were not "
+                          "the left neighbour's", f.errors, f.wrong, rounds);
     }
     MPI_Barrier(MPI_COMM_WORLD);
     if (rank == 0) {

@@ -513,7 +513,7 @@ static void make_lockable(setup_t *s, int native)
         };
         gdr_rma_win_set_card(&s->w, i, &c);
     }
-    s->dw.flags = native ? GDR_DEV_WIN_LOCKS : 0;
+    s->dw.flags = native ? GDR_DEV_WIN_SYNC : 0;
 }
 
 static void post_sync(setup_t *s, uint32_t op, int rank, int exclusive)
@@ -562,6 +562,31 @@ static void test_locks(void)
               gdr_trig_proxy_error(&s.proxy));
     teardown(&s);
 
+    /* a fence: begins its barrier only once the put before it completed */
+    setup(&s, GDR_RMA_DECLARES_SUM, 0);
+    make_lockable(&s, 1);
+    gdr_dev_put(&s.dw, &data, 8, 1, 3);
+    post_sync(&s, GDR_TRIG_FENCE, 0, 0);
+    gdr_trig_proxy_progress(&s.proxy, 64);
+    gdr_trig_proxy_progress(&s.proxy, 64);
+    int quiet = 1;
+    for (int r = 1; r < NRANKS; r++)
+        for (int i = 1; i < 128; i++)
+            quiet &= lock_blocks[r][i] == 0;
+    GDR_CHECK(quiet && ring.done[0] == 0, "fence: no barrier write while the put is in flight");
+    while (fk.n > 0)
+        complete_one();
+    gdr_trig_proxy_progress(&s.proxy, 64);
+    while (fk.n > 0)
+        complete_one();
+    int wrote = 0;
+    for (int r = 1; r < NRANKS; r++)
+        for (int i = 1; i < 128; i++)
+            wrote |= lock_blocks[r][i] != 0;
+    GDR_CHECK(wrote && ring.done[0] == 0 && gdr_trig_executor_inflight(&s.x) == 1,
+              "then its barrier's first write went out; it waits for the other ranks");
+    teardown(&s);
+
     /* an unlock without a lock */
     setup(&s, GDR_RMA_DECLARES_SUM, 0);
     make_lockable(&s, 1);
@@ -580,10 +605,18 @@ static void test_locks(void)
               && gdr_dev_unlock_all(&s.dw) == GDR_DEV_ERR_SYNC && ring.head == head,
               "native locks off: GDR_DEV_ERR_SYNC, nothing on the ring");
     GDR_CHECK(gdr_dev_lock(&s.dw, 1, NRANKS) == GDR_DEV_ERR_RANK, "a rank outside: refused");
+    GDR_CHECK(gdr_dev_win_fence(&s.dw) == GDR_DEV_ERR_SYNC && ring.head == head,
+              "native sync off: the fence refused too");
     post_sync(&s, GDR_TRIG_LOCK, 1, 1);
     GDR_CHECK(drain(&s) == -1 && strstr(gdr_trig_proxy_error(&s.proxy), "messages") != NULL
               && lock_blocks[1][0] == 0, "a LOCK descriptor anyway: refused, no atomic (%s)",
               gdr_trig_proxy_error(&s.proxy));
+    teardown(&s);
+    setup(&s, GDR_RMA_DECLARES_SUM, 0);
+    make_lockable(&s, 0);
+    post_sync(&s, GDR_TRIG_FENCE, 0, 0);
+    GDR_CHECK(drain(&s) == -1 && strstr(gdr_trig_proxy_error(&s.proxy), "messages") != NULL,
+              "a FENCE descriptor anyway: refused (%s)", gdr_trig_proxy_error(&s.proxy));
     teardown(&s);
 }
 
