@@ -288,13 +288,6 @@ static inline GDR_TRIG_HD int gdr_dev_lock(const gdr_dev_win_t *w, int exclusive
     return gdr_dev_ring_drain(w, rank);
 }
 
-/* Posts rank's unlock behind this thread's fenced stores (no wait). */
-static inline GDR_TRIG_HD int gdr_dev_unlock_post(const gdr_dev_win_t *w, int rank)
-{
-    gdr_trig_desc_t d = gdr_dev_desc(w, GDR_TRIG_UNLOCK, rank, 0, 0, 0);
-    return gdr_trig_post(&w->ring, d) == GDR_TRIG_STOPPED ? GDR_DEV_ERR_STOPPED : GDR_DEV_OK;
-}
-
 static inline GDR_TRIG_HD int gdr_dev_unlock(const gdr_dev_win_t *w, int rank)
 {
     if (!gdr_dev_rank_ok(w, rank))
@@ -302,38 +295,36 @@ static inline GDR_TRIG_HD int gdr_dev_unlock(const gdr_dev_win_t *w, int rank)
     if (!(w->flags & GDR_DEV_WIN_SYNC))
         return GDR_DEV_ERR_SYNC;
     gdr_dev_fence();            /* direct stores to a same-node window before the release */
-    if (gdr_dev_unlock_post(w, rank) != GDR_DEV_OK)
+    if (gdr_trig_post(&w->ring, gdr_dev_desc(w, GDR_TRIG_UNLOCK, rank, 0, 0, 0))
+        == GDR_TRIG_STOPPED)
         return GDR_DEV_ERR_STOPPED;
     return gdr_dev_ring_drain(w, rank);
 }
 
-/* Shared locks on every rank: all asked at once, then waited for. */
-static inline GDR_TRIG_HD int gdr_dev_lock_all(const gdr_dev_win_t *w)
-{
-    if (!(w->flags & GDR_DEV_WIN_SYNC))
-        return GDR_DEV_ERR_SYNC;
-    for (int r = 0; r < w->nranks; r++)
-        if (gdr_trig_post(&w->ring, gdr_dev_desc(w, GDR_TRIG_LOCK, r, 0, 0, 0))
-            == GDR_TRIG_STOPPED)
-            return GDR_DEV_ERR_STOPPED;
-    for (int r = 0; r < w->nranks; r++)
-        if (gdr_dev_ring_drain(w, r) != GDR_DEV_OK)
-            return GDR_DEV_ERR_STOPPED;
-    return GDR_DEV_OK;
-}
-
-static inline GDR_TRIG_HD int gdr_dev_unlock_all(const gdr_dev_win_t *w)
+/* op (GDR_TRIG_LOCK shared, GDR_TRIG_UNLOCK) to every rank, all asked at once behind this
+ * thread's fenced stores, then waited for. */
+static inline GDR_TRIG_HD int gdr_dev_sync_all(const gdr_dev_win_t *w, uint32_t op)
 {
     if (!(w->flags & GDR_DEV_WIN_SYNC))
         return GDR_DEV_ERR_SYNC;
     gdr_dev_fence();
     for (int r = 0; r < w->nranks; r++)
-        if (gdr_dev_unlock_post(w, r) != GDR_DEV_OK)
+        if (gdr_trig_post(&w->ring, gdr_dev_desc(w, op, r, 0, 0, 0)) == GDR_TRIG_STOPPED)
             return GDR_DEV_ERR_STOPPED;
     for (int r = 0; r < w->nranks; r++)
         if (gdr_dev_ring_drain(w, r) != GDR_DEV_OK)
             return GDR_DEV_ERR_STOPPED;
     return GDR_DEV_OK;
+}
+
+static inline GDR_TRIG_HD int gdr_dev_lock_all(const gdr_dev_win_t *w)
+{
+    return gdr_dev_sync_all(w, GDR_TRIG_LOCK);
+}
+
+static inline GDR_TRIG_HD int gdr_dev_unlock_all(const gdr_dev_win_t *w)
+{
+    return gdr_dev_sync_all(w, GDR_TRIG_UNLOCK);
 }
 
 /* fence: a GDR_TRIG_FENCE descriptor (to this rank, for its sequence), then waits until
@@ -347,6 +338,20 @@ static inline GDR_TRIG_HD int gdr_dev_win_fence(const gdr_dev_win_t *w)
         == GDR_TRIG_STOPPED)
         return GDR_DEV_ERR_STOPPED;
     return gdr_dev_ring_drain(w, w->rank);
+}
+
+/* Posts d and waits until the proxy finished it (a fetched value has landed). */
+static inline GDR_TRIG_HD int gdr_dev_post_wait(const gdr_dev_win_t *w, gdr_trig_desc_t d)
+{
+    uint64_t seq = gdr_trig_post(&w->ring, d);
+    if (seq == GDR_TRIG_STOPPED)
+        return GDR_DEV_ERR_STOPPED;
+    while (!gdr_trig_finished(&w->ring, d.rank, seq + 1)) {
+        if (gdr_trig_stopped(&w->ring))
+            return GDR_DEV_ERR_STOPPED;
+        gdr_trig_pause();
+    }
+    return GDR_DEV_OK;
 }
 
 static inline GDR_TRIG_HD int gdr_dev_fetch_add(const gdr_dev_win_t *w, int rank, int64_t disp,
@@ -369,15 +374,7 @@ static inline GDR_TRIG_HD int gdr_dev_fetch_add(const gdr_dev_win_t *w, int rank
     gdr_trig_desc_t d = gdr_dev_desc(w, GDR_TRIG_FETCH_ADD, rank, (uint64_t) (uintptr_t) result,
                                      8, disp);
     d.value = value;
-    uint64_t seq = gdr_trig_post(&w->ring, d);
-    if (seq == GDR_TRIG_STOPPED)
-        return GDR_DEV_ERR_STOPPED;
-    while (!gdr_trig_finished(&w->ring, rank, seq + 1)) {
-        if (gdr_trig_stopped(&w->ring))
-            return GDR_DEV_ERR_STOPPED;
-        gdr_trig_pause();
-    }
-    return GDR_DEV_OK;
+    return gdr_dev_post_wait(w, d);
 }
 
 /* One element at disp of rank's window: *result = its old value, the new one old op
@@ -435,15 +432,7 @@ static inline GDR_TRIG_HD int gdr_dev_fetch_op(const gdr_dev_win_t *w, const voi
     d.value = operand;
     d.signal_disp = (int64_t) cmp;
     d.signal_op = (uint32_t) op | (uint32_t) type << 16;
-    uint64_t seq = gdr_trig_post(&w->ring, d);
-    if (seq == GDR_TRIG_STOPPED)
-        return GDR_DEV_ERR_STOPPED;
-    while (!gdr_trig_finished(&w->ring, rank, seq + 1)) {
-        if (gdr_trig_stopped(&w->ring))
-            return GDR_DEV_ERR_STOPPED;
-        gdr_trig_pause();
-    }
-    return GDR_DEV_OK;
+    return gdr_dev_post_wait(w, d);
 }
 
 /* Accumulates elements first, first + stride, ... below count of src (gdr_gpu_type_t

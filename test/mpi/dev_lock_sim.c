@@ -107,18 +107,11 @@ static void host_count(MPI_Win win)
 
 int main(int argc, char **argv)
 {
-    int provided, rank, size;
+    int rank, size;
     const char *r = getenv("GDR_TEST_ROUNDS");
     if (r != NULL && atoi(r) >= 1 && atoi(r) <= 1000)
         rounds = atoi(r);
-    MPI_Init_thread(&argc, &argv, MPI_THREAD_MULTIPLE, &provided);
-    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
-    MPI_Comm_size(MPI_COMM_WORLD, &size);
-    if (provided != MPI_THREAD_MULTIPLE || cuda_open() != 0) {
-        fprintf(stderr, "rank %d: needs MPI_THREAD_MULTIPLE (got %d) and a CUDA driver\n", rank,
-                provided);
-        MPI_Abort(MPI_COMM_WORLD, 1);
-    }
+    dev_api_test_init(&argc, &argv, &rank, &size);
     const size_t win_bytes = 64;
     uint64_t winmem, *io, zero[8] = { 0 };
     if (cu.alloc(&winmem, win_bytes) != 0 || cu.host_alloc((void **) &io, 64, 0) != 0)

@@ -100,19 +100,12 @@ static void *kernel(void *arg)
 
 int main(int argc, char **argv)
 {
-    int provided, rank, size;
+    int rank, size;
     const char *r = getenv("GDR_TEST_ROUNDS");
     if (r != NULL && atoi(r) >= 1 && atoi(r) <= 250)
         rounds = atoi(r);
     win_bytes = CELLS + 2 * (size_t) THREADS * (size_t) rounds * 8 + 8;  /* + a spare word */
-    MPI_Init_thread(&argc, &argv, MPI_THREAD_MULTIPLE, &provided);
-    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
-    MPI_Comm_size(MPI_COMM_WORLD, &size);
-    if (provided != MPI_THREAD_MULTIPLE || cuda_open() != 0) {
-        fprintf(stderr, "rank %d: needs MPI_THREAD_MULTIPLE (got %d) and a CUDA driver\n", rank,
-                provided);
-        MPI_Abort(MPI_COMM_WORLD, 1);
-    }
+    dev_api_test_init(&argc, &argv, &rank, &size);
     MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);      /* handle-only calls */
     int right = (rank + 1) % size, left = (rank + size - 1) % size;
     uint64_t winmem;

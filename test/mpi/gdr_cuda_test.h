@@ -149,6 +149,22 @@ static inline void gpu_mpi_test_init(int *argc, char ***argv, MPI_T_pvar_session
     MPI_Comm_size(MPI_COMM_WORLD, size);
     cuda_opened_or_end(cuda_rc);
 }
+
+/* The start of a device-API test (host threads play the kernel, gdr's progress thread serves
+ * the ring): MPI at MPI_THREAD_MULTIPLE and the driver open, this rank and the job's size;
+ * the job ends (abort) without either. */
+static inline void dev_api_test_init(int *argc, char ***argv, int *rank, int *size)
+{
+    int provided;
+    MPI_Init_thread(argc, argv, MPI_THREAD_MULTIPLE, &provided);
+    MPI_Comm_rank(MPI_COMM_WORLD, rank);
+    MPI_Comm_size(MPI_COMM_WORLD, size);
+    if (provided != MPI_THREAD_MULTIPLE || cuda_open() != 0) {
+        fprintf(stderr, "rank %d: needs MPI_THREAD_MULTIPLE (got %d) and a CUDA driver\n", *rank,
+                provided);
+        MPI_Abort(MPI_COMM_WORLD, 1);
+    }
+}
 #endif
 
 #endif /* GDR_CUDA_TEST_H_INCLUDED */
