@@ -377,13 +377,32 @@ static inline GDR_TRIG_HD int gdr_dev_fetch_add(const gdr_dev_win_t *w, int rank
     return gdr_dev_post_wait(w, d);
 }
 
+/* The atomic steps of a (target set here) on rank's directly mapped window at disp: the
+ * caller's share (first, stride) of its elements.  GDR_DEV_ERR_RANGE when they are not all
+ * inside the window, GDR_DEV_ERR_ARG when the address is not aligned for the type. */
+static inline GDR_TRIG_HD int gdr_dev_acc_direct(const gdr_dev_win_t *w, int rank, int64_t disp,
+                                                 gdr_gpu_acc_args_t a, uint64_t first,
+                                                 uint64_t stride)
+{
+    char *dst = gdr_dev_at(w, rank, disp, a.count * gdr_gpu_word_type_size(a.type));
+    if (dst == NULL)
+        return GDR_DEV_ERR_RANGE;
+    if (!gdr_gpu_atomic_capable(a.type, (uintptr_t) dst))
+        return GDR_DEV_ERR_ARG;
+    a.target = dst;
+    a.op |= GDR_GPU_ACC_ATOMIC;
+    gdr_gpu_acc_range(&a, first, stride);
+    return GDR_DEV_OK;
+}
+
 /* One element at disp of rank's window: *result = its old value, the new one old op
  * *origin (NO_OP: a read; origin may be NULL then), or for GDR_GPU_OP_CSWAP *origin where
  * old == *compare; atomic with every other accumulate, fetch_add and fetch_op on it.
  * Same node: every op and type the atomic steps take (elements of at most 8 bytes, aligned
- * to their size).  Other nodes: SUM of 64-bit integers as the NIC's fetch-add (result in
- * memory the proxy writes: host-pinned), anything else GDR_DEV_ERR_OP for now.  Returns
- * once *result holds the old value. */
+ * to their size).  Other nodes (result in memory the proxy writes: host-pinned): SUM of
+ * 64-bit integers as the NIC's fetch-add; every other op and type the same way as on one
+ * node where the target's GPU applies it (peers[rank].acc_any: GDR_TRIG_FETCH_OP), else
+ * GDR_DEV_ERR_OP.  Returns once *result holds the old value. */
 static inline GDR_TRIG_HD int gdr_dev_fetch_op(const gdr_dev_win_t *w, const void *origin,
                                                const void *compare, void *result, int type,
                                                int op, int rank, int64_t disp)
@@ -397,21 +416,14 @@ static inline GDR_TRIG_HD int gdr_dev_fetch_op(const gdr_dev_win_t *w, const voi
     if (size == 0)
         return GDR_DEV_ERR_OP;          /* 16 bytes: no atomic step takes it */
     if (gdr_dev_direct(w, rank)) {
-        char *dst = gdr_dev_at(w, rank, disp, size);
-        if (dst == NULL)
-            return GDR_DEV_ERR_RANGE;
-        if (!gdr_gpu_atomic_capable(type, (uintptr_t) dst))
-            return GDR_DEV_ERR_ARG;
         gdr_gpu_acc_args_t a = { 0 };
-        a.target = dst;
         a.origin = origin;
         a.compare = compare;
         a.result = result;
         a.count = 1;
-        a.op = op | GDR_GPU_ACC_ATOMIC;
+        a.op = op;
         a.type = type;
-        gdr_gpu_acc_range(&a, 0, 1);
-        return GDR_DEV_OK;
+        return gdr_dev_acc_direct(w, rank, disp, a, 0, 1);
     }
     if (op == GDR_GPU_OP_SUM && (type == GDR_GPU_T_INT64 || type == GDR_GPU_T_UINT64)) {
         uint64_t v;
@@ -458,19 +470,12 @@ static inline GDR_TRIG_HD int gdr_dev_accumulate(const gdr_dev_win_t *w, const v
     if (count > (uint64_t) INT64_MAX / size)
         return GDR_DEV_ERR_RANGE;
     if (gdr_dev_direct(w, rank)) {
-        char *dst = gdr_dev_at(w, rank, disp, count * size);
-        if (dst == NULL)
-            return GDR_DEV_ERR_RANGE;
-        if (!gdr_gpu_atomic_capable(type, (uintptr_t) dst))
-            return GDR_DEV_ERR_ARG;
         gdr_gpu_acc_args_t a = { 0 };
-        a.target = dst;
         a.origin = src;
         a.count = count;
-        a.op = op | GDR_GPU_ACC_ATOMIC;
+        a.op = op;
         a.type = type;
-        gdr_gpu_acc_range(&a, first, stride);
-        return GDR_DEV_OK;
+        return gdr_dev_acc_direct(w, rank, disp, a, first, stride);
     }
     if (op != GDR_GPU_OP_SUM || (type != GDR_GPU_T_INT64 && type != GDR_GPU_T_UINT64)) {
         /* the target's GPU applies it, one element a descriptor, its bytes by value */

@@ -124,10 +124,9 @@ void MPIDI_GDR_ipc_register_pvars(void)
                               "gdr's copy kernel (MPIR_CVAR_CH4_GDR_LOCAL_KERNEL_COPY)");
 }
 
-static void local_release(MPIR_Win * win, struct MPIDI_GDR_ipc_win *l)
+static void local_release(struct MPIDI_GDR_ipc_win *l)
 {
     gdr_gpu_t *g = &MPIDI_GDR_global.gpu;
-    (void) win;
     for (int r = 0; l->lanes != NULL && r < l->nranks; r++) {
         local_lane_t *lane = &l->lanes[r];
         if (lane->done != NULL)
@@ -166,7 +165,7 @@ int MPIDI_GDR_ipc_claims(MPIR_Win * win, int one_gpu)
     }
     if (l == NULL || l->lanes == NULL || l->acc_elsewhere == NULL) {
         if (l != NULL)
-            local_release(win, l);
+            local_release(l);
         return 0;               /* only a shortcut lost: MPICH's shared memory carries them */
     }
     GDR_WIN(win).ipc = l;
@@ -736,7 +735,7 @@ void MPIDI_GDR_ipc_free(MPIR_Win * win)
         return;
     /* (a failed wait leaves copies that may still use the mappings: they stay) */
     if (MPIDI_GDR_ipc_wait(win) == MPI_SUCCESS)
-        local_release(win, l);
+        local_release(l);
     else
         MPIDI_GDR_peer_maps_hold(win);
     GDR_WIN(win).ipc = NULL;
