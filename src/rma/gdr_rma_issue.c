@@ -68,8 +68,7 @@ int gdr_rma_issue(gdr_rma_win_t *w, const gdr_rma_access_t *a, gdr_rma_plan_t *p
         goto posted;
 
     /* each contiguous piece by the selector's rule for its size (gdr_rma_select.h) */
-    const gdr_rma_route_t *r = is_putget || plan->path == GDR_RMA_PATH_READ
-        ? gdr_rma_route_rc(w, t) : NULL;
+    const gdr_rma_route_t *r = &plan->route;
     char *land = plan->result_move == GDR_RMA_MOVE_DIRECT ? a->result.addr : op->temp;
     const char *src = plan->origin_move == GDR_RMA_MOVE_DIRECT ? a->origin.addr : op->origin_temp;
     size_t nt = a->ntpieces;

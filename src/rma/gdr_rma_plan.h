@@ -75,6 +75,8 @@ typedef struct gdr_rma_plan {
     int by_rdma;                /* 0: by message; nothing else is set */
     gdr_rma_proto_t proto;      /* the selector's answer (put and get: how a contiguous
                                  * buffer to one target piece moves) */
+    gdr_rma_route_t route;      /* what it was asked on: the small protocols' limits for
+                                 * each piece the issue posts */
     gdr_rma_path_t path;        /* accumulates: the NIC path (put/get: GDR_RMA_PATH_AM) */
     uint32_t rkey;
     uint64_t tbase;             /* the target's address of disp */

@@ -127,15 +127,15 @@ static void buf_shape(const gdr_rma_engine_t *eng, const gdr_rma_buf_t *b, uint6
 
 /* How one side's data moves under proto: the contiguous buffer, the user's pieces as a
  * list (rc/iov; a contiguous device buffer is a list of one piece, never touched by the
- * host), or packed into an engine buffer.  GDR_RMA_NOREG: device memory that cannot be
- * pinned (send a message); GDR_RMA_NOMEM. */
+ * host: sge_fits, buf_shape's answer, says whether the transport takes it), or packed into
+ * an engine buffer.  GDR_RMA_NOREG: device memory that cannot be pinned (send a message);
+ * GDR_RMA_NOMEM. */
 static int bind_move(const gdr_rma_engine_t *eng, const gdr_rma_buf_t *b, uint64_t bytes,
-                     gdr_rma_proto_t proto, gdr_rma_plan_t *plan, gdr_rma_move_t *move,
-                     void **bounce)
+                     gdr_rma_proto_t proto, int sge_fits, gdr_rma_plan_t *plan,
+                     gdr_rma_move_t *move, void **bounce)
 {
     if (b->device_id != 0) {
-        if (!b->scattered || b->n > GDR_RMA_SGE_MAX || !eng->net.sge_fits(eng->net.ctx, b->n, bytes)
-            || !pin_list(eng, b, &plan->pin))
+        if (!sge_fits || !pin_list(eng, b, &plan->pin))
             return GDR_RMA_NOREG;
         *move = GDR_RMA_MOVE_SGE;
         return GDR_RMA_OK;
@@ -189,16 +189,7 @@ int gdr_rma_plan(gdr_rma_win_t *w, const gdr_rma_access_t *a, gdr_rma_plan_t *pl
         if (plan->rkey == 0)
             return GDR_RMA_OK;  /* unregistered, or across attachments: a message */
     }
-    /* the selector, on the route as the engine sees it: the host sends same-node and
-     * staged operations elsewhere before asking, and a device buffer only where the NIC
-     * takes GPU memory (whether it takes this one is the pin's answer) */
-    gdr_rma_route_t r = {.rc = 1,.nic_gpu = 1 };
     int is_putget = a->kind == GDR_RMA_PUT || a->kind == GDR_RMA_GET;
-    if (is_putget) {            /* (accumulates need no limits) */
-        const gdr_rma_route_t *limits = gdr_rma_route_rc(w, t);
-        r.short_max = limits->short_max;
-        r.bcopy_max = limits->bcopy_max;
-    }
     int fetches = a->kind != GDR_RMA_PUT && a->kind != GDR_RMA_ACC;
     int sends = a->kind != GDR_RMA_GET && !(a->kind != GDR_RMA_PUT
                                              && a->op == GDR_RMA_ACC_NO_OP);
@@ -216,7 +207,18 @@ int gdr_rma_plan(gdr_rma_win_t *w, const gdr_rma_access_t *a, gdr_rma_plan_t *pl
                 && a->tpieces[i].iov_len % 8 == 0;
         in.acc_path = gdr_rma_acc_path(&w->atomics, a->op, a->int64_elements, aligned);
     }
-    plan->proto = gdr_rma_select(&r, &in);
+    /* the selector, on the route as the engine sees it: the host sends same-node and
+     * staged operations elsewhere before asking, and a device buffer only where the NIC
+     * takes GPU memory (whether it takes this one is the pin's answer); the small
+     * protocols' limits where data moves (kept in the plan for the issue) */
+    gdr_rma_route_t *r = &plan->route;
+    *r = (gdr_rma_route_t) {.rc = 1,.nic_gpu = 1 };
+    if (is_putget || in.acc_path == GDR_RMA_PATH_READ) {
+        const gdr_rma_route_t *limits = gdr_rma_route_rc(w, t);
+        r->short_max = limits->short_max;
+        r->bcopy_max = limits->bcopy_max;
+    }
+    plan->proto = gdr_rma_select(r, &in);
     switch (plan->proto) {
         case GDR_RMA_PROTO_RC_ATOMIC:
         case GDR_RMA_PROTO_RC_READ:
@@ -233,11 +235,11 @@ int gdr_rma_plan(gdr_rma_win_t *w, const gdr_rma_access_t *a, gdr_rma_plan_t *pl
         rc = GDR_RMA_OK;
         if (fetches)
             rc = bind_move(eng, &a->result, a->tbytes, a->kind == GDR_RMA_GET ? plan->proto
-                           : GDR_RMA_PROTO_RC_BCOPY, plan, &plan->result_move,
+                           : GDR_RMA_PROTO_RC_BCOPY, in.sge_fits, plan, &plan->result_move,
                            &plan->result_bounce);
         if (rc == GDR_RMA_OK && sends)
             rc = bind_move(eng, &a->origin, a->tbytes, a->kind == GDR_RMA_PUT ? plan->proto
-                           : GDR_RMA_PROTO_RC_BCOPY, plan, &plan->origin_move,
+                           : GDR_RMA_PROTO_RC_BCOPY, in.sge_fits, plan, &plan->origin_move,
                            &plan->origin_bounce);
         if (rc != GDR_RMA_OK) {
             /* out of memory, or device memory that cannot move zero-copy: a message */
