@@ -9,13 +9,16 @@
  *   gdr_am_device_copied_bytes   payload copied between host and device by gdr's GPU copy
  *   gdr_am_rndv_zcopy_bytes      rendezvous payload read straight into the receive buffer
  *   gdr_am_eager_sent            messages sent whole in one eager buffer
+ *   gdr_am_staged_bytes          of the device copies, those through the bounded pool of
+ *                                pinned chunks (GPUDirect staged: no whole-message buffer)
  * A host eager message's payload is copied twice by design (into the send slot, out of the
  * receive buffer: no counter has them); otherwise each side copies at most once, counted
  * in one or two of the counters above (a staged device pack is packed and device_copied).
  * copies_per_byte = (send_copies + recv_copies) / delivered: copies through host memory,
  * whether the CPU or the GPU's copy engine makes them.  CSV on rank 0's stdout:
  *   memory,bytes,messages,delivered,protocol,send_packed,send_device_copied,
- *   recv_landed_copied,recv_device_copied,recv_zcopy,send_copies,recv_copies,copies_per_byte
+ *   recv_landed_copied,recv_device_copied,recv_zcopy,send_copies,recv_copies,copies_per_byte,
+ *   send_staged,recv_staged
  * A benchmark: it prints numbers and never judges them. */
 #define _POSIX_C_SOURCE 200809L         /* clock_gettime (gdr_mpi_test.h) */
 #include <stdlib.h>
@@ -27,9 +30,9 @@
 #define N 4
 static const char *const names[] = {
     "gdr_am_send_packed_bytes", "gdr_am_rndv_copied_bytes", "gdr_am_device_copied_bytes",
-    "gdr_am_rndv_zcopy_bytes", "gdr_am_eager_sent"
+    "gdr_am_rndv_zcopy_bytes", "gdr_am_eager_sent", "gdr_am_staged_bytes"
 };
-enum { PACKED, LANDED, DEVICE, ZCOPY, EAGER, NCOUNT };
+enum { PACKED, LANDED, DEVICE, ZCOPY, EAGER, STAGED, NCOUNT };
 
 static void counters(MPI_T_pvar_session s, unsigned long long *v)
 {
@@ -63,7 +66,7 @@ int main(int argc, char **argv)
     if (rank == 0)
         printf("memory,bytes,messages,delivered,protocol,send_packed,send_device_copied,"
                "recv_landed_copied,recv_device_copied,recv_zcopy,send_copies,recv_copies,"
-               "copies_per_byte\n");
+               "copies_per_byte,send_staged,recv_staged\n");
     for (int m = 0; m < 1 + gpu; m++) {
         void *buf = m == 0 ? (void *) host : (void *) (uintptr_t) dev;
         for (size_t k = 0; k < sizeof(sizes) / sizeof(sizes[0]); k++) {
@@ -97,10 +100,10 @@ int main(int argc, char **argv)
                 : snd[PACKED] > snd[DEVICE] ? snd[PACKED] : snd[DEVICE];
             unsigned long long got = m == 0 && eager ? delivered
                 : rcv[LANDED] > rcv[DEVICE] ? rcv[LANDED] : rcv[DEVICE];
-            printf("%s,%zu,%d,%llu,%s,%llu,%llu,%llu,%llu,%llu,%llu,%llu,%.2f\n",
+            printf("%s,%zu,%d,%llu,%s,%llu,%llu,%llu,%llu,%llu,%llu,%llu,%.2f,%llu,%llu\n",
                    m ? "device" : "host", sizes[k], N, delivered, eager ? "eager" : "rndv",
                    snd[PACKED], snd[DEVICE], rcv[LANDED], rcv[DEVICE], rcv[ZCOPY], sent, got,
-                   (double) (sent + got) / (double) delivered);
+                   (double) (sent + got) / (double) delivered, snd[STAGED], rcv[STAGED]);
             fflush(stdout);
         }
     }

@@ -76,6 +76,7 @@ noinst_HEADERS += src/mpid/ch4/netmod/gdr/gdr_pre.h \
                   src/mpid/ch4/netmod/gdr/adapt/gdr_gpu_rma_stream.h \
                   src/mpid/ch4/netmod/gdr/common/gdr_status.h \
                   src/mpid/ch4/netmod/gdr/gdr_context.h \
+                  src/mpid/ch4/netmod/gdr/gdr_msg_pipe.h \
                   src/mpid/ch4/netmod/gdr/gdr_triggered.h
 
 mpi_core_sources += src/mpid/ch4/netmod/gdr/func_table.c \
@@ -91,6 +92,7 @@ mpi_core_sources += src/mpid/ch4/netmod/gdr/func_table.c \
                     src/mpid/ch4/netmod/gdr/gdr_spawn.c \
                     src/mpid/ch4/netmod/gdr/gdr_peers.c \
                     src/mpid/ch4/netmod/gdr/gdr_dynmsg.c \
+                    src/mpid/ch4/netmod/gdr/gdr_msg_pipe.c \
                     src/mpid/ch4/netmod/gdr/gdr_hooks.c \
                     src/mpid/ch4/netmod/gdr/verbs/gdr_verbs_select.c \
                     src/mpid/ch4/netmod/gdr/verbs/gdr_verbs_topo.c \

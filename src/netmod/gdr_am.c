@@ -180,9 +180,10 @@ cvars:
 #define GDR_AM_WORD_HANDLER(w) ((int) ((w) & 0xff))
 #define GDR_AM_WORD_SRC_VCI(w) ((int) (((w) >> 8) & 0xff))
 #define GDR_AM_WORD_DST_VCI(w) ((int) (((w) >> 16) & 0xff))
-_Static_assert(MPIDI_AM_HANDLERS_MAX <= MPIDI_GDR_DYNPROC_HANDLER && MPIDI_CH4_MAX_VCIS <= 256,
+_Static_assert(MPIDI_AM_HANDLERS_MAX <= MPIDI_GDR_PIPE_HANDLER
+               && MPIDI_GDR_PIPE_HANDLER < MPIDI_GDR_DYNPROC_HANDLER && MPIDI_CH4_MAX_VCIS <= 256,
                "gdr's AM word holds the handler and the VCIs in 8 bits each, and the "
-               "dynamic-process messages' handler is none of MPIDIG's");
+               "fragments' and dynamic-process messages' handlers are none of MPIDIG's");
 
 /* The channel's peer for rank of comm: its world rank, or, for a process of another job
  * (spawned, connected), the peer its upid was given (gdr_spawn.c). */
@@ -359,13 +360,25 @@ int MPIDI_GDR_am_send(int rank, MPIR_Comm * comm, int handler_id, const void *am
              * where the NIC takes GPU memory (dmabuf, peermem: registered by buffer id) */
             int in_place = dt_contig && (device_id == 0 || (MPIDI_GDR_nic_takes_gpu_memory()
                                                             && (size_t) data_sz > eager_max));
+            if (!in_place && device_id != 0 && MPIDI_GDR_global.gpu.on
+                && handler_id == MPIDIG_SEND_DATA && (size_t) data_sz > eager_max) {
+                /* the rest of a device message the NIC cannot read in place: in fragments
+                 * through pinned chunks (its receive is matched) */
+                GDR_AM_REQ(sreq).handler_id = handler_id;
+                GDR_AM_REQ(sreq).pack_buf = NULL;
+                mpi_errno = MPIDI_GDR_pipe_send(peer, GDR_AM_WORD(MPIDI_GDR_PIPE_HANDLER,
+                                                                  src_vci, dst_vci),
+                                                am_hdr, data, count, datatype, data_sz, sreq);
+                MPIR_ERR_CHECK(mpi_errno);
+                goto fn_exit;
+            }
             if (in_place) {
                 payload = first;
             } else {
                 /* the NIC reads host memory here: device data copied by gdr's GPU copy
-                 * (eagerly, or staged whole: a pipeline of pinned chunks is left, issue
-                 * 69), host data packed; with gdr's GPU layer off, MPICH packs device
-                 * memory it knows itself */
+                 * (eager data, and the payloads of MPIDIG's other handlers: an accumulate's
+                 * or a Put's, delivered whole), host data packed; with gdr's GPU layer
+                 * off, MPICH packs device memory it knows itself */
                 pack_buf = MPL_malloc(data_sz, MPL_MEM_BUFFER);
                 MPIR_ERR_CHKANDJUMP1(pack_buf == NULL, mpi_errno, MPI_ERR_NO_MEM, "**nomem",
                                      "**nomem %s", "gdr AM pack buffer");
@@ -713,6 +726,8 @@ static void deliver(void *ctx, int src, uint32_t word, const void *am_hdr,
 static int rts_wanted(void *ctx, uint32_t word)
 {
     int handler_id = GDR_AM_WORD_HANDLER(word);
+    if (handler_id == MPIDI_GDR_PIPE_HANDLER)
+        return 1;               /* a fragment (gdr_msg_pipe.c): always placed by its receive */
     return MPIR_CVAR_CH4_GDR_RNDV_ZCOPY_MIN >= 0
         && (handler_id == MPIDIG_SEND_DATA || handler_id == MPIDIG_PART_SEND_DATA);
 }
@@ -777,6 +792,10 @@ static int rts_offered(void *ctx, int src, uint32_t word, const void *am_hdr, si
     uint64_t device_id = 0;
     int nsegs = 0;
 
+    if (GDR_AM_WORD_HANDLER(word) == MPIDI_GDR_PIPE_HANDLER) {
+        am_error(MPIDI_GDR_pipe_offered(am_hdr, am_hdr_sz, data_sz, rts));
+        return 1;
+    }
     if (!word_ok(src, word))
         return 0;               /* delivered whole later, and refused again there */
     MPIDIG_AM_ATTR_SET_VCIS(attr, GDR_AM_WORD_SRC_VCI(word), GDR_AM_WORD_DST_VCI(word));
@@ -798,6 +817,10 @@ static int rts_offered(void *ctx, int src, uint32_t word, const void *am_hdr, si
 static void read_done(void *ctx, uint64_t cookie, const void *landed, size_t len)
 {
     MPIR_Request *rreq = (MPIR_Request *) (uintptr_t) cookie;
+    if (cookie & MPIDI_GDR_PIPE_COOKIE) {
+        am_error(MPIDI_GDR_pipe_read_done(cookie, landed, len));
+        return;
+    }
     if (rreq == NULL)
         return;
     if (landed != NULL)
@@ -809,6 +832,10 @@ static void read_done(void *ctx, uint64_t cookie, const void *landed, size_t len
 
 static void rndv_done(void *ctx, uint64_t cookie)
 {
+    if (cookie & MPIDI_GDR_PIPE_COOKIE) {
+        am_error(MPIDI_GDR_pipe_fin(cookie, origin_done));
+        return;
+    }
     MPIR_Request *sreq = (MPIR_Request *) (uintptr_t) cookie;
     am_error(origin_done(sreq));
 }
@@ -961,7 +988,9 @@ void MPIDI_GDR_am_register_pvars(void)
         {"gdr_am_rndv_sent", "active messages this rank sent by rendezvous (the receiver "
          "reads the payload with RDMA READ)", offsetof(gdr_verbs_am_stats_t, rndv_sent), 0},
         {"gdr_am_rndv_zcopy_bytes", "rendezvous payload bytes this rank read straight into "
-         "the matched receive buffer, no host copy (MPIR_CVAR_CH4_GDR_RNDV_ZCOPY_MIN)",
+         "the matched receive buffer, no host copy (MPIR_CVAR_CH4_GDR_RNDV_ZCOPY_MIN), or "
+         "into a pinned staging chunk for a device buffer the NIC cannot reach (those also "
+         "in gdr_am_staged_bytes)",
          offsetof(gdr_verbs_am_stats_t, rndv_zcopy_bytes), 0},
         {"gdr_am_rndv_copied_bytes", "rendezvous payload bytes this rank read into gdr's "
          "landing buffers and then copied on the host (receive buffers of many pieces or "
@@ -1187,7 +1216,7 @@ int MPIDI_GDR_am_stop(void)
     MPIDI_GDR_global.world_cards = NULL;
     if (MPIDI_GDR_global.am == NULL)
         return MPI_SUCCESS;
-    while (gdr_verbs_am_busy(MPIDI_GDR_global.am)) {
+    while (gdr_verbs_am_busy(MPIDI_GDR_global.am) || MPIDI_GDR_pipe_busy()) {
         int made_progress = 0;
         mpi_errno = MPIDI_GDR_progress_am(&made_progress);
         MPIR_ERR_CHECK(mpi_errno);
@@ -1226,6 +1255,7 @@ int MPIDI_GDR_am_stop(void)
     MPIDI_GDR_global.send_eager_max = -1;
     gdr_verbs_am_destroy(MPIDI_GDR_global.am);
     MPIDI_GDR_global.am = NULL;
+    MPIDI_GDR_pipe_free();      /* (after the channel: its cache held the chunks' keys) */
     return mpi_errno;
   fn_fail:
     goto fn_exit;

@@ -13,6 +13,7 @@
 #include "gpu/gdr_gpu.h"
 #include "gpu/gdr_gpu_ipc.h"
 #include "adapt/gdr_gpu_rma_device.h"
+#include "gdr_msg_pipe.h"
 
 struct gdr_rma_staged;             /* the staged protocol (rma/gdr_rma_staged.h) */
 struct gdr_rma_staged_win;
@@ -55,6 +56,7 @@ struct MPIDI_GDR_context {
     unsigned long long am_packed_bytes; /* message bytes packed into host buffers (MPI_T) */
     unsigned long long am_device_copied_bytes;  /* message bytes gdr's GPU copy moved (MPI_T) */
     unsigned long long am_sends_immediate;      /* sends with no MPIDIG request (MPI_T) */
+    MPIDI_GDR_msg_pipe_t pipe;  /* messages through pinned chunks (gdr_msg_pipe.c) */
     MPI_Aint send_eager_max;    /* payload bytes of an immediate send (MPIDI_GDR_send_eager);
                                  * -1: none (no channel) */
     unsigned empty_polls;       /* consecutive progress calls that found nothing */

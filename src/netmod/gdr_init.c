@@ -149,6 +149,7 @@ int MPIDI_GDR_init_local(int *tag_bits)
     *tag_bits = MPIR_TAG_BITS_DEFAULT;
     MPIDI_GDR_rma_register_pvars();
     MPIDI_GDR_am_register_pvars();
+    MPIDI_GDR_pipe_register_pvars();
     MPIDI_GDR_progress_register_pvars();
     mpi_errno = MPIDI_GDR_dynamic_register_handlers();
     MPIR_ERR_CHECK(mpi_errno);

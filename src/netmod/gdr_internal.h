@@ -27,6 +27,20 @@ int MPIDI_GDR_poll_am(int *made_progress);
  * source (-1: any), in arrival order; NULL while none is whole. */
 #define MPIDI_GDR_DYNPROC_HANDLER 255
 int MPIDI_GDR_foreign_peer(MPIR_Lpid lpid);
+/* gdr_msg_pipe.c (gdr_msg_pipe.h): sending sreq's MPIDIG_SEND_DATA payload in fragments
+ * (word: the channel's handler word, MPIDI_GDR_PIPE_HANDLER's); the channel callbacks of
+ * a fragment (cookie with MPIDI_GDR_PIPE_COOKIE): its chunk read at the receiver
+ * (origin_done completes the send after its last), offered here, read here. */
+int MPIDI_GDR_pipe_send(int peer, uint32_t word, const void *am_hdr, const void *data,
+                        MPI_Aint count, MPI_Datatype type, MPI_Aint data_sz,
+                        MPIR_Request * sreq);
+int MPIDI_GDR_pipe_fin(uint64_t cookie, int (*origin_done) (MPIR_Request *));
+int MPIDI_GDR_pipe_offered(const void *am_hdr, size_t am_hdr_sz, size_t data_sz,
+                           gdr_verbs_am_rts_t * rts);
+int MPIDI_GDR_pipe_read_done(uint64_t cookie, const void *landed, size_t len);
+int MPIDI_GDR_pipe_busy(void);
+void MPIDI_GDR_pipe_free(void);
+void MPIDI_GDR_pipe_register_pvars(void);
 int MPIDI_GDR_foreign_peer_put(MPIR_Lpid lpid, int peer);
 void MPIDI_GDR_peers_free(void);
 uint64_t MPIDI_GDR_job_id(void);

@@ -42,7 +42,9 @@ cvars:
       scope       : MPI_T_SCOPE_LOCAL
       description : >-
         Bytes of one staging slot: device data moves in chunks of this size
-        (a power of two, 64 or more).
+        (a power of two, 64 or more).  Messages whose device data the NIC
+        cannot read in place move it in fragments of this size (at least
+        4096) through pinned chunks of their own.
 
     - name        : MPIR_CVAR_CH4_GDR_STAGE_SLOTS
       category    : CH4_GDR
@@ -53,7 +55,11 @@ cvars:
       scope       : MPI_T_SCOPE_LOCAL
       description : >-
         Staging slots per direction (send and receive pools), each
-        MPIR_CVAR_CH4_GDR_STAGE_CHUNK bytes of pinned host memory.
+        MPIR_CVAR_CH4_GDR_STAGE_CHUNK bytes of pinned host memory.  Messages
+        have as many chunks of their own per direction, taken at the first
+        one that needs them (MPI_T gdr_am_stage_pinned_bytes): a process
+        pins at most 2 x this x MPIR_CVAR_CH4_GDR_STAGE_CHUNK bytes for
+        messages, whatever their size or number.
 
     - name        : MPIR_CVAR_CH4_GDR_STAGE_INLINE
       category    : CH4_GDR

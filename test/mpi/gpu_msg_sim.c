@@ -18,8 +18,9 @@
  * the NIC cannot reach device memory
  * (MPIR_CVAR_CH4_GDR_GPUDIRECT=staged); with dmabuf or peermem a rendezvous moves none; and
  * gdr_am_send_packed_bytes: eager device data goes straight into the channel's send slot
- * where one is free at once (at least once in the run), staged rendezvous data through a
- * pack buffer.
+ * where one is free at once (at least once in the run), a rendezvous never (staged device
+ * data goes through pinned chunks: gdr_am_staged_bytes; gdr_am_stage_pinned_bytes stays at
+ * its bound after 64 MiB).
  * Without a GPU or driver: prints why and fails. */
 #include "gdr_mpi_test.h"
 #include "gdr_cuda_test.h"
@@ -59,6 +60,17 @@ static unsigned long long copied(void)
 static unsigned long long packed(void)
 {
     return gdr_pvar_value(session, "gdr_am_send_packed_bytes");
+}
+
+static unsigned long long staged_bytes(void)
+{
+    return gdr_pvar_value(session, "gdr_am_staged_bytes");
+}
+
+static long env_or(const char *name, long dflt)
+{
+    const char *v = getenv(name);
+    return v != NULL ? atol(v) : dflt;
 }
 
 /* A buffer of n bytes (at least 1) in device or host memory, filled with seed's values
@@ -127,7 +139,8 @@ static void one(int sdev, int rdev, size_t n, int nonblocking, int seed)
         return;
     int dev = sender ? sdev : rdev;
     void *b = buf_new(dev, n, seed, sender);
-    unsigned long long before = copied(), packed_before = packed();
+    unsigned long long before = copied(), packed_before = packed(),
+        staged_before = staged_bytes();
     MPI_Status st;
     MPI_Request r;
     if (sender && nonblocking) {
@@ -158,9 +171,16 @@ static void one(int sdev, int rdev, size_t n, int nonblocking, int seed)
                               p, n);
             in_slot += p == 0;
         } else if (sender) {
-            gdr_check_long("gdr_am_send_packed_bytes (this message)", 0,
-                           (long long) (sdev && n > 0 && staged() ? n : 0), (long long) p);
+            /* a rendezvous never packs device data whole: staged, it goes through the
+             * pinned chunks */
+            gdr_check_long("gdr_am_send_packed_bytes (this message)", 0, 0, (long long) p);
         }
+        /* the chunks carry device data of a staged rendezvous at the sender, and into
+         * device memory at the receiver when the sender's was device memory too (else
+         * the receiver reads a host sender's buffer and copies it from the landing) */
+        int chunked = n > DATA_EAGER_MAX && staged() && sdev && (sender || rdev);
+        gdr_check_long("gdr_am_staged_bytes (this message)", 0,
+                       (long long) (chunked ? n : 0), (long long) (staged_bytes() - staged_before));
     }
     buf_free(dev, b);
 }
@@ -266,17 +286,18 @@ static void unexpected(size_t n, int seed)
         buf_free(1, b);
 }
 
-/* MPI_Ssend from device memory into device memory. */
-static void ssend(size_t n, int seed)
+/* One message of n bytes from device memory into device memory, by MPI_Ssend (sync) or
+ * MPI_Send, checked. */
+static void dev_to_dev(size_t n, int seed, int sync)
 {
     int p = partner(), sender = (rank & 1) == 0;
-    gdr_test_set_context("device->device %zu bytes, MPI_Ssend", n);
     if (p == MPI_PROC_NULL)
         return;
     void *b = buf_new(1, n, seed, sender);
     MPI_Status st;
     if (sender) {
-        GDR_CHECK_MPI(MPI_Ssend(b, (int) n, MPI_BYTE, p, seed, MPI_COMM_WORLD));
+        GDR_CHECK_MPI((sync ? MPI_Ssend : MPI_Send) (b, (int) n, MPI_BYTE, p, seed,
+                                                     MPI_COMM_WORLD));
     } else {
         GDR_CHECK_MPI(MPI_Recv(b, (int) n, MPI_BYTE, p, seed, MPI_COMM_WORLD, &st));
         check_count(&st, MPI_BYTE, (int) n);
@@ -285,19 +306,46 @@ static void ssend(size_t n, int seed)
     buf_free(1, b);
 }
 
-/* A vector (blocks of 2 longs every 3) on device buffers at both ends, or device at the
- * sender and contiguous host memory at the receiver: the receiver's gaps keep -1. */
-static void vector(int blocks, int rdev_vector, int seed)
+static void ssend(size_t n, int seed)
+{
+    gdr_test_set_context("device->device %zu bytes, MPI_Ssend", n);
+    dev_to_dev(n, seed, 1);
+}
+
+/* A 64 MiB device message, device to device, then the pinned memory the pipeline holds:
+ * under GPUDirect staged 2 x MPIR_CVAR_CH4_GDR_STAGE_SLOTS x _STAGE_CHUNK bytes (a page
+ * at least) per rank (MPI_T gdr_am_stage_pinned_bytes), whatever the message's size. */
+static void huge(int seed)
+{
+    const size_t n = (size_t) 64 << 20;
+    gdr_test_set_context("device->device %zu bytes, pinned staging bounded", n);
+    if (partner() == MPI_PROC_NULL)
+        return;
+    dev_to_dev(n, seed, 0);
+    if (gdr_test_expect_native() && staged()) {
+        long chunk = env_or("MPIR_CVAR_CH4_GDR_STAGE_CHUNK", 524288);
+        long long bound = 2 * env_or("MPIR_CVAR_CH4_GDR_STAGE_SLOTS", 8)
+            * (chunk > 4096 ? chunk : 4096);    /* (messages' chunks: a page or more) */
+        gdr_check_long("gdr_am_stage_pinned_bytes (the bound)", 0, bound,
+                       (long long) gdr_pvar_value(session, "gdr_am_stage_pinned_bytes"));
+    }
+}
+
+/* A vector (blocks of blen longs every blen + 1) on device buffers at both ends, or device
+ * at the sender and contiguous host memory at the receiver: the receiver's gaps keep -1.
+ * Blocks of 3 longs straddle the staging chunks' edges (a power of two). */
+static void vector_of(int blocks, int blen, int rdev_vector, int seed)
 {
     int p = partner(), sender = (rank & 1) == 0;
-    gdr_test_set_context("vector of %d blocks from device memory into %s", blocks,
+    gdr_test_set_context("vector of %d blocks of %d from device memory into %s", blocks, blen,
                          rdev_vector ? "a device vector" : "contiguous host memory");
+    const int stride = blen + 1;
     if (p == MPI_PROC_NULL)
         return;
     MPI_Datatype vec;
-    MPI_Type_vector(blocks, 2, 3, MPI_LONG, &vec);
+    MPI_Type_vector(blocks, blen, stride, MPI_LONG, &vec);
     MPI_Type_commit(&vec);
-    size_t elems = (size_t) blocks * 3;
+    size_t elems = (size_t) blocks * stride;
     long *h = malloc(sizeof(long) * elems);
     for (size_t i = 0; i < elems; i++)
         h[i] = sender ? (long) (seed * 1000003L + (long) i) : -1;
@@ -316,17 +364,17 @@ static void vector(int blocks, int rdev_vector, int seed)
         dev_free(d);
         long bad = 0;
         for (size_t i = 0; i < elems; i++) {
-            long want = i % 3 == 2 ? -1 : (long) (seed * 1000003L + (long) i);
+            long want = (int) (i % stride) == blen ? -1 : (long) (seed * 1000003L + (long) i);
             if (h[i] != want && bad++ < 3)
                 gdr_check_long("device vector", (long) i, want, h[i]);
         }
     } else {
-        size_t n = (size_t) blocks * 2;
+        size_t n = (size_t) blocks * blen;
         GDR_CHECK_MPI(MPI_Recv(h, (int) n, MPI_LONG, p, seed, MPI_COMM_WORLD, &st));
         check_count(&st, MPI_LONG, (int) n);
         long bad = 0;
         for (size_t k = 0; k < n; k++) {
-            size_t i = k / 2 * 3 + k % 2;
+            size_t i = k / blen * stride + k % blen;
             long want = (long) (seed * 1000003L + (long) i);
             if (h[k] != want && bad++ < 3)
                 gdr_check_long("host copy of the vector", (long) k, want, h[k]);
@@ -380,11 +428,15 @@ int main(int argc, char **argv)
     unexpected(65536, 320);
     ssend(8, 400);
     ssend(65536, 401);
-    vector(16, 1, 500);         /* 256 bytes: eager */
-    vector(8192, 1, 501);       /* 128 KiB: rendezvous */
-    vector(8192, 0, 502);
+    vector_of(16, 2, 1, 500);   /* 256 bytes: eager */
+    vector_of(8192, 2, 1, 501); /* 128 KiB: rendezvous */
+    vector_of(8192, 2, 0, 502);
+    vector_of(60000, 3, 1, 503);        /* 1.4 MiB: several chunks, blocks across their edges */
+    vector_of(60000, 3, 0, 504);
     truncated(64, 600);
     truncated(65536, 601);
+    truncated(3 << 20, 602);    /* staged: fragments past the buffer read and dropped */
+    huge(700);
     gdr_test_set_context("eager device sends");
     if (gdr_test_expect_native() && (rank & 1) == 0 && partner() != MPI_PROC_NULL && in_slot == 0)
         gdr_test_fail("none went straight into a send slot (MPI_T gdr_am_send_packed_bytes)");
