@@ -77,6 +77,7 @@ noinst_HEADERS += src/mpid/ch4/netmod/gdr/gdr_pre.h \
                   src/mpid/ch4/netmod/gdr/common/gdr_status.h \
                   src/mpid/ch4/netmod/gdr/gdr_context.h \
                   src/mpid/ch4/netmod/gdr/gdr_msg_pipe.h \
+                  src/mpid/ch4/netmod/gdr/gdr_access.h \
                   src/mpid/ch4/netmod/gdr/gdr_triggered.h
 
 mpi_core_sources += src/mpid/ch4/netmod/gdr/func_table.c \

@@ -14,14 +14,6 @@ int MPIDI_GDR_gpu_type_of(MPI_Datatype t);
  * MPI_LONG_INT, MPI_SHORT_INT) are their own: MPICH 5.0.1 records no basic type for them
  * (MPI_DATATYPE_NULL), nor for a derived type built of them, which stays without one. */
 MPI_Datatype MPIDI_GDR_acc_elem_type(MPI_Datatype t);
-/* The value-index pairs with padding (MPI_SHORT_INT: 2 bytes; MPI_DOUBLE_INT and
- * MPI_LONG_INT: 4) hold 6 or 12 bytes of data in 8- or 16-byte elements, and gdr's kernel
- * applies whole elements.  For an accumulate a of element type elem: 0 when elem is no
- * such pair; 1 when a's origin (if read), result (if any) and target are plain arrays of
- * it, to be moved as count * *extent bytes, padding included (the struct's own); -1 for
- * any other layout of them. */
-int MPIDI_GDR_acc_whole_pairs(const MPIDI_GDR_rma_args_t * a, MPI_Datatype elem,
-                              MPI_Aint * extent);
 /* gdr_gpu_op_t of op for an operation of `kind` (GDR_RMA_CAS: compare-and-swap); -1 for
  * user-defined ops. */
 int MPIDI_GDR_gpu_op_of(MPI_Op op, gdr_rma_kind_t kind);

@@ -160,9 +160,6 @@ const char *MPIDI_GDR_gpudirect_name(int mode);
 int MPIDI_GDR_nic_takes_gpu_memory(void);
 /* The pieces of a target access as offsets from its displacement; *pieces is small
  * (one piece) or allocated (MPL_free it).  *n 0 with MPI_SUCCESS: too scattered. */
-/* count x type at buf as absolute pieces, in out->iov (allocated: MPL_free it). */
-int MPIDI_GDR_list_buf(const void *buf, MPI_Aint count, MPI_Datatype type, MPI_Aint bytes,
-                       uint64_t device_id, gdr_rma_buf_t * out);
 int MPIDI_GDR_target_pieces(MPI_Aint count, MPI_Datatype type, MPI_Aint bytes,
                             gdr_rma_kind_t kind, struct iovec *small, struct iovec **pieces,
                             size_t *n);

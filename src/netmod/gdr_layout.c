@@ -1,7 +1,8 @@
-/* MPI datatypes as the RMA engine's flat descriptions (src/rma/gdr_rma_plan.h): target
- * pieces as offsets, origin and result buffers as spans or piece lists. */
+/* MPI datatypes as flat descriptions: the RMA engine's (src/rma/gdr_rma_plan.h: target
+ * pieces as offsets, origin and result buffers as spans or piece lists) and the device
+ * paths' (gdr_access.h), and predefined ops and types as the accumulate kernel's enums. */
 #include "gdr_internal.h"
-#include "gdr_acc_map.h"
+#include "gdr_access.h"
 #include "gdr_noinline.h"
 
 uint64_t MPIDI_GDR_target_span(MPI_Aint count, MPI_Datatype type, MPI_Aint * true_lb)
@@ -98,28 +99,6 @@ int MPIDI_GDR_target_pieces(MPI_Aint count, MPI_Datatype type, MPI_Aint bytes,
     return mpi_errno;
 }
 
-int MPIDI_GDR_list_buf(const void *buf, MPI_Aint count, MPI_Datatype type, MPI_Aint bytes,
-                       uint64_t device_id, gdr_rma_buf_t * out)
-{
-    int mpi_errno = MPI_SUCCESS;
-    MPI_Aint niov = 0, iov_bytes = 0, got = 0;
-    *out = (gdr_rma_buf_t) {.device_id = device_id,.scattered = 1 };
-    mpi_errno = MPIR_Typerep_iov_len(count, type, bytes, &niov, &iov_bytes);
-    MPIR_ERR_CHECK(mpi_errno);
-    struct iovec *iov = MPL_malloc(MPL_MAX(niov, 1) * sizeof(*iov), MPL_MEM_RMA);
-    MPIR_ERR_CHKANDJUMP1(iov == NULL, mpi_errno, MPI_ERR_NO_MEM, "**nomem", "**nomem %s",
-                         "gdr piece list");
-    mpi_errno = MPIR_Typerep_to_iov_offset(buf, count, type, 0, iov, niov, &got);
-    if (mpi_errno != MPI_SUCCESS) {
-        MPL_free(iov);
-        goto fn_fail;
-    }
-    out->iov = iov;
-    out->n = (size_t) got;
-  fn_fail:
-    return mpi_errno;
-}
-
 MPI_Datatype MPIDI_GDR_acc_elem_type(MPI_Datatype t)
 {
     if (t == MPI_FLOAT_INT || t == MPI_DOUBLE_INT || t == MPI_LONG_INT || t == MPI_SHORT_INT)
@@ -129,8 +108,14 @@ MPI_Datatype MPIDI_GDR_acc_elem_type(MPI_Datatype t)
     return basic;
 }
 
-int MPIDI_GDR_acc_whole_pairs(const MPIDI_GDR_rma_args_t * a, MPI_Datatype elem,
-                              MPI_Aint * extent)
+/* The value-index pairs with padding (MPI_SHORT_INT: 2 bytes; MPI_DOUBLE_INT and
+ * MPI_LONG_INT: 4) hold 6 or 12 bytes of data in 8- or 16-byte elements, and gdr's kernel
+ * applies whole elements.  For an accumulate a of element type elem: 0 when elem is no
+ * such pair; 1 when a's origin (if read), result (if any) and target are plain arrays of
+ * it, to be moved as count * *extent bytes, padding included (the struct's own); -1 for
+ * any other layout of them. */
+static int acc_whole_pairs(const MPIDI_GDR_rma_args_t * a, MPI_Datatype elem,
+                           MPI_Aint * extent)
 {
     if (elem != MPI_FLOAT_INT && elem != MPI_DOUBLE_INT && elem != MPI_LONG_INT
         && elem != MPI_SHORT_INT)
@@ -204,4 +189,124 @@ int MPIDI_GDR_gpu_op_of(MPI_Op op, gdr_rma_kind_t kind)
         if (ops[i].op == op)
             return ops[i].gpu;
     return -1;
+}
+
+/* count x type at buf (NULL: as offsets) as pieces: one in *one when contiguous or empty,
+ * else an allocated list; more than max pieces: *n 0 and nothing allocated. */
+static int pieces_of(const void *buf, MPI_Aint count, MPI_Datatype type, MPI_Aint bytes,
+                     size_t max, struct iovec *one, struct iovec **out, size_t *n)
+{
+    int mpi_errno = MPI_SUCCESS, contig;
+    MPI_Aint lb, niov = 0, iov_bytes = 0, got = 0;
+    MPIDI_Datatype_check_contig_lb(type, contig, lb);
+    *out = one;
+    *n = 1;
+    if (contig || count == 0) {
+        *one = (struct iovec) {.iov_base = (void *) ((uintptr_t) buf + (uintptr_t) lb),
+            .iov_len = (size_t) bytes };
+        return MPI_SUCCESS;
+    }
+    mpi_errno = MPIR_Typerep_iov_len(count, type, bytes, &niov, &iov_bytes);
+    MPIR_ERR_CHECK(mpi_errno);
+    if ((size_t) niov > max) {
+        *n = 0;
+        return MPI_SUCCESS;
+    }
+    struct iovec *iov = MPL_malloc(MPL_MAX(niov, 1) * sizeof(*iov), MPL_MEM_RMA);
+    MPIR_ERR_CHKANDJUMP1(iov == NULL, mpi_errno, MPI_ERR_NO_MEM, "**nomem", "**nomem %s",
+                         "gdr piece list");
+    mpi_errno = MPIR_Typerep_to_iov_offset(buf, count, type, 0, iov, niov, &got);
+    if (mpi_errno != MPI_SUCCESS) {
+        MPL_free(iov);
+        goto fn_fail;
+    }
+    *out = iov;
+    *n = (size_t) got;
+  fn_fail:
+    return mpi_errno;
+}
+
+void MPIDI_GDR_access_free(MPIDI_GDR_access_t * d)
+{
+    if (d->t != &d->t_one)
+        MPL_free(d->t);
+    if (d->o != &d->o_one)
+        MPL_free(d->o);
+    if (d->r != &d->r_one)
+        MPL_free(d->r);
+    d->t = &d->t_one;
+    d->o = &d->o_one;
+    d->r = &d->r_one;
+    d->tn = d->on = d->rn = 0;
+}
+
+int MPIDI_GDR_access_describe(const MPIDI_GDR_rma_args_t * a, size_t max_tpieces,
+                              MPIDI_GDR_access_t * d, int *why)
+{
+    int mpi_errno = MPI_SUCCESS, has_o = 1, has_r = 0;
+    MPI_Datatype tt = a->ttype, ot = a->otype, rt = a->rtype;
+    MPI_Aint tc = a->tcount, oc = a->ocount, rc = a->rcount, size;
+
+    memset(d, 0, sizeof(*d));
+    MPIDI_GDR_access_free(d);   /* (the inline pieces) */
+    d->op = d->type = -1;
+    d->elem = 1;
+    *why = MPIDI_GDR_ACCESS_OK;
+    if (a->kind != GDR_RMA_PUT && a->kind != GDR_RMA_GET) {
+        MPI_Datatype basic = a->kind == GDR_RMA_ACC || a->kind == GDR_RMA_GET_ACC
+            ? MPIDI_GDR_acc_elem_type(tt) : tt;
+        MPI_Aint extent;
+        d->op = MPIDI_GDR_gpu_op_of(a->op, a->kind);
+        d->type = MPIDI_GDR_gpu_type_of(basic);
+        if (d->op < 0) {
+            *why = MPIDI_GDR_ACCESS_OP;
+            return MPI_SUCCESS;
+        }
+        if (d->type < 0 || !gdr_gpu_acc_valid(d->op, d->type)) {
+            *why = MPIDI_GDR_ACCESS_TYPE;
+            return MPI_SUCCESS;
+        }
+        d->whole = acc_whole_pairs(a, basic, &extent);
+        if (d->whole < 0) {
+            *why = MPIDI_GDR_ACCESS_PAIRS;
+            return MPI_SUCCESS;
+        }
+        if (d->whole) {         /* whole elements, padding included */
+            tt = ot = rt = MPI_BYTE;
+            tc = oc = rc = extent * a->tcount;
+        }
+        d->elem = gdr_gpu_type_size(d->type);
+        has_o = d->op != GDR_GPU_OP_NO_OP;
+        has_r = a->kind != GDR_RMA_ACC;
+    }
+    MPIR_Datatype_get_size_macro(tt, size);
+    d->bytes = (uint64_t) (size * tc);
+    mpi_errno = pieces_of(NULL, tc, tt, (MPI_Aint) d->bytes, max_tpieces, &d->t_one, &d->t,
+                          &d->tn);
+    if (mpi_errno == MPI_SUCCESS && d->tn == 0 && d->bytes > 0)
+        *why = MPIDI_GDR_ACCESS_PIECES;
+    if (mpi_errno == MPI_SUCCESS && !*why && has_o) {
+        MPIR_Datatype_get_size_macro(ot, size);
+        if ((uint64_t) (size * oc) != d->bytes)
+            *why = MPIDI_GDR_ACCESS_SIZES;
+        else
+            mpi_errno = pieces_of(a->origin, oc, ot, (MPI_Aint) d->bytes, SIZE_MAX, &d->o_one,
+                                  &d->o, &d->on);
+    }
+    if (mpi_errno == MPI_SUCCESS && !*why && has_r) {
+        MPIR_Datatype_get_size_macro(rt, size);
+        if ((uint64_t) (size * rc) != d->bytes)
+            *why = MPIDI_GDR_ACCESS_SIZES;
+        else
+            mpi_errno = pieces_of(a->result, rc, rt, (MPI_Aint) d->bytes, SIZE_MAX, &d->r_one,
+                                  &d->r, &d->rn);
+    }
+    const struct iovec *lists[3] = { d->t, d->o, d->r };
+    size_t counts[3] = { d->tn, d->on, d->rn };
+    for (int k = 0; k < 3 && d->elem > 1; k++)
+        for (size_t i = 0; i < counts[k]; i++)
+            d->split |= lists[k][i].iov_len % d->elem != 0;
+    if (mpi_errno != MPI_SUCCESS || *why)
+        MPIDI_GDR_access_free(d);
+    return mpi_errno;
 }

@@ -64,7 +64,7 @@ cvars:
 #include "gdr_noinline.h"
 #include "gdr_engine_lock.h"
 #include "gdr_rma_ipc.h"
-#include "gdr_acc_map.h"
+#include "gdr_access.h"
 #include "gdr_triggered.h"
 #include "gpu/gdr_gpu_kernels_image.h"
 #include "gpu/gdr_gpu_module.h"
@@ -170,28 +170,6 @@ int MPIDI_GDR_ipc_claims(MPIR_Win * win, int one_gpu)
     }
     GDR_WIN(win).ipc = l;
     return 1;
-}
-
-/* count x type at buf as pieces: one (contiguous) in *one, else an allocated list. */
-static int pieces_of(const void *buf, MPI_Aint count, MPI_Datatype type, MPI_Aint bytes,
-                     struct iovec *one, struct iovec **out, size_t *n)
-{
-    int contig;
-    MPI_Aint lb;
-    MPIDI_Datatype_check_contig_lb(type, contig, lb);
-    if (contig || count == 0) {
-        /* (as integers: buf is NULL for the target's offsets) */
-        *one = (struct iovec) {.iov_base = (void *) ((uintptr_t) buf + (uintptr_t) lb),
-            .iov_len = (size_t) bytes };
-        *out = one;
-        *n = 1;
-        return MPI_SUCCESS;
-    }
-    gdr_rma_buf_t list;
-    int mpi_errno = MPIDI_GDR_list_buf(buf, count, type, bytes, 0, &list);
-    *out = (struct iovec *) list.iov;
-    *n = list.n;
-    return mpi_errno;
 }
 
 /* Whether every target piece (offsets from disp * unit) lies inside the peer's window. */
@@ -349,88 +327,6 @@ static int is_accumulate(gdr_rma_kind_t kind)
     return kind != GDR_RMA_PUT && kind != GDR_RMA_GET;
 }
 
-/* An accumulate as the kernel sees it: op and element type as its enums, the bytes of the
- * target's elements, and each buffer as pieces (one when contiguous; the target's as
- * offsets from disp * unit, lower bound included). */
-typedef struct {
-    int op, type;
-    size_t bytes, elem;
-    struct iovec t_one, o_one, r_one, *t, *o, *r;
-    size_t tn, on, rn;
-} local_acc_t;
-
-static void acc_free(local_acc_t * s)
-{
-    if (s->t != &s->t_one)
-        MPL_free(s->t);
-    if (s->o != &s->o_one)
-        MPL_free(s->o);
-    if (s->r != &s->r_one)
-        MPL_free(s->r);
-}
-
-/* 1 when the kernel takes a: a predefined op on a predefined element type that MPI
- * defines it on, origin and result of the target's bytes (any layout), every piece a
- * whole number of elements; else 0 (MPIDIG's, which also reports what is wrong with it).
- * The pieces are s's to free (acc_free) either way. */
-static int acc_shape(const MPIDI_GDR_rma_args_t * a, local_acc_t * s, int *mpi_errno)
-{
-    MPI_Datatype basic = a->ttype;
-    memset(s, 0, sizeof(*s));
-    s->t = &s->t_one;
-    s->o = &s->o_one;
-    s->r = &s->r_one;
-    if (a->kind == GDR_RMA_ACC || a->kind == GDR_RMA_GET_ACC)
-        basic = MPIDI_GDR_acc_elem_type(a->ttype);
-    s->op = MPIDI_GDR_gpu_op_of(a->op, a->kind);
-    s->type = MPIDI_GDR_gpu_type_of(basic);
-    if (s->op < 0 || s->type < 0 || !gdr_gpu_acc_valid(s->op, s->type))
-        return 0;
-    /* padded pairs as whole elements, bytes with padding; other layouts of them MPIDIG's */
-    MPI_Aint extent;
-    MPI_Datatype tt = a->ttype, ot = a->otype, rt = a->rtype;
-    MPI_Aint tc = a->tcount, oc = a->ocount, rc = a->rcount;
-    int whole = MPIDI_GDR_acc_whole_pairs(a, basic, &extent);
-    if (whole < 0)
-        return 0;
-    if (whole) {
-        tt = ot = rt = MPI_BYTE;
-        tc = oc = rc = extent * a->tcount;
-    }
-    MPI_Aint t_size, o_size, r_size;
-    MPIR_Datatype_get_size_macro(tt, t_size);
-    s->bytes = (size_t) (t_size * tc);
-    s->elem = gdr_gpu_type_size(s->type);
-    *mpi_errno = pieces_of(NULL, tc, tt, (MPI_Aint) s->bytes, &s->t_one, &s->t, &s->tn);
-    if (*mpi_errno != MPI_SUCCESS)
-        return 0;
-    if (s->op != GDR_GPU_OP_NO_OP) {
-        MPIR_Datatype_get_size_macro(ot, o_size);
-        if ((size_t) (o_size * oc) != s->bytes)
-            return 0;
-        *mpi_errno = pieces_of(a->origin, oc, ot, (MPI_Aint) s->bytes, &s->o_one, &s->o,
-                               &s->on);
-        if (*mpi_errno != MPI_SUCCESS)
-            return 0;
-    }
-    if (a->kind != GDR_RMA_ACC) {
-        MPIR_Datatype_get_size_macro(rt, r_size);
-        if ((size_t) (r_size * rc) != s->bytes)
-            return 0;
-        *mpi_errno = pieces_of(a->result, rc, rt, (MPI_Aint) s->bytes, &s->r_one, &s->r,
-                               &s->rn);
-        if (*mpi_errno != MPI_SUCCESS)
-            return 0;
-    }
-    const struct iovec *lists[3] = { s->t, s->o, s->r };
-    size_t counts[3] = { s->tn, s->on, s->rn };
-    for (int k = 0; k < 3; k++)
-        for (size_t i = 0; i < counts[k]; i++)
-            if (lists[k][i].iov_len % s->elem != 0)
-                return 0;
-    return 1;
-}
-
 /* Copies bytes [from, from + len) of what the pieces p[0..n) hold, in their order, into
  * the contiguous buf (gather) or out of it (scatter), on the lane's stream. */
 static int range_copy(local_lane_t * lane, const struct iovec *p, size_t n,
@@ -456,7 +352,7 @@ static int range_copy(local_lane_t * lane, const struct iovec *p, size_t n,
 /* The kernel on the target pieces' part of bytes [from, from + len): one launch per piece
  * (or part of one), origin and result at o_at and r_at for byte `from`. */
 static int launch_range(local_lane_t * lane, const gdr_gpu_acc_args_t * tmpl,
-                        char *tbase, const local_acc_t * s, size_t from, size_t len,
+                        char *tbase, const MPIDI_GDR_access_t * s, size_t from, size_t len,
                         const char *o_at, char *r_at)
 {
     gdr_gpu_t *g = &MPIDI_GDR_global.gpu;
@@ -529,7 +425,8 @@ static int local_acc(const MPIDI_GDR_rma_args_t * a, MPIR_Win * win,
 {
     int mpi_errno = MPI_SUCCESS;
     gdr_gpu_t *g = &MPIDI_GDR_global.gpu;
-    local_acc_t s;
+    MPIDI_GDR_access_t s;
+    int why;
 
     /* Every origin must apply accumulates to an element the same way (element-wise
      * atomicity): not where the node's ranks use several GPUs (a peer mapping of another
@@ -540,7 +437,10 @@ static int local_acc(const MPIDI_GDR_rma_args_t * a, MPIR_Win * win,
     if (!l->one_gpu || (GDR_WIN(win).rma.eng != NULL && GDR_WIN(win).rma.atomics.native)
         || (a->target == win->comm_ptr->rank && !l->self_device))
         return MPI_SUCCESS;
-    if (!acc_shape(a, &s, &mpi_errno))
+    /* what the kernel does not take as described goes as MPIDIG's messages, which also
+     * report what is wrong with it */
+    mpi_errno = MPIDI_GDR_access_describe(a, SIZE_MAX, &s, &why);
+    if (mpi_errno != MPI_SUCCESS || why != MPIDI_GDR_ACCESS_OK || s.split)
         goto fn_exit;
     if (!pieces_inside(peer, a->tdisp, s.t, s.tn)) {
         *handled = 1;
@@ -551,7 +451,7 @@ static int local_acc(const MPIDI_GDR_rma_args_t * a, MPIR_Win * win,
     for (size_t i = 0; i < s.tn; i++)
         if (!gdr_gpu_acc_atomic_ok(s.type, peer->base + at + (MPI_Aint) (intptr_t) s.t[i].iov_base))
             goto fn_exit;       /* 16-byte elements, misaligned: MPIDIG's messages */
-    size_t bytes = s.bytes;
+    size_t bytes = (size_t) s.bytes;
     const char *compare = a->kind == GDR_RMA_CAS ? (const char *) a->compare : NULL;
     int has_o = s.op != GDR_GPU_OP_NO_OP, has_r = a->kind != GDR_RMA_ACC;
     int o_direct = has_o && s.on == 1 && gpu_reaches(s.o[0].iov_base);
@@ -608,7 +508,7 @@ static int local_acc(const MPIDI_GDR_rma_args_t * a, MPIR_Win * win,
     if (req != NULL)
         mpi_errno = complete_at_once(lane, req);
   fn_exit:
-    acc_free(&s);
+    MPIDI_GDR_access_free(&s);
     return mpi_errno;
   fn_fail:
     goto fn_exit;
@@ -631,9 +531,9 @@ int MPIDI_GDR_ipc_rma(const MPIDI_GDR_rma_args_t * a, MPIR_Win * win, MPIR_Reque
     int mpi_errno = MPI_SUCCESS, put = a->kind == GDR_RMA_PUT;
     struct MPIDI_GDR_ipc_win *l = GDR_WIN(win).ipc;
     gdr_gpu_t *g = &MPIDI_GDR_global.gpu;
-    struct iovec o_one, t_one, *o = &o_one, *t = &t_one;
-    size_t on = 0, tn = 0;
     const gdr_dev_peer_t *peer;
+    MPIDI_GDR_access_t d;
+    int why;
 
     *handled = 0;
     if (l == NULL || a->target < 0 || a->target >= l->nranks)
@@ -648,19 +548,14 @@ int MPIDI_GDR_ipc_rma(const MPIDI_GDR_rma_args_t * a, MPIR_Win * win, MPIR_Reque
     }
     if (peer == NULL)
         return MPI_SUCCESS;
-    MPI_Aint t_size, o_size;
-    MPIR_Datatype_get_size_macro(a->ttype, t_size);
-    MPIR_Datatype_get_size_macro(a->otype, o_size);
-    MPI_Aint bytes = t_size * a->tcount;
-    if (o_size * a->ocount != bytes)
-        return MPI_SUCCESS;     /* MPIDIG reports the mismatch */
-    mpi_errno = pieces_of(a->origin, a->ocount, a->otype, bytes, &o_one, &o, &on);
+    mpi_errno = MPIDI_GDR_access_describe(a, LOCAL_PIECES_MAX, &d, &why);
     MPIR_ERR_CHECK(mpi_errno);
-    mpi_errno = pieces_of(NULL, a->tcount, a->ttype, bytes, &t_one, &t, &tn);
-    MPIR_ERR_CHECK(mpi_errno);
-    if (on + tn > LOCAL_PIECES_MAX)
+    if (why != MPIDI_GDR_ACCESS_OK)
+        goto fn_exit;           /* (sizes that differ: MPIDIG reports the mismatch) */
+    MPI_Aint bytes = (MPI_Aint) d.bytes;
+    if (d.on + d.tn > LOCAL_PIECES_MAX)
         goto fn_exit;
-    if (!pieces_inside(peer, a->tdisp, t, tn))
+    if (!pieces_inside(peer, a->tdisp, d.t, d.tn))
         MPIR_ERR_SETANDJUMP1(mpi_errno, MPI_ERR_RMA_RANGE, "**gdr_range", "**gdr_range %s",
                              "the operation reaches outside the target's window");
     MPI_Aint at = a->tdisp * (MPI_Aint) peer->disp_unit;
@@ -670,8 +565,8 @@ int MPIDI_GDR_ipc_rma(const MPIDI_GDR_rma_args_t * a, MPIR_Win * win, MPIR_Reque
     if (lane == NULL)
         MPIR_ERR_SETANDJUMP1(mpi_errno, MPI_ERR_OTHER, "**gdr_transport", "**gdr_transport %s",
                              g->error);
-    if (bytes > 0 && (queue_copies(l, lane, put, peer->base + at, a->origin, bytes, o, on, t,
-                                   tn) != 0
+    if (bytes > 0 && (queue_copies(l, lane, put, peer->base + at, a->origin, bytes, d.o, d.on,
+                                   d.t, d.tn) != 0
                       || gdr_gpu_event_record(g, lane->done, lane->stream) != 0))
         MPIR_ERR_SETANDJUMP1(mpi_errno, MPI_ERR_OTHER, "**gdr_transport", "**gdr_transport %s",
                              g->error);
@@ -680,10 +575,7 @@ int MPIDI_GDR_ipc_rma(const MPIDI_GDR_rma_args_t * a, MPIR_Win * win, MPIR_Reque
     if (req != NULL)
         mpi_errno = complete_at_once(lane, req);
   fn_exit:
-    if (o != &o_one)
-        MPL_free(o);
-    if (t != &t_one)
-        MPL_free(t);
+    MPIDI_GDR_access_free(&d);
     return mpi_errno;
   fn_fail:
     *handled = 1;

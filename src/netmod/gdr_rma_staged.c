@@ -10,7 +10,7 @@
 #include "gdr_am.h"
 #include "gdr_rma.h"
 #include "gdr_rma_ipc.h"
-#include "gdr_acc_map.h"
+#include "gdr_access.h"
 #include "rma/gdr_rma_staged.h"
 #include "gpu/gdr_gpu_module.h"
 #include "gpu/gdr_gpu_kernels_image.h"
@@ -231,7 +231,7 @@ static int rma_staged(const MPIDI_GDR_rma_args_t * a, MPIR_Win * win, MPIR_Reque
     gdr_rma_win_t *w = &GDR_WIN(win).rma;
     int t = a->target;
     gdr_rma_access_t acc = { 0 };
-    struct iovec one, *pieces = &one;
+    MPIDI_GDR_access_t x;
     staged_done_t *d = NULL;
 
     *handled = 0;
@@ -247,79 +247,56 @@ static int rma_staged(const MPIDI_GDR_rma_args_t * a, MPIR_Win * win, MPIR_Reque
     if (!t_dev && !o_dev && !r_dev && !c_dev)
         return MPI_SUCCESS;     /* host memory only: MPICH's messages */
 
-    MPI_Aint t_size;
-    MPIR_Datatype_get_size_macro(a->ttype, t_size);
+    int why;
+    mpi_errno = MPIDI_GDR_access_describe(a, GDR_RMA_STAGED_PIECES_MAX, &x, &why);
+    MPIR_ERR_CHECK(mpi_errno);
+    switch (why) {
+    case MPIDI_GDR_ACCESS_OP:
+        MPIR_ERR_SETANDJUMP1(mpi_errno, MPI_ERR_OP, "**gdr_transport", "**gdr_transport %s",
+                             "this operation is not applied to device memory by gdr "
+                             "(user-defined ops are not supported there)");
+    case MPIDI_GDR_ACCESS_TYPE:
+        MPIR_ERR_SETANDJUMP1(mpi_errno, MPI_ERR_TYPE, "**gdr_transport", "**gdr_transport %s",
+                             "this element type is not accumulated on device memory by gdr "
+                             "(e.g. long double), or the op is not defined on it");
+    case MPIDI_GDR_ACCESS_PAIRS:
+        MPIR_ERR_SETANDJUMP1(mpi_errno, MPI_ERR_UNSUPPORTED_OPERATION, "**gdr_transport",
+                             "**gdr_transport %s", "MPI_SHORT_INT, MPI_DOUBLE_INT and "
+                             "MPI_LONG_INT on device memory are taken as plain arrays of the "
+                             "pair (origin, result and target) only");
+    case MPIDI_GDR_ACCESS_PIECES:
+        MPIR_ERR_SETANDJUMP1(mpi_errno, MPI_ERR_UNSUPPORTED_OPERATION, "**gdr_transport",
+                             "**gdr_transport %s", "a target datatype of more than 512 pieces "
+                             "on device memory is not supported yet (issue 19)");
+    case MPIDI_GDR_ACCESS_SIZES:
+        MPIR_ERR_SETANDJUMP1(mpi_errno, MPI_ERR_TYPE, "**gdr_transport", "**gdr_transport %s",
+                             "the origin (or result) and target datatypes hold different "
+                             "numbers of bytes: their type signatures must match");
+    }
     acc.kind = a->kind;
     acc.target = t;
     acc.disp = a->tdisp;
-    acc.tbytes = (uint64_t) (t_size * a->tcount);
-    int whole = 0;              /* a pair type with padding, moved as whole elements (below) */
+    acc.tbytes = x.bytes;
+    acc.tpieces = x.t;
+    acc.ntpieces = x.tn;
     if (a->kind != GDR_RMA_PUT && a->kind != GDR_RMA_GET) {
-        MPI_Datatype basic = MPIDI_GDR_acc_elem_type(a->ttype);
-        if (a->kind == GDR_RMA_FOP || a->kind == GDR_RMA_CAS)
-            basic = a->ttype;
-        acc.gpu_type = MPIDI_GDR_gpu_type_of(basic);
-        acc.gpu_op = MPIDI_GDR_gpu_op_of(a->op, a->kind);
-        MPIR_ERR_CHKANDJUMP1(acc.gpu_op < 0, mpi_errno, MPI_ERR_OP, "**gdr_transport",
-                             "**gdr_transport %s", "this operation is not applied to device "
-                             "memory by gdr (user-defined ops are not supported there)");
-        MPIR_ERR_CHKANDJUMP1(acc.gpu_type < 0 || !gdr_gpu_acc_valid(acc.gpu_op, acc.gpu_type),
-                             mpi_errno, MPI_ERR_TYPE, "**gdr_transport", "**gdr_transport %s",
-                             "this element type is not accumulated on device memory by gdr "
-                             "(e.g. long double), or the op is not defined on it");
-        MPI_Aint extent;
-        whole = MPIDI_GDR_acc_whole_pairs(a, basic, &extent);
-        MPIR_ERR_CHKANDJUMP1(whole < 0, mpi_errno, MPI_ERR_UNSUPPORTED_OPERATION,
-                             "**gdr_transport", "**gdr_transport %s", "MPI_SHORT_INT, "
-                             "MPI_DOUBLE_INT and MPI_LONG_INT on device memory are taken as "
-                             "plain arrays of the pair (origin, result and target) only");
-        if (whole)              /* whole elements, padding included */
-            acc.tbytes = (uint64_t) (extent * a->tcount);
+        acc.gpu_type = x.type;
+        acc.gpu_op = x.op;
     }
-    /* target pieces as offsets from the displacement: at most one message's worth */
-    MPI_Aint niov = 0, iov_bytes = 0, got = 0;
-    int contig;
-    MPI_Aint lb;
-    MPIDI_Datatype_check_contig_lb(a->ttype, contig, lb);
-    if (whole)
-        contig = 1, lb = 0;
-    one = (struct iovec) {.iov_base = (void *) (uintptr_t) lb,.iov_len = (size_t) acc.tbytes };
-    acc.ntpieces = 1;
-    if (!contig) {
-        mpi_errno = MPIR_Typerep_iov_len(a->tcount, a->ttype, t_size * a->tcount, &niov,
-                                         &iov_bytes);
-        MPIR_ERR_CHECK(mpi_errno);
-        MPIR_ERR_CHKANDJUMP1(niov > GDR_RMA_STAGED_PIECES_MAX, mpi_errno,
-                             MPI_ERR_UNSUPPORTED_OPERATION, "**gdr_transport",
-                             "**gdr_transport %s", "a target datatype of more than 512 pieces "
-                             "on device memory is not supported yet (issue 19)");
-        pieces = MPL_malloc(MPL_MAX(niov, 1) * sizeof(*pieces), MPL_MEM_RMA);
-        MPIR_ERR_CHKANDJUMP1(pieces == NULL, mpi_errno, MPI_ERR_NO_MEM, "**nomem",
-                             "**nomem %s", "gdr staged target pieces");
-        mpi_errno = MPIR_Typerep_to_iov_offset(NULL, a->tcount, a->ttype, 0, pieces, niov, &got);
-        MPIR_ERR_CHECK(mpi_errno);
-        acc.ntpieces = (size_t) got;
-    }
-    acc.tpieces = pieces;
-    /* origin, result, compare */
+    /* origin, result, compare: single elements and whole pairs by address, else pieces */
     if (is_get) {
-        mpi_errno = MPIDI_GDR_list_buf(a->origin, a->ocount, a->otype, t_size * a->tcount,
-                                       r_dev, &acc.result);
-    } else if (a->kind == GDR_RMA_FOP || a->kind == GDR_RMA_CAS) {
+        acc.result = (gdr_rma_buf_t) {.iov = x.o,.n = x.on,.scattered = 1,.device_id = r_dev };
+    } else if (a->kind == GDR_RMA_FOP || a->kind == GDR_RMA_CAS || x.whole) {
         acc.origin = (gdr_rma_buf_t) {.addr = (void *) a->origin,.device_id = o_dev };
         acc.result = (gdr_rma_buf_t) {.addr = a->result,.device_id = r_dev };
         acc.compare = a->compare;
         acc.compare_device_id = c_dev;
-    } else if (whole) {
-        acc.origin = (gdr_rma_buf_t) {.addr = (void *) a->origin,.device_id = o_dev };
-        acc.result = (gdr_rma_buf_t) {.addr = a->result,.device_id = r_dev };
     } else {
-        if (!(a->kind == GDR_RMA_GET_ACC && a->op == MPI_NO_OP))
-            mpi_errno = MPIDI_GDR_list_buf(a->origin, a->ocount, a->otype,
-                                           t_size * a->tcount, o_dev, &acc.origin);
-        if (mpi_errno == MPI_SUCCESS && a->kind == GDR_RMA_GET_ACC)
-            mpi_errno = MPIDI_GDR_list_buf(a->result, a->rcount, a->rtype,
-                                           t_size * a->tcount, r_dev, &acc.result);
+        if (x.on > 0)
+            acc.origin = (gdr_rma_buf_t) {.iov = x.o,.n = x.on,.scattered = 1,.device_id = o_dev };
+        if (a->kind == GDR_RMA_GET_ACC)
+            acc.result = (gdr_rma_buf_t) {.iov = x.r,.n = x.rn,.scattered = 1,
+                .device_id = r_dev };
     }
     MPIR_ERR_CHECK(mpi_errno);
 
@@ -353,12 +330,7 @@ static int rma_staged(const MPIDI_GDR_rma_args_t * a, MPIR_Win * win, MPIR_Reque
     MPIDI_GDR_global.staged_count[a->kind]++;
 
   fn_exit:
-    if (pieces != &one)
-        MPL_free(pieces);
-    if (acc.origin.scattered)
-        MPL_free((void *) acc.origin.iov);
-    if (acc.result.scattered)
-        MPL_free((void *) acc.result.iov);
+    MPIDI_GDR_access_free(&x);
     return mpi_errno;
   fn_fail:
     if (d != NULL) {

@@ -441,6 +441,67 @@ static void accumulates(int rank, int size)
 /* MPI_Win_allocate asked for CUDA device memory (info mpi_memory_alloc_kinds=cuda:device):
  * the base is device memory, the window reports MPI_WIN_FLAVOR_ALLOCATE and that base,
  * and Put, Accumulate and Get from the left neighbour work on it; a zero-byte one too. */
+/* Datatypes that are contiguous but start past their buffer (one block of 4 doubles at
+ * element 3: a non-zero true lower bound) at both ends: Get, Put and (unless Put/Get only)
+ * Accumulate on the right neighbour's device window must use elements 3..6 of each buffer,
+ * every other element untouched. */
+static void shifted_types(int rank, int size)
+{
+    enum { SKIP = 3, LEN = 4 };
+    int right_rank = (rank + 1) % size, left_rank = (rank + size - 1) % size;
+    gdr_test_set_context("a contiguous datatype with a lower bound of %d elements", SKIP);
+    MPI_Aint disp = SKIP * (MPI_Aint) sizeof(double);
+    MPI_Datatype dt;
+    MPI_Type_create_hindexed_block(1, LEN, &disp, MPI_DOUBLE, &dt);
+    MPI_Type_commit(&dt);
+    gwin_t g;
+    gwin_open(&g, WIN_CREATE, size);
+    double host[N], got[N];
+    double *obuf = dev_alloc(N * sizeof(double));
+    for (int i = 0; i < N; i++)
+        host[i] = rank * 100.0 + i;
+    dev_copy(g.base, host, sizeof(host));
+    for (int i = 0; i < N; i++)
+        host[i] = -1.0;
+    dev_copy(obuf, host, sizeof(host));
+    MPI_Barrier(MPI_COMM_WORLD);
+    MPI_Win_lock_all(0, g.win);
+    gdr_check_mpi("MPI_Get", MPI_Get(obuf, 1, dt, right_rank, 0, 1, dt, g.win));
+    MPI_Win_flush(right_rank, g.win);
+    dev_copy(got, obuf, sizeof(got));
+    for (int i = 0; i < N; i++)
+        if (!gdr_check_double("Get into the shifted origin", i,
+                              i >= SKIP && i < SKIP + LEN ? right_rank * 100.0 + i : -1.0,
+                              got[i]))
+            break;
+    MPI_Win_unlock_all(g.win);
+    MPI_Barrier(MPI_COMM_WORLD);
+    for (int i = 0; i < N; i++)
+        host[i] = 1000.0 * rank + i;
+    dev_copy(obuf, host, sizeof(host));
+    int nops = putget_only ? 1 : 2;
+    for (int k = 0; k < nops; k++) {
+        MPI_Win_lock_all(0, g.win);
+        gdr_check_mpi(k == 0 ? "MPI_Put" : "MPI_Accumulate",
+                      k == 0 ? MPI_Put(obuf, 1, dt, right_rank, 0, 1, dt, g.win)
+                      : MPI_Accumulate(obuf, 1, dt, right_rank, 0, 1, dt, MPI_SUM, g.win));
+        MPI_Win_unlock_all(g.win);
+        MPI_Barrier(MPI_COMM_WORLD);
+        dev_copy(got, g.base, sizeof(got));
+        for (int i = 0; i < N; i++) {
+            double want = i >= SKIP && i < SKIP + LEN ? (k + 1) * (1000.0 * left_rank + i)
+                : rank * 100.0 + i;
+            if (!gdr_check_double(k == 0 ? "window after the Put" : "window after the "
+                                  "Accumulate", i, want, got[i]))
+                break;
+        }
+        MPI_Barrier(MPI_COMM_WORLD);
+    }
+    dev_free(obuf);
+    gwin_close(&g);
+    MPI_Type_free(&dt);
+}
+
 static void allocated_window(int rank, int size)
 {
     int right_rank = (rank + 1) % size, left_rank = (rank + size - 1) % size;
@@ -604,6 +665,7 @@ int main(int argc, char **argv)
         accumulates(rank, size);
     reallocated_origin(rank, size);
     reallocated_target(rank, size);
+    shifted_types(rank, size);
     if (!putget_only)
         allocated_window(rank, size);
     if (getenv("GDR_TEST_EXPECT_STAGED") != NULL) {
