@@ -137,14 +137,14 @@ static int pool_open(void)
     return MPI_SUCCESS;
 }
 
+/* device: gdr's GPU copy; else MPICH's, which also writes device memory that MPICH's own
+ * CUDA support knows (a receiver whose gdr GPU layer is off). */
 static int copy_bytes(void *dst, const void *src, size_t n, int device)
 {
     if (n == 0)
         return 0;
-    if (!device) {
-        memcpy(dst, src, n);
-        return 0;
-    }
+    if (!device)
+        return MPIR_Typerep_copy(dst, src, n, MPIR_TYPEREP_FLAG_NONE) == MPI_SUCCESS ? 0 : -1;
     return gdr_gpu_copy(&MPIDI_GDR_global.gpu, dst, src, n);
 }
 
