@@ -541,21 +541,6 @@ static int write_blocks(void *buf, const char *image_buf, MPI_Aint count, MPI_Da
     return mpi_errno;
 }
 
-/* The first byte rreq's receive buffer is written at (MPIDIG_recv_copy's three shapes). */
-static const void *recv_first_byte(MPIR_Request * rreq)
-{
-    MPIDIG_rreq_async_t *p = &MPIDIG_REQUEST(rreq, req->recv_async);
-    if (p->recv_type == MPIDIG_RECV_CONTIG)
-        return p->iov_one.iov_base;
-    if (p->recv_type == MPIDIG_RECV_IOV)
-        return p->iov_num > 0 ? p->iov_ptr[0].iov_base : NULL;
-    if (HANDLE_IS_BUILTIN(MPIDIG_REQUEST(rreq, datatype)))
-        return MPIDIG_REQUEST(rreq, buffer);
-    MPI_Aint true_lb, true_extent;
-    MPIR_Type_get_true_extent_impl(MPIDIG_REQUEST(rreq, datatype), &true_lb, &true_extent);
-    return MPIR_get_contig_ptr(MPIDIG_REQUEST(rreq, buffer), true_lb);
-}
-
 /* MPIDIG_recv_copy of in (p->in_data_sz bytes) into a receive buffer in device memory,
  * with gdr's GPU copy; the same status (count, truncation, type mismatch). */
 static int recv_copy_device(const void *in, MPIR_Request * rreq)
@@ -630,7 +615,7 @@ static int recv_copy_device(const void *in, MPIR_Request * rreq)
 static int recv_copy(const void *in, MPIR_Request * rreq)
 {
     if (MPIDI_GDR_global.gpu.on && MPIDIG_REQUEST(rreq, req->recv_async).in_data_sz > 0
-        && MPIDI_GDR_gpu_buffer_id(recv_first_byte(rreq)) != 0)
+        && MPIDI_GDR_gpu_buffer_id(MPIDI_GDR_recv_first_byte(rreq)) != 0)
         return recv_copy_device(in, rreq);
     MPIDIG_recv_copy((void *) in, rreq);
     return MPI_SUCCESS;

@@ -158,6 +158,9 @@ unsigned MPIDI_GDR_gpu_expose_flags(const void *base);
 const char *MPIDI_GDR_gpudirect_name(int mode);
 /* The NIC registers GPU memory (GPUDirect dmabuf or peermem), so RDMA reaches it. */
 int MPIDI_GDR_nic_takes_gpu_memory(void);
+/* The first byte rreq's receive buffer is written at (MPIDIG_recv_copy's three shapes:
+ * a datatype, one span, pieces); NULL for no pieces. */
+const void *MPIDI_GDR_recv_first_byte(MPIR_Request * rreq);
 /* The pieces of a target access as offsets from its displacement; *pieces is small
  * (one piece) or allocated (MPL_free it).  *n 0 with MPI_SUCCESS: too scattered. */
 int MPIDI_GDR_target_pieces(MPI_Aint count, MPI_Datatype type, MPI_Aint bytes,

@@ -1,6 +1,7 @@
 /* MPI datatypes as flat descriptions: the RMA engine's (src/rma/gdr_rma_plan.h: target
- * pieces as offsets, origin and result buffers as spans or piece lists) and the device
- * paths' (gdr_access.h), and predefined ops and types as the accumulate kernel's enums. */
+ * pieces as offsets, origin and result buffers as spans or piece lists), the device
+ * paths' (gdr_access.h) and where a receive's buffer starts; and predefined ops and types
+ * as the accumulate kernel's enums. */
 #include "gdr_internal.h"
 #include "gdr_access.h"
 #include "gdr_noinline.h"
@@ -65,38 +66,76 @@ void MPIDI_GDR_describe_buf(const void *buf, MPI_Aint count, MPI_Datatype type, 
     out->n = (size_t) n;
 }
 
-int MPIDI_GDR_target_pieces(MPI_Aint count, MPI_Datatype type, MPI_Aint bytes,
-                            gdr_rma_kind_t kind, struct iovec *small, struct iovec **pieces,
-                            size_t *n)
+/* count x type at buf (NULL: as offsets) as pieces: one in *one when contiguous or empty,
+ * else an allocated list; when too_many(limit, pieces, bytes) says the list is too long:
+ * *n 0 and nothing allocated. */
+typedef int (*too_many_fn) (const void *limit, size_t n, uint64_t bytes);
+static int pieces_of(const void *buf, MPI_Aint count, MPI_Datatype type, MPI_Aint bytes,
+                     too_many_fn too_many, const void *limit, struct iovec *one,
+                     struct iovec **out, size_t *n)
 {
     int mpi_errno = MPI_SUCCESS, contig;
-    MPI_Aint lb, niov = 0, got = 0, iov_bytes;
+    MPI_Aint lb, niov = 0, iov_bytes = 0, got = 0;
     MPIDI_Datatype_check_contig_lb(type, contig, lb);
-    *pieces = small;
+    *out = one;
     *n = 1;
-    small->iov_base = (void *) (uintptr_t) lb;
-    small->iov_len = (size_t) bytes;
+    *one = (struct iovec) {.iov_base = (void *) ((uintptr_t) buf + (uintptr_t) lb),
+        .iov_len = (size_t) bytes };
     if (contig || count <= 0)
         return MPI_SUCCESS;
     mpi_errno = MPIR_Typerep_iov_len(count, type, bytes, &niov, &iov_bytes);
     MPIR_ERR_CHECK(mpi_errno);
-    if (gdr_rma_target_too_scattered(kind, (size_t) niov, (uint64_t) bytes)) {
+    if (too_many(limit, (size_t) niov, (uint64_t) bytes)) {
         *n = 0;
         return MPI_SUCCESS;
     }
-    struct iovec *iov = MPL_malloc(niov * sizeof(struct iovec), MPL_MEM_RMA);
+    struct iovec *iov = MPL_malloc(MPL_MAX(niov, 1) * sizeof(*iov), MPL_MEM_RMA);
     MPIR_ERR_CHKANDJUMP1(iov == NULL, mpi_errno, MPI_ERR_NO_MEM, "**nomem", "**nomem %s",
-                         "gdr target pieces");
-    /* laid out from address 0: the engine adds the target's address */
-    mpi_errno = MPIR_Typerep_to_iov_offset(NULL, count, type, 0, iov, niov, &got);
+                         "gdr piece list");
+    mpi_errno = MPIR_Typerep_to_iov_offset(buf, count, type, 0, iov, niov, &got);
     if (mpi_errno != MPI_SUCCESS) {
         MPL_free(iov);
         goto fn_fail;
     }
-    *pieces = iov;
+    *out = iov;
     *n = (size_t) got;
   fn_fail:
     return mpi_errno;
+}
+
+/* too_many_fn: the engine's rule for a target of `*(gdr_rma_kind_t *) limit` */
+static int too_scattered(const void *limit, size_t n, uint64_t bytes)
+{
+    return gdr_rma_target_too_scattered(*(const gdr_rma_kind_t *) limit, n, bytes);
+}
+
+/* too_many_fn: more than `*(size_t *) limit` pieces */
+static int more_than(const void *limit, size_t n, uint64_t bytes)
+{
+    (void) bytes;
+    return n > *(const size_t *) limit;
+}
+
+int MPIDI_GDR_target_pieces(MPI_Aint count, MPI_Datatype type, MPI_Aint bytes,
+                            gdr_rma_kind_t kind, struct iovec *small, struct iovec **pieces,
+                            size_t *n)
+{
+    /* laid out from address 0: the engine adds the target's address */
+    return pieces_of(NULL, count, type, bytes, too_scattered, &kind, small, pieces, n);
+}
+
+const void *MPIDI_GDR_recv_first_byte(MPIR_Request * rreq)
+{
+    MPIDIG_rreq_async_t *p = &MPIDIG_REQUEST(rreq, req->recv_async);
+    if (p->recv_type == MPIDIG_RECV_CONTIG)
+        return p->iov_one.iov_base;
+    if (p->recv_type == MPIDIG_RECV_IOV)
+        return p->iov_num > 0 ? p->iov_ptr[0].iov_base : NULL;
+    if (HANDLE_IS_BUILTIN(MPIDIG_REQUEST(rreq, datatype)))
+        return MPIDIG_REQUEST(rreq, buffer);
+    MPI_Aint true_lb, true_extent;
+    MPIR_Type_get_true_extent_impl(MPIDIG_REQUEST(rreq, datatype), &true_lb, &true_extent);
+    return MPIR_get_contig_ptr(MPIDIG_REQUEST(rreq, buffer), true_lb);
 }
 
 MPI_Datatype MPIDI_GDR_acc_elem_type(MPI_Datatype t)
@@ -191,41 +230,6 @@ int MPIDI_GDR_gpu_op_of(MPI_Op op, gdr_rma_kind_t kind)
     return -1;
 }
 
-/* count x type at buf (NULL: as offsets) as pieces: one in *one when contiguous or empty,
- * else an allocated list; more than max pieces: *n 0 and nothing allocated. */
-static int pieces_of(const void *buf, MPI_Aint count, MPI_Datatype type, MPI_Aint bytes,
-                     size_t max, struct iovec *one, struct iovec **out, size_t *n)
-{
-    int mpi_errno = MPI_SUCCESS, contig;
-    MPI_Aint lb, niov = 0, iov_bytes = 0, got = 0;
-    MPIDI_Datatype_check_contig_lb(type, contig, lb);
-    *out = one;
-    *n = 1;
-    if (contig || count == 0) {
-        *one = (struct iovec) {.iov_base = (void *) ((uintptr_t) buf + (uintptr_t) lb),
-            .iov_len = (size_t) bytes };
-        return MPI_SUCCESS;
-    }
-    mpi_errno = MPIR_Typerep_iov_len(count, type, bytes, &niov, &iov_bytes);
-    MPIR_ERR_CHECK(mpi_errno);
-    if ((size_t) niov > max) {
-        *n = 0;
-        return MPI_SUCCESS;
-    }
-    struct iovec *iov = MPL_malloc(MPL_MAX(niov, 1) * sizeof(*iov), MPL_MEM_RMA);
-    MPIR_ERR_CHKANDJUMP1(iov == NULL, mpi_errno, MPI_ERR_NO_MEM, "**nomem", "**nomem %s",
-                         "gdr piece list");
-    mpi_errno = MPIR_Typerep_to_iov_offset(buf, count, type, 0, iov, niov, &got);
-    if (mpi_errno != MPI_SUCCESS) {
-        MPL_free(iov);
-        goto fn_fail;
-    }
-    *out = iov;
-    *n = (size_t) got;
-  fn_fail:
-    return mpi_errno;
-}
-
 void MPIDI_GDR_access_free(MPIDI_GDR_access_t * d)
 {
     if (d->t != &d->t_one)
@@ -243,6 +247,7 @@ void MPIDI_GDR_access_free(MPIDI_GDR_access_t * d)
 int MPIDI_GDR_access_describe(const MPIDI_GDR_rma_args_t * a, size_t max_tpieces,
                               MPIDI_GDR_access_t * d, int *why)
 {
+    static const size_t any = SIZE_MAX;
     int mpi_errno = MPI_SUCCESS, has_o = 1, has_r = 0;
     MPI_Datatype tt = a->ttype, ot = a->otype, rt = a->rtype;
     MPI_Aint tc = a->tcount, oc = a->ocount, rc = a->rcount, size;
@@ -281,8 +286,8 @@ int MPIDI_GDR_access_describe(const MPIDI_GDR_rma_args_t * a, size_t max_tpieces
     }
     MPIR_Datatype_get_size_macro(tt, size);
     d->bytes = (uint64_t) (size * tc);
-    mpi_errno = pieces_of(NULL, tc, tt, (MPI_Aint) d->bytes, max_tpieces, &d->t_one, &d->t,
-                          &d->tn);
+    mpi_errno = pieces_of(NULL, tc, tt, (MPI_Aint) d->bytes, more_than, &max_tpieces,
+                          &d->t_one, &d->t, &d->tn);
     if (mpi_errno == MPI_SUCCESS && d->tn == 0 && d->bytes > 0)
         *why = MPIDI_GDR_ACCESS_PIECES;
     if (mpi_errno == MPI_SUCCESS && !*why && has_o) {
@@ -290,16 +295,16 @@ int MPIDI_GDR_access_describe(const MPIDI_GDR_rma_args_t * a, size_t max_tpieces
         if ((uint64_t) (size * oc) != d->bytes)
             *why = MPIDI_GDR_ACCESS_SIZES;
         else
-            mpi_errno = pieces_of(a->origin, oc, ot, (MPI_Aint) d->bytes, SIZE_MAX, &d->o_one,
-                                  &d->o, &d->on);
+            mpi_errno = pieces_of(a->origin, oc, ot, (MPI_Aint) d->bytes, more_than, &any,
+                                  &d->o_one, &d->o, &d->on);
     }
     if (mpi_errno == MPI_SUCCESS && !*why && has_r) {
         MPIR_Datatype_get_size_macro(rt, size);
         if ((uint64_t) (size * rc) != d->bytes)
             *why = MPIDI_GDR_ACCESS_SIZES;
         else
-            mpi_errno = pieces_of(a->result, rc, rt, (MPI_Aint) d->bytes, SIZE_MAX, &d->r_one,
-                                  &d->r, &d->rn);
+            mpi_errno = pieces_of(a->result, rc, rt, (MPI_Aint) d->bytes, more_than, &any,
+                                  &d->r_one, &d->r, &d->rn);
     }
     const struct iovec *lists[3] = { d->t, d->o, d->r };
     size_t counts[3] = { d->tn, d->on, d->rn };

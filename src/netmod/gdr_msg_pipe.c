@@ -55,9 +55,20 @@ typedef struct MPIDI_GDR_pipe_send {
     int out;                    /* fragments not yet read by the receiver */
 } pipe_send_t;
 
+/* The receive buffer of rreq as MPIDIG set it (a datatype, one span, or pieces). */
+typedef struct {
+    void *buf;
+    MPI_Aint count;
+    MPI_Datatype type;
+    const struct iovec *iov;    /* pieces (MPIDIG_RECV_IOV), else NULL */
+    int niov;
+    size_t room;
+} recv_dest_t;
+
 typedef struct MPIDI_GDR_pipe_recv {
     struct MPIDI_GDR_pipe_recv *next;
     MPIR_Request *rreq;
+    recv_dest_t dest;           /* its receive buffer (fixed while the message arrives) */
     size_t total, got;
     int device;                 /* the receive buffer is device memory */
     int copied;                 /* a GPU copy wrote it: synchronised before completing */
@@ -269,16 +280,7 @@ int MPIDI_GDR_pipe_fin(uint64_t cookie, int (*origin_done) (MPIR_Request *))
 
 /* ---- the receiver ----------------------------------------------------------------- */
 
-/* The receive buffer of rreq as MPIDIG set it (a datatype, one span, or pieces). */
-typedef struct {
-    void *buf;
-    MPI_Aint count;
-    MPI_Datatype type;
-    const struct iovec *iov;    /* pieces (MPIDIG_RECV_IOV), else NULL */
-    int niov;
-    size_t room;
-} recv_dest_t;
-
+/* rreq's receive buffer, as MPIDIG set it when the message matched. */
 static void recv_dest(MPIR_Request * rreq, recv_dest_t * d)
 {
     MPIDIG_rreq_async_t *a = &MPIDIG_REQUEST(rreq, req->recv_async);
@@ -314,10 +316,10 @@ static char *dest_span(const recv_dest_t * d)
     return contig ? (char *) d->buf + lb : NULL;
 }
 
-/* Writes len bytes from flat into the receive buffer from byte `from` on. */
-static int dest_write(const recv_dest_t * d, pipe_recv_t * r, size_t from, const char *flat,
-                      size_t len)
+/* Writes len bytes from flat into r's receive buffer from byte `from` on. */
+static int dest_write(pipe_recv_t * r, size_t from, const char *flat, size_t len)
 {
+    const recv_dest_t *d = &r->dest;
     if (d->iov == NULL)
         return typed_range(d->buf, d->count, d->type, &r->cur, from, (char *) flat, len, 0,
                            r->device);
@@ -344,21 +346,13 @@ static pipe_recv_t *recv_find(MPIR_Request * rreq, size_t total)
     pipe_recv_t *r = MPL_calloc(1, sizeof(*r), MPL_MEM_BUFFER);
     if (r == NULL)
         return NULL;
-    recv_dest_t d;
-    recv_dest(rreq, &d);
+    recv_dest(rreq, &r->dest);
     r->rreq = rreq;
     r->total = total;
-    const void *first = d.iov != NULL ? (d.niov > 0 ? d.iov[0].iov_base : NULL)
-        : (const void *) dest_span(&d);
-    if (first == NULL && d.iov == NULL) {
-        MPI_Aint true_lb, true_extent;
-        MPIR_Type_get_true_extent_impl(d.type, &true_lb, &true_extent);
-        first = (char *) d.buf + true_lb;
-    }
-    r->device = MPIDI_GDR_global.gpu.on && first != NULL && d.room > 0
-        && MPIDI_GDR_gpu_buffer_id(first) != 0;
-    if (total > d.room && rreq->status.MPI_ERROR == MPI_SUCCESS)
-        rreq->status.MPI_ERROR = MPIDIG_ERR_TRUNCATE((MPI_Aint) d.room, (MPI_Aint) total);
+    r->device = MPIDI_GDR_global.gpu.on && r->dest.room > 0
+        && MPIDI_GDR_gpu_buffer_id(MPIDI_GDR_recv_first_byte(rreq)) != 0;
+    if (total > r->dest.room && rreq->status.MPI_ERROR == MPI_SUCCESS)
+        rreq->status.MPI_ERROR = MPIDIG_ERR_TRUNCATE((MPI_Aint) r->dest.room, (MPI_Aint) total);
     r->next = PIPE->recvs;
     PIPE->recvs = r;
     return r;
@@ -384,10 +378,8 @@ int MPIDI_GDR_pipe_offered(const void *am_hdr, size_t am_hdr_sz, size_t data_sz,
     }
     if (r != NULL && f != NULL) {
         *f = (pipe_frag_t) {.r = r,.from = (size_t) h->from,.len = data_sz };
-        recv_dest_t d;
-        recv_dest(r->rreq, &d);
-        char *span = dest_span(&d);
-        size_t fit = h->from < d.room ? d.room - (size_t) h->from : 0;
+        char *span = dest_span(&r->dest);
+        size_t fit = h->from < r->dest.room ? r->dest.room - (size_t) h->from : 0;
         if (span != NULL && fit > 0 && (!r->device || MPIDI_GDR_nic_takes_gpu_memory())
             && MPIR_CVAR_CH4_GDR_RNDV_ZCOPY_MIN >= 0
             && h->total >= (uint64_t) MPIR_CVAR_CH4_GDR_RNDV_ZCOPY_MIN) {
@@ -425,11 +417,9 @@ int MPIDI_GDR_pipe_read_done(uint64_t cookie, const void *landed, size_t len)
     (void) len;
     /* (a truncated receive still gets the bytes that fit) */
     if (src != NULL && !r->failed) {
-        recv_dest_t d;
-        recv_dest(rreq, &d);
-        size_t n = f->from < d.room ? d.room - f->from : 0;
+        size_t n = f->from < r->dest.room ? r->dest.room - f->from : 0;
         n = n < f->len ? n : f->len;
-        if (n > 0 && dest_write(&d, r, f->from, src, n) != 0) {
+        if (n > 0 && dest_write(r, f->from, src, n) != 0) {
             mpi_errno = copy_error("a message into");
             r->failed = 1;
         }
@@ -456,12 +446,11 @@ int MPIDI_GDR_pipe_read_done(uint64_t cookie, const void *landed, size_t len)
             *pp = r->next;
             break;
         }
-    recv_dest_t d;
-    recv_dest(rreq, &d);
     if (r->copied && gdr_gpu_stream_sync(&MPIDI_GDR_global.gpu, NULL) != 0
         && rreq->status.MPI_ERROR == MPI_SUCCESS)
         rreq->status.MPI_ERROR = copy_error("a message into");
-    MPIR_STATUS_SET_COUNT(rreq->status, (MPI_Aint) (r->total < d.room ? r->total : d.room));
+    MPIR_STATUS_SET_COUNT(rreq->status,
+                          (MPI_Aint) (r->total < r->dest.room ? r->total : r->dest.room));
     MPL_free(r);
     int err = MPIDIG_REQUEST(rreq, req->target_cmpl_cb) (rreq);
     return mpi_errno != MPI_SUCCESS ? mpi_errno : err;
