@@ -2,6 +2,7 @@
 #include "gdr_gpu_rma_device.h"
 #include "gdr/gpu/gdr_gpu_acc_atomic.h"
 #include "gpu/gdr_gpu_internal.h"
+#include "gpu/gdr_gpu_kernels_image.h"
 #include "gpu/gdr_gpu_mem.h"
 #include "gpu/gdr_gpu_module.h"
 #include "gpu/gdr_gpu_stream.h"
@@ -96,6 +97,16 @@ static int d_copyv(void *ctx, void *queue, const struct iovec *dst, size_t n_dst
     return GDR_RMA_OK;
 }
 
+/* Whether gdr's kernel `name` is loaded (*known: 0 not asked yet, 1 yes, -1 no; asked
+ * once, as the lookup takes the GPU layer's lock). */
+static int kernel_loaded(gdr_gpu_rma_device_t *d, const char *name, int *known)
+{
+    if (*known == 0)
+        *known = gdr_gpu_kernel_ready(d->g, name, gdr_gpu_kernels_image,
+                                      gdr_gpu_kernels_image_size) == 0 ? 1 : -1;
+    return *known > 0;
+}
+
 static int d_acc(void *ctx, void *queue, const gdr_gpu_acc_args_t *args)
 {
     gdr_gpu_rma_device_t *d = ctx;
@@ -103,7 +114,49 @@ static int d_acc(void *ctx, void *queue, const gdr_gpu_acc_args_t *args)
         return seam_rc(gdr_gpu_refuse(d->g, EINVAL, "accumulate refused: op %d is not defined"
                                       " on element type %d (gdr_gpu_acc_valid)",
                                       (int) args->op, (int) args->type));
+    if (d->acc_kernel <= 0 && !kernel_loaded(d, GDR_GPU_ACC_KERNEL, &d->acc_kernel)) {
+        d->acc_kernel = 0;      /* asked again next time: the failure is reported each time */
+        return GDR_RMA_ERROR;
+    }
     return seam_rc(gdr_gpu_acc_launch(d->g, queue, args));
+}
+
+static int d_addressable(void *ctx, const void *p)
+{
+    gdr_gpu_rma_device_t *d = ctx;
+    gdr_gpu_mem_info_t info;
+    return gdr_gpu_mem_query(d->g, p, &info) == 0 && (info.is_device || info.is_pinned_host);
+}
+
+_Static_assert(GDR_RMA_COPY_RUNS_MAX == GDR_GPU_COPY_PIECES_MAX,
+               "a seam's copy_runs is one launch of gdr's copy kernel");
+
+static int d_copy_runs(void *ctx, void *queue, const gdr_rma_copy_run_t *runs, size_t n)
+{
+    gdr_gpu_rma_device_t *d = ctx;
+    gdr_gpu_copy_piece_t p[GDR_GPU_COPY_PIECES_MAX];
+    if (n == 0 || n > GDR_GPU_COPY_PIECES_MAX)
+        return seam_rc(gdr_gpu_refuse(d->g, EINVAL, "kernel copy refused: %zu runs (1 to %d)"
+                                      " (a bug in gdr's RMA engine)", n,
+                                      GDR_GPU_COPY_PIECES_MAX));
+    if (!kernel_loaded(d, GDR_GPU_COPY_KERNEL, &d->copy_kernel))
+        return GDR_RMA_NOREG;   /* the copy engine carries everything */
+    for (size_t i = 0; i < n; i++)
+        p[i] = (gdr_gpu_copy_piece_t) {.dst = (uint64_t) (uintptr_t) runs[i].dst,
+            .src = (uint64_t) (uintptr_t) runs[i].src,.len = runs[i].len };
+    return seam_rc(gdr_gpu_copy_pieces_launch(d->g, queue, p, (unsigned) n));
+}
+
+static int d_mem_alloc(void *ctx, size_t n, void **p)
+{
+    gdr_gpu_rma_device_t *d = ctx;
+    return seam_rc(gdr_gpu_mem_alloc(d->g, n, p));
+}
+
+static int d_mem_free(void *ctx, void *p)
+{
+    gdr_gpu_rma_device_t *d = ctx;
+    return seam_rc(gdr_gpu_mem_free(d->g, p));
 }
 
 /* A spare mark, or a new one with an event of its own; NULL with g->error on failure. */
@@ -185,7 +238,8 @@ int gdr_gpu_rma_device_init(gdr_gpu_rma_device_t *d, gdr_gpu_t *g, gdr_rma_devic
         .ctx = d,.host_alloc = d_host_alloc,.host_free = d_host_free,.queue_new = d_queue_new,
         .queue_free = d_queue_free,.copyv = d_copyv,.acc = d_acc,.mark = d_mark,
         .reached = d_reached,.mark_free = d_mark_free,.buffer_id = d_buffer_id,
-        .error = d_error
+        .addressable = d_addressable,.copy_runs = d_copy_runs,.mem_alloc = d_mem_alloc,
+        .mem_free = d_mem_free,.error = d_error
     };
     return 0;
 }

@@ -68,6 +68,7 @@ noinst_HEADERS += src/mpid/ch4/netmod/gdr/gdr_pre.h \
                   src/mpid/ch4/netmod/gdr/rma/gdr_rma_trigger_proxy.h \
                   src/mpid/ch4/netmod/gdr/rma/gdr_rma_trigger_exec.h \
                   src/mpid/ch4/netmod/gdr/rma/gdr_rma_stream_queue.h \
+                  src/mpid/ch4/netmod/gdr/rma/gdr_rma_ipc.h \
                   src/mpid/ch4/netmod/gdr/rma/gdr_rma_lock.h \
                   src/mpid/ch4/netmod/gdr/rma/gdr_rma_notify.h \
                   src/mpid/ch4/netmod/gdr/gdr_notify.h \
@@ -146,6 +147,7 @@ mpi_core_sources += src/mpid/ch4/netmod/gdr/func_table.c \
                     src/mpid/ch4/netmod/gdr/rma/gdr_rma_trigger_proxy.c \
                     src/mpid/ch4/netmod/gdr/rma/gdr_rma_trigger_exec.c \
                     src/mpid/ch4/netmod/gdr/rma/gdr_rma_stream_queue.c \
+                    src/mpid/ch4/netmod/gdr/rma/gdr_rma_ipc.c \
                     src/mpid/ch4/netmod/gdr/rma/gdr_rma_lock.c \
                     src/mpid/ch4/netmod/gdr/rma/gdr_rma_notify.c \
                     src/mpid/ch4/netmod/gdr/rma/gdr_rma_ctl.c \

@@ -245,46 +245,21 @@ static int gpu_copy(void *dst, const void *src, size_t n, const char *what)
     return mpi_errno;
 }
 
-/* A host image of count x type at device address buf: the bytes its true extent spans,
- * copied from the device (MPICH packs and unpacks non-contiguous types on the host; device
- * kernels that pack are left: issue 69).  *lb: the type's true lower bound. */
-static int device_image(const void *buf, MPI_Aint count, MPI_Datatype type, char **image,
-                        uint64_t * span, MPI_Aint * lb)
-{
-    int mpi_errno = MPI_SUCCESS;
-    *span = MPIDI_GDR_target_span(count, type, lb);
-    *image = MPL_malloc(*span > 0 ? *span : 1, MPL_MEM_BUFFER);
-    MPIR_ERR_CHKANDJUMP1(*image == NULL, mpi_errno, MPI_ERR_NO_MEM, "**nomem", "**nomem %s",
-                         "gdr host image of a device message buffer");
-    mpi_errno = gpu_copy(*image, (const char *) buf + *lb, *span, "a message from");
-    if (mpi_errno != MPI_SUCCESS) {
-        MPL_free(*image);
-        *image = NULL;
-    }
-  fn_exit:
-    return mpi_errno;
-  fn_fail:
-    goto fn_exit;
-}
-
 /* Packs count x datatype from device memory into host buf (data_sz bytes). */
 static int pack_device(const void *data, MPI_Aint count, MPI_Datatype datatype, int dt_contig,
                        MPI_Aint dt_true_lb, void *buf, MPI_Aint data_sz)
 {
-    int mpi_errno;
+    int mpi_errno = MPI_SUCCESS;
     if (dt_contig)
         return gpu_copy(buf, MPIR_get_contig_ptr(data, dt_true_lb), (size_t) data_sz,
                         "a message from");
-    char *image;
-    uint64_t span;
-    MPI_Aint lb, packed;
-    mpi_errno = device_image(data, count, datatype, &image, &span, &lb);
-    if (mpi_errno == MPI_SUCCESS) {
-        mpi_errno = MPIR_Typerep_pack(image - lb, count, datatype, 0, buf, data_sz, &packed,
-                                      MPIR_TYPEREP_FLAG_NONE);
-        MPIR_Assert(mpi_errno != MPI_SUCCESS || packed == data_sz);
-        MPL_free(image);
-    }
+    /* block by block (device pack kernels are left: issue 69) */
+    MPIDI_GDR_type_cursor_t cur = { 0, 0 };
+    MPIDI_GDR_copy_way_t gpu = {.device = 1 };
+    if (MPIDI_GDR_typed_copy((void *) data, count, datatype, &cur, 0, buf, (size_t) data_sz,
+                             1, gpu) != 0)
+        MPIR_ERR_SET2(mpi_errno, MPI_ERR_OTHER, "**gdr_msg_gpu", "**gdr_msg_gpu %s %s",
+                      "a message from", MPIDI_GDR_global.gpu.error);
     return mpi_errno;
 }
 
@@ -517,30 +492,6 @@ static int word_ok(int src, uint32_t word)
     return mpi_errno == MPI_SUCCESS;
 }
 
-/* Writes the first `bytes` bytes of count x type's blocks from its host image (at
- * image_buf, laid out as at the device address buf) to the device, block by block. */
-static int write_blocks(void *buf, const char *image_buf, MPI_Aint count, MPI_Datatype type,
-                        MPI_Aint bytes)
-{
-    enum { BLOCKS = 64 };
-    struct iovec iov[BLOCKS];
-    MPI_Aint len = 0;
-    int mpi_errno = MPI_SUCCESS;
-    for (MPI_Aint first = 0; bytes > 0 && mpi_errno == MPI_SUCCESS; first += len) {
-        mpi_errno = MPIR_Typerep_to_iov_offset(image_buf, count, type, first, iov, BLOCKS,
-                                               &len);
-        if (mpi_errno != MPI_SUCCESS || len == 0)
-            break;
-        for (MPI_Aint i = 0; i < len && bytes > 0 && mpi_errno == MPI_SUCCESS; i++) {
-            size_t n = MPL_MIN((size_t) bytes, iov[i].iov_len);
-            MPI_Aint at = (const char *) iov[i].iov_base - image_buf;
-            mpi_errno = gpu_copy((char *) buf + at, iov[i].iov_base, n, "a message into");
-            bytes -= (MPI_Aint) n;
-        }
-    }
-    return mpi_errno;
-}
-
 /* MPIDIG_recv_copy of in (p->in_data_sz bytes) into a receive buffer in device memory,
  * with gdr's GPU copy; the same status (count, truncation, type mismatch). */
 static int recv_copy_device(const void *in, MPIR_Request * rreq)
@@ -564,19 +515,17 @@ static int recv_copy_device(const void *in, MPIR_Request * rreq)
                                  "a message into");
             done = n;
         } else {
-            /* unpacked on the host into an image of the type's extent, then only the
-             * type's blocks written back: its gaps are not the receive's to touch */
-            char *image;
-            uint64_t span;
-            MPI_Aint lb;
-            mpi_errno = device_image(buf, count, type, &image, &span, &lb);
-            if (mpi_errno == MPI_SUCCESS) {
-                mpi_errno = MPIR_Typerep_unpack(in, n, image - lb, count, type, 0, &done,
-                                                MPIR_TYPEREP_FLAG_NONE);
-                if (mpi_errno == MPI_SUCCESS)
-                    mpi_errno = write_blocks(buf, image - lb, count, type, done);
-                MPL_free(image);
-            }
+            /* the type's blocks written one by one (its gaps are not the receive's to
+             * touch), whole elements only, as MPICH's unpack writes them */
+            MPI_Aint elem = HANDLE_IS_BUILTIN(type) ? MPIR_Datatype_get_basic_size(type)
+                : dt_ptr->builtin_element_size;
+            MPIDI_GDR_type_cursor_t cur = { 0, 0 };
+            done = elem > 1 ? n - n % elem : n;
+            MPIDI_GDR_copy_way_t gpu = {.device = 1 };
+            if (MPIDI_GDR_typed_copy(buf, count, type, &cur, 0, (char *) in, (size_t) done, 0,
+                                     gpu) != 0)
+                MPIR_ERR_SET2(mpi_errno, MPI_ERR_OTHER, "**gdr_msg_gpu", "**gdr_msg_gpu %s %s",
+                              "a message into", MPIDI_GDR_global.gpu.error);
             if (mpi_errno == MPI_SUCCESS && !rreq->status.MPI_ERROR && n > done)
                 rreq->status.MPI_ERROR =
                     MPIR_Err_create_code(MPI_SUCCESS, MPIR_ERR_RECOVERABLE, __func__, __LINE__,
@@ -833,6 +782,8 @@ static int am_poll(int *made_progress, int may_idle)
     unsigned idle_after = MPIR_CVAR_CH4_GDR_YIELD_AFTER > 0 ?
         (unsigned) MPIR_CVAR_CH4_GDR_YIELD_AFTER : (sleep_us > 0 ? 1u : 0u);
 
+    if (MPIDI_GDR_pipe_copying())
+        may_idle = 0;           /* the pipeline's GPU copies end without a channel event */
     if (!may_idle) {
         /* another source has work (gdr_progress.c's guard): one poll, no yield or sleep,
          * and an empty one is not counted towards idling */
@@ -856,6 +807,11 @@ static int am_poll(int *made_progress, int may_idle)
     if (mpi_errno != MPI_SUCCESS) {
         MPIDI_GDR_global.am_errno = MPI_SUCCESS;
         return mpi_errno;
+    }
+    if (MPIDI_GDR_pipe_copying()) {
+        mpi_errno = MPIDI_GDR_pipe_progress(&progressed);
+        if (mpi_errno != MPI_SUCCESS)
+            return mpi_errno;
     }
     if (progressed) {
         MPIDI_GDR_global.empty_polls = 0;

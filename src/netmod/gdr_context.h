@@ -72,7 +72,7 @@ struct MPIDI_GDR_context {
     /* the staged protocol for device memory (gdr_rma_staged.c); NULL: off */
     struct gdr_rma_staged *staged;
     int staged_handler;
-    gdr_gpu_rma_device_t gpu_device;    /* its device seam over gpu */
+    gdr_gpu_rma_device_t gpu_device;    /* the engine's device seam over gpu (while gpu.on) */
     gdr_rma_device_t device_seam;
     unsigned long long staged_count[GDR_RMA_KINDS];     /* MPI_T */
     unsigned long long local_count[GDR_RMA_KINDS];      /* MPI_T: same-node device path */

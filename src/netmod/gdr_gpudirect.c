@@ -191,6 +191,8 @@ int MPIDI_GDR_gpu_start(void)
     gdr_gpu_t *g = &MPIDI_GDR_global.gpu;
     if (gdr_gpu_open(g, path, GDR_GPU_DEVICE_CURRENT) != 0 || !(g->features & GDR_GPU_KERNELS))
         return MPI_SUCCESS;
+    /* the RMA engine's view of it (the staged protocol, the ipc transport) */
+    gdr_gpu_rma_device_init(&MPIDI_GDR_global.gpu_device, g, &MPIDI_GDR_global.device_seam);
     /* gdr's kernels on the device now: loaded lazily at a first launch made while a stream
      * of the application waits for gdr (enqueued RMA), they would never load */
     static const char *const kernels[] = {
@@ -212,6 +214,8 @@ int MPIDI_GDR_gpudirect_start(void)
 
 void MPIDI_GDR_gpu_stop(void)
 {
+    if (MPIDI_GDR_global.gpu.on)
+        gdr_gpu_rma_device_fini(&MPIDI_GDR_global.gpu_device);
     gdr_gpu_close(&MPIDI_GDR_global.gpu);
 }
 

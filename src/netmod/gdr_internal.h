@@ -7,6 +7,7 @@
 #include "gdr_cvars.h"            /* gdr's MPIR_CVAR_CH4_GDR_*, written by maint/graft */
 #include "rma/gdr_rma_plan.h"
 #include "gdr_context.h"
+#include "gpu/gdr_gpu_stream.h"
 
 /* gdr's context (gdr_context.h): valid from MPIDI_GDR_init_local to finalize */
 #define MPIDI_GDR_global (*MPIDI_global.nm.gdr.ctx)
@@ -39,6 +40,11 @@ int MPIDI_GDR_pipe_offered(const void *am_hdr, size_t am_hdr_sz, size_t data_sz,
                            gdr_verbs_am_rts_t * rts);
 int MPIDI_GDR_pipe_read_done(uint64_t cookie, const void *landed, size_t len);
 int MPIDI_GDR_pipe_busy(void);
+/* GPU copies of the pipeline are queued (no channel event says when they end), and the
+ * round of progress that offers the filled send chunks and counts the emptied receive
+ * chunks. */
+int MPIDI_GDR_pipe_copying(void);
+int MPIDI_GDR_pipe_progress(int *made_progress);
 void MPIDI_GDR_pipe_free(void);
 void MPIDI_GDR_pipe_register_pvars(void);
 int MPIDI_GDR_foreign_peer_put(MPIR_Lpid lpid, int peer);
@@ -119,6 +125,10 @@ int MPIDI_GDR_dynamic_register_handlers(void);
 int MPIDI_GDR_dynamic_attach(MPIR_Win * win, void *base, MPI_Aint size);
 int MPIDI_GDR_dynamic_detach(MPIR_Win * win, const void *base);
 int MPIDI_GDR_dynamic_query(void *win, int target, uint64_t addr, gdr_rma_region_reply_t * out);
+/* The same, asking a rank of this node also for the region's CUDA IPC handle when it is
+ * device memory (*ok: *h is valid, made for the region's first byte). */
+int MPIDI_GDR_dynamic_query_ipc(MPIR_Win * win, int target, uint64_t addr,
+                                gdr_rma_region_reply_t * out, gdr_gpu_ipc_handle_t * h, int *ok);
 /* Forgets what this rank learned of target's regions (-1: every target's): at each
  * completion of its operations at target (flush, unlock, fence, complete). */
 void MPIDI_GDR_dynamic_forget(MPIR_Win * win, int target);
@@ -161,6 +171,28 @@ int MPIDI_GDR_nic_takes_gpu_memory(void);
 /* The first byte rreq's receive buffer is written at (MPIDIG_recv_copy's three shapes:
  * a datatype, one span, pieces); NULL for no pieces. */
 const void *MPIDI_GDR_recv_first_byte(MPIR_Request * rreq);
+/* How bytes move between a typed buffer and a flat one. */
+typedef struct {
+    int device;                 /* gdr's GPU copy (either side device memory); 0: MPICH's
+                                 * copy, which also reaches device memory MPICH's own CUDA
+                                 * support knows */
+    gdr_gpu_stream_t queue;     /* device: queued on this stream, the caller waits for it;
+                                 * NULL: the copy returns once the bytes are there */
+} MPIDI_GDR_copy_way_t;
+/* n bytes from src to dst.  0 or nonzero (the GPU layer's error says why). */
+int MPIDI_GDR_copy_bytes(void *dst, const void *src, size_t n, MPIDI_GDR_copy_way_t way);
+/* Where the next range of a typed buffer starts: the piece index and its first byte in
+ * the packed order (ranges are asked in increasing order; an earlier one restarts). */
+typedef struct {
+    MPI_Aint piece;
+    size_t pos;
+} MPIDI_GDR_type_cursor_t;
+/* Copies bytes [from, from + len) of count x type at buf, in its packed order, into flat
+ * (gather) or out of it (!gather), block by block (no image of the type's extent).  cur
+ * starts zeroed.  0 or nonzero. */
+int MPIDI_GDR_typed_copy(void *buf, MPI_Aint count, MPI_Datatype type,
+                         MPIDI_GDR_type_cursor_t * cur, size_t from, char *flat, size_t len,
+                         int gather, MPIDI_GDR_copy_way_t way);
 /* The pieces of a target access as offsets from its displacement; *pieces is small
  * (one piece) or allocated (MPL_free it).  *n 0 with MPI_SUCCESS: too scattered. */
 int MPIDI_GDR_target_pieces(MPI_Aint count, MPI_Datatype type, MPI_Aint bytes,

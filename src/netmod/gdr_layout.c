@@ -5,6 +5,7 @@
 #include "gdr_internal.h"
 #include "gdr_access.h"
 #include "gdr_noinline.h"
+#include "gpu/gdr_gpu_stream.h"
 
 uint64_t MPIDI_GDR_target_span(MPI_Aint count, MPI_Datatype type, MPI_Aint * true_lb)
 {
@@ -314,4 +315,59 @@ int MPIDI_GDR_access_describe(const MPIDI_GDR_rma_args_t * a, size_t max_tpieces
     if (mpi_errno != MPI_SUCCESS || *why)
         MPIDI_GDR_access_free(d);
     return mpi_errno;
+}
+
+/* ---- typed buffers copied in ranges ---------------------------------------------- */
+
+int MPIDI_GDR_copy_bytes(void *dst, const void *src, size_t n, MPIDI_GDR_copy_way_t way)
+{
+    if (n == 0)
+        return 0;
+    if (!way.device)
+        return MPIR_Typerep_copy(dst, src, n, MPIR_TYPEREP_FLAG_NONE) == MPI_SUCCESS ? 0 : -1;
+    if (way.queue != NULL)
+        return gdr_gpu_copy_async(&MPIDI_GDR_global.gpu, way.queue, dst, src, n);
+    return gdr_gpu_copy(&MPIDI_GDR_global.gpu, dst, src, n);
+}
+
+int MPIDI_GDR_typed_copy(void *buf, MPI_Aint count, MPI_Datatype type,
+                         MPIDI_GDR_type_cursor_t * cur, size_t from, char *flat, size_t len,
+                         int gather, MPIDI_GDR_copy_way_t way)
+{
+    enum { PIECES = 64 };
+    int contig;
+    MPI_Aint lb;
+    MPIDI_Datatype_check_contig_lb(type, contig, lb);
+    if (contig) {
+        char *at = (char *) buf + lb + from;
+        return gather ? MPIDI_GDR_copy_bytes(flat, at, len, way)
+            : MPIDI_GDR_copy_bytes(at, flat, len, way);
+    }
+    if (from < cur->pos)
+        *cur = (MPIDI_GDR_type_cursor_t) { 0, 0 };
+    size_t end = from + len;
+    while (cur->pos < end) {
+        struct iovec iov[PIECES];
+        MPI_Aint n = 0;
+        if (MPIR_Typerep_to_iov_offset(buf, count, type, cur->piece, iov, PIECES, &n)
+            != MPI_SUCCESS || n == 0)
+            return -1;
+        for (MPI_Aint i = 0; i < n && cur->pos < end; i++) {
+            size_t b0 = cur->pos, bl = iov[i].iov_len;
+            size_t lo = b0 > from ? b0 : from, hi = b0 + bl < end ? b0 + bl : end;
+            if (lo < hi) {
+                char *at = (char *) iov[i].iov_base + (lo - b0);
+                int rc = gather
+                    ? MPIDI_GDR_copy_bytes(flat + (lo - from), at, hi - lo, way)
+                    : MPIDI_GDR_copy_bytes(at, flat + (lo - from), hi - lo, way);
+                if (rc != 0)
+                    return rc;
+            }
+            if (b0 + bl > end)
+                return 0;       /* the next range starts inside this piece */
+            cur->piece++;
+            cur->pos += bl;
+        }
+    }
+    return 0;
 }

@@ -3,15 +3,19 @@
  * pinned host chunks, never through a buffer of the whole message.
  *
  * Sender: MPIDIG_SEND_DATA's payload (its receive is already matched) is cut into
- * fragments of MPIR_CVAR_CH4_GDR_STAGE_CHUNK bytes; each is copied by gdr's GPU copy from
- * the device into a free send chunk and offered as one rendezvous of the channel (handler
- * MPIDI_GDR_PIPE_HANDLER, header: the receive, the message's size, the fragment's place).
- * When the receiver has read a chunk (its FIN) the chunk takes the next fragment, so the
- * copy of one overlaps the wire of the others.  Sends wait for chunks in order.
+ * fragments of MPIR_CVAR_CH4_GDR_STAGE_CHUNK bytes; each is queued as GPU copies from the
+ * device into a free send chunk on the sender's copy stream, and once the chunk's event
+ * says they are done (polled in progress) offered as one rendezvous of the channel
+ * (handler MPIDI_GDR_PIPE_HANDLER, header: the receive, the message's size, the
+ * fragment's place).  When the receiver has read a chunk (its FIN) the chunk takes the
+ * next fragment, so the copies of some chunks overlap the wire of the others and neither
+ * holds up progress.  Sends wait for chunks in order.
  * Receiver: each fragment is read straight into the receive buffer where it is contiguous
- * host memory (or device memory the NIC reaches), else into a free receive chunk (the GPU
- * copy then moves it to the device) or, with every chunk taken (several senders at once),
- * into the channel's landing buffer; the receive completes with its last fragment.
+ * host memory (or device memory the NIC reaches), else into a free receive chunk (whose
+ * GPU copies to the device are queued on the receiver's stream, the chunk freed and the
+ * fragment counted when its event is reached) or, with every chunk taken (several senders
+ * at once), into the channel's landing buffer (copied before the callback returns); the
+ * receive completes with its last fragment.
  *
  * Pinned memory of the pipeline: 2 x MPIR_CVAR_CH4_GDR_STAGE_SLOTS chunks per process
  * (send and receive halves), whatever the size or number of messages; MPI_T
@@ -29,17 +33,14 @@ typedef struct {
 } pipe_hdr_t;
 
 struct MPIDI_GDR_pipe_chunk {
-    struct MPIDI_GDR_pipe_chunk *next;  /* in a free list */
+    struct MPIDI_GDR_pipe_chunk *next;  /* in a free list, or in the filling or draining queue */
     char *buf;
+    gdr_gpu_event_t copied;     /* recorded after the copies that fill or empty it */
     struct MPIDI_GDR_pipe_send *send;   /* the send whose fragment it holds */
+    pipe_hdr_t hdr;             /* that fragment, offered once filled */
+    size_t len;
+    struct pipe_frag *frag;     /* a receive chunk's fragment, done once emptied */
 };
-
-/* Where the next range of a typed buffer starts: the piece index and its first byte in
- * the packed order (ranges are asked in increasing order; an earlier one restarts). */
-typedef struct {
-    MPI_Aint piece;
-    size_t pos;
-} pipe_cursor_t;
 
 typedef struct MPIDI_GDR_pipe_send {
     struct MPIDI_GDR_pipe_send *next;   /* waiting for chunks, in order */
@@ -50,7 +51,7 @@ typedef struct MPIDI_GDR_pipe_send {
     const void *buf;
     MPI_Aint count;
     MPI_Datatype type;
-    pipe_cursor_t cur;
+    MPIDI_GDR_type_cursor_t cur;
     size_t total, next_from;
     int out;                    /* fragments not yet read by the receiver */
 } pipe_send_t;
@@ -73,11 +74,11 @@ typedef struct MPIDI_GDR_pipe_recv {
     int device;                 /* the receive buffer is device memory */
     int copied;                 /* a GPU copy wrote it: synchronised before completing */
     int failed;                 /* a copy failed: the rest is read and dropped */
-    pipe_cursor_t cur;
+    MPIDI_GDR_type_cursor_t cur;
 } pipe_recv_t;
 
 /* One fragment being read: cookie of the read (low bit set). */
-typedef struct {
+typedef struct pipe_frag {
     pipe_recv_t *r;
     MPIDI_GDR_pipe_chunk_t *chunk;      /* read into this receive chunk, or NULL */
     size_t from, len;
@@ -145,65 +146,68 @@ static int pool_open(void)
         *list = c;
     }
     p->pinned_bytes = 2 * (unsigned long long) n * sz;
+    /* the copy streams and an event a chunk */
+    gdr_gpu_t *g = &MPIDI_GDR_global.gpu;
+    int failed = gdr_gpu_stream_create(g, &p->send_queue) != 0
+        || gdr_gpu_stream_create(g, &p->recv_queue) != 0;
+    for (int i = 0; i < 2 * n && !failed; i++)
+        failed = gdr_gpu_event_create(g, &p->chunks[i].copied) != 0;
+    if (failed) {
+        int mpi_errno = pipe_error(g->error);
+        MPIDI_GDR_pipe_free();
+        return mpi_errno;
+    }
     return MPI_SUCCESS;
 }
 
-/* device: gdr's GPU copy; else MPICH's, which also writes device memory that MPICH's own
- * CUDA support knows (a receiver whose gdr GPU layer is off). */
-static int copy_bytes(void *dst, const void *src, size_t n, int device)
+/* A chunk whose copies are queued joins the end of a queue (filling or draining). */
+static void enqueue(MPIDI_GDR_pipe_chunk_t ** head, MPIDI_GDR_pipe_chunk_t ** tail,
+                    MPIDI_GDR_pipe_chunk_t * c)
 {
-    if (n == 0)
-        return 0;
-    if (!device)
-        return MPIR_Typerep_copy(dst, src, n, MPIR_TYPEREP_FLAG_NONE) == MPI_SUCCESS ? 0 : -1;
-    return gdr_gpu_copy(&MPIDI_GDR_global.gpu, dst, src, n);
+    c->next = NULL;
+    if (*tail != NULL)
+        (*tail)->next = c;
+    else
+        *head = c;
+    *tail = c;
 }
 
-/* Copies bytes [from, from + len) of count x type at buf, in its packed order, into flat
- * (gather) or out of it (!gather); device: buf is device memory (gdr's GPU copy). */
-static int typed_range(void *buf, MPI_Aint count, MPI_Datatype type, pipe_cursor_t * cur,
-                       size_t from, char *flat, size_t len, int gather, int device)
+/* The head of a queue if its copies are done (1), 0 if not yet, negative on failure. */
+static int head_copied(MPIDI_GDR_pipe_chunk_t ** head, MPIDI_GDR_pipe_chunk_t ** tail,
+                       MPIDI_GDR_pipe_chunk_t ** c)
 {
-    enum { PIECES = 64 };
-    int contig;
-    MPI_Aint lb;
-    MPIDI_Datatype_check_contig_lb(type, contig, lb);
-    if (contig) {
-        char *at = (char *) buf + lb + from;
-        return gather ? copy_bytes(flat, at, len, device) : copy_bytes(at, flat, len, device);
-    }
-    if (from < cur->pos)
-        *cur = (pipe_cursor_t) { 0, 0 };
-    size_t end = from + len;
-    while (cur->pos < end) {
-        struct iovec iov[PIECES];
-        MPI_Aint n = 0;
-        if (MPIR_Typerep_to_iov_offset(buf, count, type, cur->piece, iov, PIECES, &n)
-            != MPI_SUCCESS || n == 0)
-            return -1;
-        for (MPI_Aint i = 0; i < n && cur->pos < end; i++) {
-            size_t b0 = cur->pos, bl = iov[i].iov_len;
-            size_t lo = b0 > from ? b0 : from, hi = b0 + bl < end ? b0 + bl : end;
-            if (lo < hi) {
-                char *at = (char *) iov[i].iov_base + (lo - b0);
-                int rc = gather ? copy_bytes(flat + (lo - from), at, hi - lo, device)
-                    : copy_bytes(at, flat + (lo - from), hi - lo, device);
-                if (rc != 0)
-                    return rc;
-            }
-            if (b0 + bl > end)
-                return 0;       /* the next range starts inside this piece */
-            cur->piece++;
-            cur->pos += bl;
-        }
-    }
-    return 0;
+    int rc = gdr_gpu_event_query(&MPIDI_GDR_global.gpu, (*head)->copied);
+    if (rc == 0)
+        return 0;
+    *c = *head;
+    *head = (*c)->next;
+    if (*head == NULL)
+        *tail = NULL;
+    (*c)->next = NULL;
+    return rc;
 }
 
 /* ---- the sender ------------------------------------------------------------------- */
 
-/* Fills free chunks with the next fragments of the waiting sends, in order, and offers
- * them to their receivers. */
+/* Offers the send chunks whose copies are done to their receivers, in order. */
+static int offer_filled(void)
+{
+    MPIDI_GDR_msg_pipe_t *p = PIPE;
+    MPIDI_GDR_pipe_chunk_t *c;
+    int rc;
+    while (p->filling != NULL && (rc = head_copied(&p->filling, &p->filling_tail, &c)) != 0) {
+        if (rc < 0)
+            return copy_error("a message from");
+        if (gdr_verbs_am_send_rndv(MPIDI_GDR_global.am, c->send->peer, c->send->word, &c->hdr,
+                                   sizeof(c->hdr), c->buf, c->len, 0,
+                                   (uint64_t) (uintptr_t) c | MPIDI_GDR_PIPE_COOKIE) != 0)
+            return channel_error();
+    }
+    return MPI_SUCCESS;
+}
+
+/* Queues the copies of the waiting sends' next fragments into free chunks, in order, and
+ * offers the chunks already filled. */
 static int pump(void)
 {
     MPIDI_GDR_msg_pipe_t *p = PIPE;
@@ -212,12 +216,16 @@ static int pump(void)
         MPIDI_GDR_pipe_chunk_t *c = p->free_send;
         size_t len = s->total - s->next_from < p->chunk_sz ? s->total - s->next_from
             : p->chunk_sz;
-        if (typed_range((void *) s->buf, s->count, s->type, &s->cur, s->next_from, c->buf,
-                        len, 1, 1) != 0)
+        MPIDI_GDR_copy_way_t way = {.device = 1,.queue = p->send_queue };
+        if (MPIDI_GDR_typed_copy((void *) s->buf, s->count, s->type, &s->cur, s->next_from,
+                                 c->buf, len, 1, way) != 0
+            || gdr_gpu_event_record(&MPIDI_GDR_global.gpu, c->copied, p->send_queue) != 0)
             return copy_error("a message from");
-        pipe_hdr_t h = {.rreq = s->rreq,.total = s->total,.from = s->next_from };
+        c->hdr = (pipe_hdr_t) {.rreq = s->rreq,.total = s->total,.from = s->next_from };
+        c->len = len;
         p->free_send = c->next;
         c->send = s;
+        enqueue(&p->filling, &p->filling_tail, c);
         s->out++;
         s->next_from += len;
         if (s->next_from == s->total) {
@@ -227,12 +235,8 @@ static int pump(void)
         }
         p->staged_bytes += len;
         MPIDI_GDR_global.am_device_copied_bytes += len;
-        if (gdr_verbs_am_send_rndv(MPIDI_GDR_global.am, s->peer, s->word, &h, sizeof(h),
-                                   c->buf, len, 0,
-                                   (uint64_t) (uintptr_t) c | MPIDI_GDR_PIPE_COOKIE) != 0)
-            return channel_error();
     }
-    return MPI_SUCCESS;
+    return offer_filled();
 }
 
 int MPIDI_GDR_pipe_send(int peer, uint32_t word, const void *am_hdr, const void *data,
@@ -317,19 +321,20 @@ static char *dest_span(const recv_dest_t * d)
 }
 
 /* Writes len bytes from flat into r's receive buffer from byte `from` on. */
-static int dest_write(pipe_recv_t * r, size_t from, const char *flat, size_t len)
+static int dest_write(pipe_recv_t * r, size_t from, const char *flat, size_t len,
+                      MPIDI_GDR_copy_way_t way)
 {
     const recv_dest_t *d = &r->dest;
     if (d->iov == NULL)
-        return typed_range(d->buf, d->count, d->type, &r->cur, from, (char *) flat, len, 0,
-                           r->device);
+        return MPIDI_GDR_typed_copy(d->buf, d->count, d->type, &r->cur, from, (char *) flat,
+                                    len, 0, way);
     size_t pos = 0;
     for (int i = 0; i < d->niov && len > 0; pos += d->iov[i].iov_len, i++) {
         if (pos + d->iov[i].iov_len <= from)
             continue;
         size_t skip = from - pos, n = d->iov[i].iov_len - skip < len ? d->iov[i].iov_len - skip
             : len;
-        if (copy_bytes((char *) d->iov[i].iov_base + skip, flat, n, r->device) != 0)
+        if (MPIDI_GDR_copy_bytes((char *) d->iov[i].iov_base + skip, flat, n, way) != 0)
             return -1;
         flat += n;
         from += n;
@@ -407,30 +412,14 @@ int MPIDI_GDR_pipe_offered(const void *am_hdr, size_t am_hdr_sz, size_t data_sz,
     return mpi_errno;
 }
 
-int MPIDI_GDR_pipe_read_done(uint64_t cookie, const void *landed, size_t len)
+/* Fragment f is in its receive buffer (or failed: mpi_errno): its chunk freed, its bytes
+ * counted, and the receive completed with its last fragment. */
+static int frag_done(pipe_frag_t * f, int mpi_errno)
 {
-    pipe_frag_t *f = (pipe_frag_t *) (uintptr_t) (cookie & ~(uint64_t) MPIDI_GDR_PIPE_COOKIE);
     pipe_recv_t *r = f->r;
     MPIR_Request *rreq = r->rreq;
-    int mpi_errno = MPI_SUCCESS;
-    const char *src = landed != NULL ? landed : (f->chunk != NULL ? f->chunk->buf : NULL);
-    (void) len;
-    /* (a truncated receive still gets the bytes that fit) */
-    if (src != NULL && !r->failed) {
-        size_t n = f->from < r->dest.room ? r->dest.room - f->from : 0;
-        n = n < f->len ? n : f->len;
-        if (n > 0 && dest_write(r, f->from, src, n) != 0) {
-            mpi_errno = copy_error("a message into");
-            r->failed = 1;
-        }
-        if (r->device && n > 0) {
-            r->copied = 1;
-            MPIDI_GDR_global.am_device_copied_bytes += n;
-            if (f->chunk != NULL)
-                PIPE->staged_bytes += n;
-        }
-    }
     if (f->chunk != NULL) {
+        f->chunk->frag = NULL;
         f->chunk->next = PIPE->free_recv;
         PIPE->free_recv = f->chunk;
     }
@@ -440,7 +429,9 @@ int MPIDI_GDR_pipe_read_done(uint64_t cookie, const void *landed, size_t len)
         rreq->status.MPI_ERROR = mpi_errno;     /* (over a truncation: the worse news) */
     if (r->got < r->total)
         return mpi_errno;
-    /* the last fragment: the receive completes once the device has its bytes */
+    /* the last fragment: the receive completes once the device has its bytes (the
+     * queued copies' events were reached; the landing buffer's copies ran on the legacy
+     * stream) */
     for (pipe_recv_t ** pp = &PIPE->recvs; *pp != NULL; pp = &(*pp)->next)
         if (*pp == r) {
             *pp = r->next;
@@ -456,6 +447,80 @@ int MPIDI_GDR_pipe_read_done(uint64_t cookie, const void *landed, size_t len)
     return mpi_errno != MPI_SUCCESS ? mpi_errno : err;
 }
 
+int MPIDI_GDR_pipe_read_done(uint64_t cookie, const void *landed, size_t len)
+{
+    pipe_frag_t *f = (pipe_frag_t *) (uintptr_t) (cookie & ~(uint64_t) MPIDI_GDR_PIPE_COOKIE);
+    pipe_recv_t *r = f->r;
+    int mpi_errno = MPI_SUCCESS;
+    const char *src = landed != NULL ? landed : (f->chunk != NULL ? f->chunk->buf : NULL);
+    (void) len;
+    /* (a truncated receive still gets the bytes that fit) */
+    size_t n = f->from < r->dest.room ? r->dest.room - f->from : 0;
+    n = n < f->len ? n : f->len;
+    if (src == NULL || r->failed || n == 0)
+        return frag_done(f, MPI_SUCCESS);
+    if (r->device) {
+        MPIDI_GDR_global.am_device_copied_bytes += n;
+        if (f->chunk != NULL)
+            PIPE->staged_bytes += n;
+    }
+    if (landed == NULL && f->chunk != NULL) {
+        /* queued on the receiver's stream: done when the chunk's event is reached */
+        MPIDI_GDR_copy_way_t way = {.device = 1,.queue = PIPE->recv_queue };
+        if (dest_write(r, f->from, src, n, way) == 0
+            && gdr_gpu_event_record(&MPIDI_GDR_global.gpu, f->chunk->copied,
+                                    PIPE->recv_queue) == 0) {
+            f->chunk->frag = f;
+            enqueue(&PIPE->draining, &PIPE->draining_tail, f->chunk);
+            return MPI_SUCCESS;
+        }
+    } else {
+        MPIDI_GDR_copy_way_t way = {.device = r->device };
+        r->copied |= r->device;
+        if (dest_write(r, f->from, src, n, way) == 0)
+            return frag_done(f, MPI_SUCCESS);
+    }
+    mpi_errno = copy_error("a message into");
+    r->failed = 1;
+    /* (copies queued before the failure may still read the chunk it frees) */
+    (void) gdr_gpu_stream_sync(&MPIDI_GDR_global.gpu, PIPE->recv_queue);
+    return frag_done(f, mpi_errno);
+}
+
+/* The fragments whose receive chunks' copies to the device are done. */
+static int drain_copied(void)
+{
+    MPIDI_GDR_msg_pipe_t *p = PIPE;
+    MPIDI_GDR_pipe_chunk_t *c;
+    int rc, mpi_errno = MPI_SUCCESS;
+    while (p->draining != NULL && (rc = head_copied(&p->draining, &p->draining_tail, &c)) != 0) {
+        int err = MPI_SUCCESS;
+        if (rc < 0) {
+            err = copy_error("a message into");
+            c->frag->r->failed = 1;
+        }
+        err = frag_done(c->frag, err);
+        if (mpi_errno == MPI_SUCCESS)
+            mpi_errno = err;
+    }
+    return mpi_errno;
+}
+
+int MPIDI_GDR_pipe_copying(void)
+{
+    return PIPE->filling != NULL || PIPE->draining != NULL;
+}
+
+int MPIDI_GDR_pipe_progress(int *made_progress)
+{
+    MPIDI_GDR_pipe_chunk_t *filling = PIPE->filling, *draining = PIPE->draining;
+    int mpi_errno = offer_filled();
+    int err = drain_copied();
+    if (PIPE->filling != filling || PIPE->draining != draining)
+        *made_progress = 1;
+    return mpi_errno != MPI_SUCCESS ? mpi_errno : err;
+}
+
 int MPIDI_GDR_pipe_busy(void)
 {
     return PIPE->sends > 0 || PIPE->recvs != NULL;
@@ -464,8 +529,16 @@ int MPIDI_GDR_pipe_busy(void)
 void MPIDI_GDR_pipe_free(void)
 {
     MPIDI_GDR_msg_pipe_t *p = PIPE;
+    gdr_gpu_t *g = &MPIDI_GDR_global.gpu;
+    for (int i = 0; p->chunks != NULL && i < p->nchunks; i++)
+        if (p->chunks[i].copied != NULL)
+            (void) gdr_gpu_event_destroy(g, p->chunks[i].copied);
+    if (p->send_queue != NULL)
+        (void) gdr_gpu_stream_destroy(g, p->send_queue);
+    if (p->recv_queue != NULL)
+        (void) gdr_gpu_stream_destroy(g, p->recv_queue);
     if (p->mem != NULL)
-        gdr_gpu_host_free(&MPIDI_GDR_global.gpu, p->mem);
+        gdr_gpu_host_free(g, p->mem);
     MPL_free(p->chunks);
     unsigned long long staged = p->staged_bytes;
     *p = (MPIDI_GDR_msg_pipe_t) {.staged_bytes = staged };

@@ -10,6 +10,8 @@
  * the channel callbacks a fragment from a whole message's request. */
 #define MPIDI_GDR_PIPE_COOKIE 1u
 
+#include "gpu/gdr_gpu_stream.h"
+
 typedef struct MPIDI_GDR_pipe_chunk MPIDI_GDR_pipe_chunk_t;
 
 typedef struct MPIDI_GDR_msg_pipe {
@@ -18,6 +20,10 @@ typedef struct MPIDI_GDR_msg_pipe {
     size_t chunk_sz;
     int nchunks;
     MPIDI_GDR_pipe_chunk_t *free_send, *free_recv;
+    /* the GPU copies into send chunks and out of receive chunks, each side in order on its
+     * own stream, and the chunks whose copy is queued, in that order */
+    gdr_gpu_stream_t send_queue, recv_queue;
+    MPIDI_GDR_pipe_chunk_t *filling, *filling_tail, *draining, *draining_tail;
     struct MPIDI_GDR_pipe_send *head, *tail;    /* sends with fragments left, in order */
     int sends;                  /* sends not yet complete */
     struct MPIDI_GDR_pipe_recv *recvs;  /* receives with fragments not yet in */

@@ -7,7 +7,8 @@
 
 /* At window creation (every rank): 1 when this rank reaches some target of win straight
  * through GPU copies (its own window in device or page-locked memory, a same-node device
- * window by CUDA IPC), so that ch4 hands RMA to ranks of this node to gdr
+ * window by CUDA IPC; any dynamic window, whose attached device regions it maps at their
+ * first access, gdr_peer_map.c), so that ch4 hands RMA to ranks of this node to gdr
  * (MPIDI_WINATTR_NM_LOCAL, MPICH patch 0015).  one_gpu: every rank of this node uses this
  * rank's GPU (the same on all of them), so that the node's accumulates to device windows
  * may all be the GPU's atomics; else they all go as MPIDIG's messages. */

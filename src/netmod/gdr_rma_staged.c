@@ -146,7 +146,6 @@ void MPIDI_GDR_staged_start(void)
         snprintf(why, sizeof(why), "loading gdr's kernels failed: %.200s", g->error);
     if (why[0] == '\0') {
         MPIDI_GDR_global.engine.host.send_msg = staged_send;
-        gdr_gpu_rma_device_init(&MPIDI_GDR_global.gpu_device, g, &MPIDI_GDR_global.device_seam);
         gdr_rma_staged_config_t cfg = {
             .inline_max = (size_t) MPL_MAX(0, MPIR_CVAR_CH4_GDR_STAGE_INLINE),
             .chunk_bytes = (size_t) MPL_MAX(0, MPIR_CVAR_CH4_GDR_STAGE_CHUNK),
@@ -155,10 +154,8 @@ void MPIDI_GDR_staged_start(void)
         MPIDI_GDR_global.staged = gdr_rma_staged_new(&MPIDI_GDR_global.engine,
                                                   &MPIDI_GDR_global.device_seam, &cfg, why,
                                                   sizeof(why));
-        if (MPIDI_GDR_global.staged == NULL) {
-            gdr_gpu_rma_device_fini(&MPIDI_GDR_global.gpu_device);
+        if (MPIDI_GDR_global.staged == NULL)
             MPIDI_GDR_global.engine.host.send_msg = NULL;
-        }
     }
     if (MPIDI_GDR_global.staged == NULL)
         fprintf(stderr, "gdr[%d]: staged protocol off (MPIR_CVAR_CH4_GDR_STAGED): %s\n",
@@ -170,7 +167,6 @@ void MPIDI_GDR_staged_stop(void)
     if (MPIDI_GDR_global.staged == NULL)
         return;
     gdr_rma_staged_free(MPIDI_GDR_global.staged);
-    gdr_gpu_rma_device_fini(&MPIDI_GDR_global.gpu_device);
     MPIDI_GDR_global.staged = NULL;
 }
 

@@ -24,6 +24,19 @@ int MPIDI_GDR_triggered_error(int err_class, const char *fmt, ...);
  * window's life (one mapping a peer, shared by every path).  NULL: not reachable so (the
  * ring, the stream queue or the NIC then).  The engine lock held. */
 const gdr_dev_peer_t *MPIDI_GDR_peer_mapped(MPIR_Win * win, int rank);
+/* A dynamic window's region at rank holding addr, as this rank's GPU work reaches it:
+ * this rank's own attached device memory, or a same-node rank's, mapped through the CUDA
+ * IPC handle its answer carried (gdr_win_dynamic.c) at the first access and kept until
+ * MPIDI_GDR_peer_regions_close: *at_target is the region's address at rank, and the
+ * view's base its first byte here (disp_unit 1).  NULL: not reachable so (host memory,
+ * another node, not attached, no IPC): messages carry the access.  *mpi_errno: asking
+ * the target failed.  The engine lock held. */
+const gdr_dev_peer_t *MPIDI_GDR_peer_region_mapped(MPIR_Win * win, int rank, uint64_t addr,
+                                                   uint64_t * at_target, int *mpi_errno);
+/* Unmaps what peer_region_mapped mapped of rank's regions (-1: every rank's), once the
+ * operations there completed: the target may detach and free the memory only after
+ * that, so nothing mapped outlives an access epoch. */
+void MPIDI_GDR_peer_regions_close(MPIR_Win * win, int rank);
 /* A path's GPU work may still use the mappings (its wait failed): they stay mapped. */
 void MPIDI_GDR_peer_maps_hold(MPIR_Win * win);
 /* At the window's free, after every path has waited for its GPU work. */

@@ -11,17 +11,21 @@
 #include "gdr_noinline.h"
 #include "gdr_engine_lock.h"
 #include "gdr_am.h"
+#include "gpu/gdr_gpu_ipc.h"
 
 typedef struct {
     uint64_t win_id;
     uint64_t addr;
     uint64_t reply_to;          /* the origin's region_wait_t */
     int origin;                 /* rank in the window's communicator */
+    int want_ipc;               /* a same-node origin asks for a device region's handle */
 } region_query_t;
 
 typedef struct {
     uint64_t reply_to;
     gdr_rma_region_reply_t region;
+    gdr_gpu_ipc_handle_t ipc;   /* of the region's first byte, when ipc_ok */
+    int ipc_ok;
 } region_reply_t;
 
 typedef struct {
@@ -42,6 +46,9 @@ static int region_query_cb(void *am_hdr, void *data, MPI_Aint data_sz, uint32_t 
         return MPI_SUCCESS;     /* cannot happen: windows are created collectively */
     int mpi_errno, took = MPIDI_GDR_engine_enter();
     r.region = gdr_rma_regions_answer(&GDR_WIN(win).rma.regions, q->origin, q->addr);
+    r.ipc_ok = q->want_ipc && r.region.found && r.region.device && MPIDI_GDR_global.gpu.on
+        && gdr_gpu_ipc_handle_get(&MPIDI_GDR_global.gpu, (void *) (uintptr_t) r.region.base,
+                                  &r.ipc) == 0;
     MPIDI_GDR_engine_exit(took);
     /* the answer goes back the way the question came */
     CH4_CALL(am_send_hdr_reply(win->comm_ptr, q->origin, MPIDI_GDR_global.region_reply_handler,
@@ -119,22 +126,40 @@ int MPIDI_GDR_dynamic_detach(MPIR_Win * win, const void *base)
     return mpi_errno;
 }
 
-int MPIDI_GDR_dynamic_query(void *host_win, int target, uint64_t addr,
-                            gdr_rma_region_reply_t * out)
+/* Asks target about its region around addr and waits for the answer in *wait. */
+static int query(MPIR_Win * win, int target, uint64_t addr, int want_ipc, region_wait_t * wait)
 {
     int mpi_errno = MPI_SUCCESS;
-    MPIR_Win *win = host_win;
-    region_wait_t wait = { 0 };
     region_query_t q = {.win_id = MPIDIG_WIN(win, win_id),.addr = addr,
-        .reply_to = (uint64_t) (uintptr_t) & wait,.origin = win->comm_ptr->rank
+        .reply_to = (uint64_t) (uintptr_t) wait,.origin = win->comm_ptr->rank,
+        .want_ipc = want_ipc
     };
 
     MPIDI_GDR_global.region_queries++;
     CH4_CALL(am_send_hdr(target, win->comm_ptr, MPIDI_GDR_global.region_query_handler, &q,
                          sizeof(q), 0, 0), MPIDI_rank_is_local(target, win->comm_ptr), mpi_errno);
-    while (mpi_errno == MPI_SUCCESS && !wait.done)
+    while (mpi_errno == MPI_SUCCESS && !wait->done)
         mpi_errno = MPIDI_GDR_progress_all();
+    return mpi_errno;
+}
+
+int MPIDI_GDR_dynamic_query(void *host_win, int target, uint64_t addr,
+                            gdr_rma_region_reply_t * out)
+{
+    region_wait_t wait = { 0 };
+    int mpi_errno = query(host_win, target, addr, 0, &wait);
     *out = wait.reply.region;
+    return mpi_errno;
+}
+
+int MPIDI_GDR_dynamic_query_ipc(MPIR_Win * win, int target, uint64_t addr,
+                                gdr_rma_region_reply_t * out, gdr_gpu_ipc_handle_t * h, int *ok)
+{
+    region_wait_t wait = { 0 };
+    int mpi_errno = query(win, target, addr, 1, &wait);
+    *out = wait.reply.region;
+    *h = wait.reply.ipc;
+    *ok = mpi_errno == MPI_SUCCESS && wait.reply.ipc_ok;
     return mpi_errno;
 }
 

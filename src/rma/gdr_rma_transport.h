@@ -8,7 +8,8 @@
  *    message-path accumulates are still in flight, report a long wait;
  *  - the device (src/adapt implements it over src/gpu): pinned host memory, ordered work
  *    queues of copies and accumulate kernels, and marks polled without waiting: what the
- *    staged protocol for device memory needs of a GPU (maint/gpu-windows-plan.md).
+ *    staged protocol (gdr_rma_staged.h) and the ipc transport (gdr_rma_ipc.h) need of a
+ *    GPU.
  * Only types here: the engine, the adapters and the tests include it. */
 #ifndef GDR_RMA_TRANSPORT_H
 #define GDR_RMA_TRANSPORT_H
@@ -137,6 +138,14 @@ typedef struct gdr_rma_host {
     int (*send_msg)(void *ctx, void *host_win, int target, const void *msg, size_t len);
 } gdr_rma_host_t;
 
+/* One run of a kernel copy: len bytes from src to dst. */
+typedef struct gdr_rma_copy_run {
+    void *dst;
+    const void *src;
+    size_t len;
+} gdr_rma_copy_run_t;
+#define GDR_RMA_COPY_RUNS_MAX 64
+
 /* The device: every member returns at once, never waiting for queued work.  Work queued
  * on one queue runs in order, asynchronously to the caller; queues are ordered with each
  * other only through marks the caller polls.  Members return GDR_RMA_OK, or a negative
@@ -169,6 +178,18 @@ typedef struct gdr_rma_device {
     /* CUDA's id of the allocation holding ptr (never reused); 0 for other memory or when
      * the query failed: compare it with the id seen earlier to detect a freed buffer */
     uint64_t (*buffer_id)(void *ctx, const void *ptr);
+    /* the ipc transport's (gdr_rma_ipc.h; NULL where a device has none of it): */
+    /* 1 when the device addresses p as it is (device memory, page-locked host memory) */
+    int (*addressable)(void *ctx, const void *p);
+    /* queues one launch of the device's copy kernel over n runs (1 <= n <=
+     * GDR_RMA_COPY_RUNS_MAX, every address addressable, no overlaps): a small or scattered
+     * copy without a copy-engine transfer per run.  GDR_RMA_NOREG: no such kernel here
+     * (queue copyv instead), nothing queued */
+    int (*copy_runs)(void *ctx, void *queue, const gdr_rma_copy_run_t *runs, size_t n);
+    /* n > 0 bytes of device memory at *p; mem_free gives it back (the marks after the
+     * last work on it reached) */
+    int (*mem_alloc)(void *ctx, size_t n, void **p);
+    int (*mem_free)(void *ctx, void *p);
     /* the last failure, one sentence */
     const char *(*error)(const void *ctx);
 } gdr_rma_device_t;

@@ -25,10 +25,11 @@
  * (the gdr_rma_*_am counters stay put) and the gdr_rma_*_staged counters move: run in
  * the simulator's strict mode, a host access to device memory would crash the job.
  * With GDR_TEST_EXPECT_LOCAL=1 (every rank on one node) every Put/Get/Rput/Rget on the
- * created window must have gone as gdr's same-node GPU copies (MPI_T).
+ * created and the dynamic window must have gone as gdr's same-node GPU copies (MPI_T).
  * GDR_TEST_SAME_NODE_PUTGET=1 asks for the same and runs only what that path carries:
- * the created window's cells and the reallocated origin and target (in strict mode,
- * nothing of them may touch device memory from the host).
+ * the created and dynamic windows' cells, the reallocated origin and target, and a
+ * dynamic window's region detached, freed and attached again over new device memory
+ * (in strict mode, nothing of them may touch device memory from the host).
  * With GDR_TEST_DEVICE_BY_RANK (GDR_GPUSIM_DEVICES=2) the node's ranks take its GPUs in
  * turn: same-node windows on the other GPU are reached through its peer mapping, or as
  * MPIDIG's messages where the GPUs have no peer access (GDR_GPUSIM_PEER_ACCESS=0).
@@ -308,6 +309,7 @@ static unsigned long long local_count(void)
 }
 
 static unsigned long long create_kernel;       /* of create_local, by the copy kernel */
+static unsigned long long dynamic_local;       /* the same in the dynamic window's cells */
 
 /* The cells run: every one with GDR_TEST_FULL=1 (maint/check --full); by default the
  * created and dynamic windows' Put/Get/Rput/Rget with contiguous and vector origins (the
@@ -317,8 +319,8 @@ static int full_matrix;
 
 static int cell_runs(win_kind_t w, int dev, sync_t s, otype_t t, op_t op)
 {
-    if (putget_only)    /* the same-node copy path carries Put/Get of created windows */
-        return w == WIN_CREATE && t != TYPE_INDEXED && op <= OP_RGET;
+    if (putget_only)    /* the same-node copy path: Put/Get of created and dynamic windows */
+        return w != WIN_ALLOCATE && t != TYPE_INDEXED && op <= OP_RGET;
     if (full_matrix || (w != WIN_ALLOCATE && t != TYPE_INDEXED && op <= OP_RGET))
         return 1;
     return ((int) w + dev + (int) s + (int) t + (int) op) % 5 == 0;
@@ -328,7 +330,7 @@ static void matrix(int rank, int size, MPI_Group left, MPI_Group right)
 {
     for (int w = 0; w < WIN_N; w++) {
         gwin_t g;
-        if (putget_only && w != WIN_CREATE)
+        if (putget_only && w == WIN_ALLOCATE)
             continue;
         gwin_open(&g, (win_kind_t) w, size);
         for (int dev = 0; dev < 2; dev++)
@@ -354,6 +356,8 @@ static void matrix(int rank, int size, MPI_Group left, MPI_Group right)
                             create_local += local_count() - l0;
                             create_kernel += pvar("gdr_rma_local_kernel_copies") - k0;
                         }
+                        if (counted && w == WIN_DYNAMIC)
+                            dynamic_local += local_count() - l0;
                     }
         gwin_close(&g);
     }
@@ -617,6 +621,48 @@ static void reallocated_target(int rank, int size)
     }
 }
 
+/* A dynamic window whose device region is detached, freed, and replaced by new device
+ * memory between epochs (at the same address where the allocator gives it back): every
+ * epoch's Put must land in the memory attached then, never through a mapping of the old
+ * region (same node: mapped per epoch; other nodes: what the origin learned is dropped
+ * at the detach). */
+static void reattached_region(int rank, int size)
+{
+    int right_rank = (rank + 1) % size, left_rank = (rank + size - 1) % size;
+    double v[N], got[N];
+    MPI_Win win;
+    MPI_Aint *disp = calloc((size_t) size, sizeof(MPI_Aint));
+    MPI_Win_create_dynamic(MPI_INFO_NULL, MPI_COMM_WORLD, &win);
+    for (int round = 0; round < 3; round++) {
+        gdr_test_set_context("dynamic window, region detached and attached again, round %d",
+                             round);
+        double *base = dev_alloc(sizeof(v));
+        for (int i = 0; i < N; i++)
+            v[i] = -1.0;
+        dev_copy(base, v, sizeof(v));
+        GDR_CHECK_MPI(MPI_Win_attach(win, base, sizeof(v)));
+        MPI_Aint mine;
+        MPI_Get_address(base, &mine);
+        MPI_Allgather(&mine, 1, MPI_AINT, disp, 1, MPI_AINT, MPI_COMM_WORLD);
+        for (int i = 0; i < N; i++)
+            v[i] = round * 100000.0 + rank * 1000.0 + i;
+        MPI_Win_lock_all(0, win);
+        MPI_Put(v, N, MPI_DOUBLE, right_rank, disp[right_rank], N, MPI_DOUBLE, win);
+        MPI_Win_unlock_all(win);
+        MPI_Barrier(MPI_COMM_WORLD);
+        dev_copy(got, base, sizeof(got));
+        for (int i = 0; i < N; i++)
+            if (!gdr_check_double("attached region", i,
+                                  round * 100000.0 + left_rank * 1000.0 + i, got[i]))
+                break;
+        GDR_CHECK_MPI(MPI_Win_detach(win, base));
+        dev_free(base);
+        MPI_Barrier(MPI_COMM_WORLD);
+    }
+    MPI_Win_free(&win);
+    free(disp);
+}
+
 int main(int argc, char **argv)
 {
     int rank, size;
@@ -649,6 +695,10 @@ int main(int argc, char **argv)
         free(gpu_of);
         gdr_check_long("Put/Get/Rput/Rget on the created window as same-node GPU copies", 0,
                        mapped ? 80 : 0, (long long) create_local);
+        /* a dynamic window's attached device memory, mapped at the first access of each
+         * epoch (its mapping closes when the epoch's operations complete) */
+        gdr_check_long("Put/Get/Rput/Rget on the dynamic window as same-node GPU copies", 0,
+                       mapped ? 80 : 0, (long long) dynamic_local);
         /* of those, the contiguous ones from device memory (4 KiB: under the default
          * MPIR_CVAR_CH4_GDR_LOCAL_KERNEL_COPY) are one launch of gdr's copy kernel; pageable
          * origins and the vector's 256 runs go to the copy engine, and so does everything
@@ -665,6 +715,7 @@ int main(int argc, char **argv)
         accumulates(rank, size);
     reallocated_origin(rank, size);
     reallocated_target(rank, size);
+    reattached_region(rank, size);
     shifted_types(rank, size);
     if (!putget_only)
         allocated_window(rank, size);
