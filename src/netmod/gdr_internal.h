@@ -178,6 +178,9 @@ typedef struct {
                                  * support knows */
     gdr_gpu_stream_t queue;     /* device: queued on this stream, the caller waits for it;
                                  * NULL: the copy returns once the bytes are there */
+    unsigned long long *kernels;        /* queued, non-NULL: blocks of at most
+                                         * MPIR_CVAR_CH4_GDR_PACK_KERNEL_MAX bytes go as
+                                         * launches of gdr's copy kernel, counted here */
 } MPIDI_GDR_copy_way_t;
 /* n bytes from src to dst.  0 or nonzero (the GPU layer's error says why). */
 int MPIDI_GDR_copy_bytes(void *dst, const void *src, size_t n, MPIDI_GDR_copy_way_t way);

@@ -330,12 +330,46 @@ int MPIDI_GDR_copy_bytes(void *dst, const void *src, size_t n, MPIDI_GDR_copy_wa
     return gdr_gpu_copy(&MPIDI_GDR_global.gpu, dst, src, n);
 }
 
+/* Blocks gathered for one launch of the copy kernel (the device seam's copy_runs). */
+typedef struct {
+    gdr_rma_copy_run_t run[GDR_RMA_COPY_RUNS_MAX];
+    size_t n;
+    int off;                    /* the kernel is not loaded: the copy engine from now on */
+} pack_runs_t;
+
+/* Launches the gathered blocks (or copies them one by one without the kernel). */
+static int pack_flush(pack_runs_t * k, MPIDI_GDR_copy_way_t way)
+{
+    const gdr_rma_device_t *d = &MPIDI_GDR_global.device_seam;
+    int rc = k->n == 0 ? GDR_RMA_OK : d->copy_runs(d->ctx, way.queue, k->run, k->n);
+    if (rc == GDR_RMA_NOREG) {
+        k->off = 1;
+        rc = 0;
+        for (size_t i = 0; i < k->n && rc == 0; i++)
+            rc = MPIDI_GDR_copy_bytes(k->run[i].dst, k->run[i].src, k->run[i].len, way);
+    } else if (rc == GDR_RMA_OK && k->n > 0) {
+        (*way.kernels)++;
+    }
+    k->n = 0;
+    return rc;
+}
+
+/* One block: into the kernel's batch when it is small, else copied at once. */
+static int pack_block(pack_runs_t * k, void *dst, const void *src, size_t n,
+                      MPIDI_GDR_copy_way_t way)
+{
+    if (k == NULL || k->off || n > (size_t) MPIR_CVAR_CH4_GDR_PACK_KERNEL_MAX)
+        return MPIDI_GDR_copy_bytes(dst, src, n, way);
+    k->run[k->n++] = (gdr_rma_copy_run_t) {.dst = dst,.src = src,.len = n };
+    return k->n == GDR_RMA_COPY_RUNS_MAX ? pack_flush(k, way) : 0;
+}
+
 int MPIDI_GDR_typed_copy(void *buf, MPI_Aint count, MPI_Datatype type,
                          MPIDI_GDR_type_cursor_t * cur, size_t from, char *flat, size_t len,
                          int gather, MPIDI_GDR_copy_way_t way)
 {
     enum { PIECES = 64 };
-    int contig;
+    int contig, rc = 0;
     MPI_Aint lb;
     MPIDI_Datatype_check_contig_lb(type, contig, lb);
     if (contig) {
@@ -343,31 +377,42 @@ int MPIDI_GDR_typed_copy(void *buf, MPI_Aint count, MPI_Datatype type,
         return gather ? MPIDI_GDR_copy_bytes(flat, at, len, way)
             : MPIDI_GDR_copy_bytes(at, flat, len, way);
     }
+    /* small blocks of a queued device copy: packed by gdr's copy kernel, 64 a launch */
+    pack_runs_t batch, *k = NULL;
+    if (way.device && way.queue != NULL && way.kernels != NULL
+        && MPIR_CVAR_CH4_GDR_PACK_KERNEL_MAX > 0
+        && MPIDI_GDR_global.device_seam.copy_runs != NULL) {
+        batch.n = 0;
+        batch.off = 0;
+        k = &batch;
+    }
     if (from < cur->pos)
         *cur = (MPIDI_GDR_type_cursor_t) { 0, 0 };
     size_t end = from + len;
-    while (cur->pos < end) {
+    while (rc == 0 && cur->pos < end) {
         struct iovec iov[PIECES];
         MPI_Aint n = 0;
         if (MPIR_Typerep_to_iov_offset(buf, count, type, cur->piece, iov, PIECES, &n)
-            != MPI_SUCCESS || n == 0)
-            return -1;
-        for (MPI_Aint i = 0; i < n && cur->pos < end; i++) {
+            != MPI_SUCCESS || n == 0) {
+            rc = -1;
+            break;
+        }
+        for (MPI_Aint i = 0; i < n && cur->pos < end && rc == 0; i++) {
             size_t b0 = cur->pos, bl = iov[i].iov_len;
             size_t lo = b0 > from ? b0 : from, hi = b0 + bl < end ? b0 + bl : end;
             if (lo < hi) {
                 char *at = (char *) iov[i].iov_base + (lo - b0);
-                int rc = gather
-                    ? MPIDI_GDR_copy_bytes(flat + (lo - from), at, hi - lo, way)
-                    : MPIDI_GDR_copy_bytes(at, flat + (lo - from), hi - lo, way);
-                if (rc != 0)
-                    return rc;
+                rc = gather ? pack_block(k, flat + (lo - from), at, hi - lo, way)
+                    : pack_block(k, at, flat + (lo - from), hi - lo, way);
             }
             if (b0 + bl > end)
-                return 0;       /* the next range starts inside this piece */
+                goto done;      /* the next range starts inside this piece */
             cur->piece++;
             cur->pos += bl;
         }
     }
-    return 0;
+  done:
+    if (k != NULL && rc == 0)
+        rc = pack_flush(k, way);
+    return rc;
 }

@@ -20,6 +20,26 @@
  * Pinned memory of the pipeline: 2 x MPIR_CVAR_CH4_GDR_STAGE_SLOTS chunks per process
  * (send and receive halves), whatever the size or number of messages; MPI_T
  * gdr_am_stage_pinned_bytes. */
+/*
+=== BEGIN_MPI_T_CVAR_INFO_BLOCK ===
+
+cvars:
+    - name        : MPIR_CVAR_CH4_GDR_PACK_KERNEL_MAX
+      category    : CH4_GDR
+      type        : int
+      default     : 16384
+      class       : none
+      verbosity   : MPI_T_VERBOSITY_USER_BASIC
+      scope       : MPI_T_SCOPE_LOCAL
+      description : >-
+        Device messages through the pinned staging chunks: the blocks of a
+        non-contiguous device datatype of at most this many bytes are packed
+        into a chunk (and unpacked from one) by gdr's copy kernel, up to 64
+        blocks a launch, instead of one copy-engine transfer per block; larger
+        blocks keep the copy engine. 0: always the copy engine.
+
+=== END_MPI_T_CVAR_INFO_BLOCK ===
+*/
 #include "gdr_internal.h"
 #include "gdr_msg_pipe.h"
 #include "gpu/gdr_gpu_mem.h"
@@ -216,7 +236,9 @@ static int pump(void)
         MPIDI_GDR_pipe_chunk_t *c = p->free_send;
         size_t len = s->total - s->next_from < p->chunk_sz ? s->total - s->next_from
             : p->chunk_sz;
-        MPIDI_GDR_copy_way_t way = {.device = 1,.queue = p->send_queue };
+        MPIDI_GDR_copy_way_t way = {.device = 1,.queue = p->send_queue,
+            .kernels = &p->pack_kernels
+        };
         if (MPIDI_GDR_typed_copy((void *) s->buf, s->count, s->type, &s->cur, s->next_from,
                                  c->buf, len, 1, way) != 0
             || gdr_gpu_event_record(&MPIDI_GDR_global.gpu, c->copied, p->send_queue) != 0)
@@ -363,6 +385,18 @@ static pipe_recv_t *recv_find(MPIR_Request * rreq, size_t total)
     return r;
 }
 
+static int drain_copied(void);
+
+/* With every receive chunk still emptying into the device, the oldest is waited for (one
+ * chunk's GPU copy), so that a fragment takes a chunk rather than the landing buffer. */
+static int recv_chunk_wait(void)
+{
+    if (PIPE->free_recv != NULL || PIPE->draining == NULL)
+        return MPI_SUCCESS;
+    (void) gdr_gpu_event_sync(&MPIDI_GDR_global.gpu, PIPE->draining->copied);
+    return drain_copied();
+}
+
 int MPIDI_GDR_pipe_offered(const void *am_hdr, size_t am_hdr_sz, size_t data_sz,
                            gdr_verbs_am_rts_t * rts)
 {
@@ -392,7 +426,8 @@ int MPIDI_GDR_pipe_offered(const void *am_hdr, size_t am_hdr_sz, size_t data_sz,
             seg = (struct iovec) {.iov_base = span + h->from,.iov_len = fit };
             nseg = 1;
             device_id = r->device ? MPIDI_GDR_gpu_buffer_id(span) : 0;
-        } else if (r->device && pool_open() == MPI_SUCCESS && PIPE->free_recv != NULL) {
+        } else if (r->device && pool_open() == MPI_SUCCESS
+                   && (mpi_errno = recv_chunk_wait()) == MPI_SUCCESS && PIPE->free_recv != NULL) {
             f->chunk = PIPE->free_recv;
             PIPE->free_recv = f->chunk->next;
             seg = (struct iovec) {.iov_base = f->chunk->buf,.iov_len = data_sz };
@@ -466,7 +501,9 @@ int MPIDI_GDR_pipe_read_done(uint64_t cookie, const void *landed, size_t len)
     }
     if (landed == NULL && f->chunk != NULL) {
         /* queued on the receiver's stream: done when the chunk's event is reached */
-        MPIDI_GDR_copy_way_t way = {.device = 1,.queue = PIPE->recv_queue };
+        MPIDI_GDR_copy_way_t way = {.device = 1,.queue = PIPE->recv_queue,
+            .kernels = &PIPE->pack_kernels
+        };
         if (dest_write(r, f->from, src, n, way) == 0
             && gdr_gpu_event_record(&MPIDI_GDR_global.gpu, f->chunk->copied,
                                     PIPE->recv_queue) == 0) {
@@ -540,8 +577,8 @@ void MPIDI_GDR_pipe_free(void)
     if (p->mem != NULL)
         gdr_gpu_host_free(g, p->mem);
     MPL_free(p->chunks);
-    unsigned long long staged = p->staged_bytes;
-    *p = (MPIDI_GDR_msg_pipe_t) {.staged_bytes = staged };
+    unsigned long long staged = p->staged_bytes, kernels = p->pack_kernels;
+    *p = (MPIDI_GDR_msg_pipe_t) {.staged_bytes = staged,.pack_kernels = kernels };
 }
 
 void MPIDI_GDR_pipe_register_pvars(void)
@@ -554,6 +591,13 @@ void MPIDI_GDR_pipe_register_pvars(void)
                               "pinned staging chunks (device data the NIC cannot read or "
                               "write in place: copied from the device into a send chunk, or "
                               "from a receive chunk into the device)");
+    MPIR_T_PVAR_REGISTER_impl(MPI_T_PVAR_CLASS_COUNTER, MPI_UNSIGNED_LONG_LONG,
+                              "gdr_am_pack_kernels", &PIPE->pack_kernels, 1, NULL,
+                              MPI_T_VERBOSITY_USER_BASIC, MPI_T_BIND_NO_OBJECT,
+                              MPIR_T_PVAR_FLAG_READONLY | MPIR_T_PVAR_FLAG_CONTINUOUS, NULL,
+                              NULL, "CH4_GDR", "launches of gdr's copy kernel that packed the "
+                              "small blocks of non-contiguous device datatypes into staging "
+                              "chunks or unpacked them (MPIR_CVAR_CH4_GDR_PACK_KERNEL_MAX)");
     MPIR_T_PVAR_REGISTER_impl(MPI_T_PVAR_CLASS_LEVEL, MPI_UNSIGNED_LONG_LONG,
                               "gdr_am_stage_pinned_bytes", &PIPE->pinned_bytes, 1, NULL,
                               MPI_T_VERBOSITY_USER_BASIC, MPI_T_BIND_NO_OBJECT,

@@ -28,6 +28,7 @@ typedef struct MPIDI_GDR_msg_pipe {
     int sends;                  /* sends not yet complete */
     struct MPIDI_GDR_pipe_recv *recvs;  /* receives with fragments not yet in */
     unsigned long long staged_bytes;    /* MPI_T gdr_am_staged_bytes */
+    unsigned long long pack_kernels;    /* MPI_T gdr_am_pack_kernels */
     unsigned long long pinned_bytes;    /* MPI_T gdr_am_stage_pinned_bytes */
 } MPIDI_GDR_msg_pipe_t;
 

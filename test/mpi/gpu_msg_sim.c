@@ -20,7 +20,8 @@
  * gdr_am_send_packed_bytes: eager device data goes straight into the channel's send slot
  * where one is free at once (at least once in the run), a rendezvous never (staged device
  * data goes through pinned chunks: gdr_am_staged_bytes; gdr_am_stage_pinned_bytes stays at
- * its bound after 64 MiB).
+ * its bound after 64 MiB); and that a vector's small device blocks in a rendezvous are packed
+ * (and unpacked into a device vector) by gdr's copy kernel (gdr_am_pack_kernels).
  * Without a GPU or driver: prints why and fails. */
 #include "gdr_mpi_test.h"
 #include "gdr_cuda_test.h"
@@ -331,6 +332,16 @@ static void huge(int seed)
     }
 }
 
+/* Whether gdr's copy kernel packs small device blocks (MPIR_CVAR_CH4_GDR_PACK_KERNEL_MAX
+ * above 0, the kernel not hidden from the simulated GPU). */
+static int pack_kernel(void)
+{
+    const char *max = getenv("MPIR_CVAR_CH4_GDR_PACK_KERNEL_MAX");
+    const char *hide = getenv("GDR_GPUSIM_HIDE");
+    return (max == NULL || atoi(max) >= 24)
+        && (hide == NULL || strstr(hide, "gdr_gpu_copy_kernel") == NULL);
+}
+
 /* A vector (blocks of blen longs every blen + 1) on device buffers at both ends, or device
  * at the sender and contiguous host memory at the receiver: the receiver's gaps keep -1.
  * Blocks of 3 longs straddle the staging chunks' edges (a power of two). */
@@ -347,6 +358,7 @@ static void vector_of(int blocks, int blen, int rdev_vector, int seed)
     MPI_Type_commit(&vec);
     size_t elems = (size_t) blocks * stride;
     long *h = malloc(sizeof(long) * elems);
+    unsigned long long k0 = gdr_pvar_value(session, "gdr_am_pack_kernels");
     for (size_t i = 0; i < elems; i++)
         h[i] = sender ? (long) (seed * 1000003L + (long) i) : -1;
     MPI_Status st;
@@ -380,6 +392,13 @@ static void vector_of(int blocks, int blen, int rdev_vector, int seed)
                 gdr_check_long("host copy of the vector", (long) k, want, h[k]);
         }
     }
+    /* a rendezvous's small device blocks (and a device vector's at the receiver) go through
+     * the staging chunks packed by gdr's copy kernel, 64 blocks a launch */
+    int rendezvous = (size_t) blocks * blen * sizeof(long) > DATA_EAGER_MAX;
+    if (gdr_test_expect_native() && rendezvous && (sender || rdev_vector) && pack_kernel())
+        gdr_check_long("launches of the pack kernel (gdr_am_pack_kernels) >= blocks / 64", 0,
+                       1, gdr_pvar_value(session, "gdr_am_pack_kernels") - k0
+                       >= (unsigned long long) blocks / 64);
     free(h);
     MPI_Type_free(&vec);
 }
