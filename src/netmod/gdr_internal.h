@@ -40,10 +40,14 @@ int MPIDI_GDR_pipe_offered(const void *am_hdr, size_t am_hdr_sz, size_t data_sz,
                            gdr_verbs_am_rts_t * rts);
 int MPIDI_GDR_pipe_read_done(uint64_t cookie, const void *landed, size_t len);
 int MPIDI_GDR_pipe_busy(void);
-/* GPU copies of the pipeline are queued (no channel event says when they end), and the
- * round of progress that offers the filled send chunks and counts the emptied receive
- * chunks. */
-int MPIDI_GDR_pipe_copying(void);
+/* GPU copies of the pipeline are queued (no channel event says when they end): inline,
+ * as every progress poll asks; and the round of progress that offers the filled send
+ * chunks and counts the emptied receive chunks. */
+static inline int MPIDI_GDR_pipe_copying(void)
+{
+    return MPIDI_GDR_global.pipe.filling != NULL || MPIDI_GDR_global.pipe.draining != NULL;
+}
+
 int MPIDI_GDR_pipe_progress(int *made_progress);
 void MPIDI_GDR_pipe_free(void);
 void MPIDI_GDR_pipe_register_pvars(void);

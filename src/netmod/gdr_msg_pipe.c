@@ -543,11 +543,6 @@ static int drain_copied(void)
     return mpi_errno;
 }
 
-int MPIDI_GDR_pipe_copying(void)
-{
-    return PIPE->filling != NULL || PIPE->draining != NULL;
-}
-
 int MPIDI_GDR_pipe_progress(int *made_progress)
 {
     MPIDI_GDR_pipe_chunk_t *filling = PIPE->filling, *draining = PIPE->draining;

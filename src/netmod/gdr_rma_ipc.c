@@ -300,11 +300,12 @@ int MPIDI_GDR_ipc_rma(const MPIDI_GDR_rma_args_t * a, MPIR_Win * win, MPIR_Reque
     MPIR_ERR_CHECK(mpi_errno);
     if (why != MPIDI_GDR_ACCESS_OK || d.on + d.tn > LOCAL_PIECES_MAX)
         goto fn_exit;           /* (sizes that differ: MPIDIG reports the mismatch) */
-    if (outside(peer, a->tdisp, &d) && GDR_WIN(win).rma.dynamic)
-        goto fn_exit;           /* past the region: MPIDIG's messages (checked at the call) */
-    if (outside(peer, a->tdisp, &d))
+    if (outside(peer, a->tdisp, &d)) {
+        if (GDR_WIN(win).rma.dynamic)
+            goto fn_exit;       /* past the region: MPIDIG's messages (checked at the call) */
         MPIR_ERR_SETANDJUMP1(mpi_errno, MPI_ERR_RMA_RANGE, "**gdr_range", "**gdr_range %s",
                              "the operation reaches outside the target's window");
+    }
     MPIDIG_RMA_OP_CHECK_SYNC(a->target, win);
     *handled = 1;
     int rc = gdr_rma_ipc_copy(&l->x, a->target, a->kind == GDR_RMA_PUT,

@@ -104,36 +104,49 @@ int gdr_rma_ipc_acc_pending(const gdr_rma_ipc_t *x, int target)
 
 /* ---- Put and Get ---------------------------------------------------------------------- */
 
-/* The runs of one operation: origin pieces against target pieces, each stretch where
- * both are contiguous one run, into runs[0..max); the count, or max + 1 when there are
- * more.  put: from origin to target. */
-static size_t runs_of(int put, char *tbase, const struct iovec *o, size_t on,
-                      const struct iovec *t, size_t tn, gdr_rma_copy_run_t *runs, size_t max)
+/* Where a walk of one operation's runs stands: origin pieces against target pieces, each
+ * stretch where both are contiguous one run. */
+typedef struct {
+    int put;                    /* from origin to target */
+    char *tbase;
+    const struct iovec *o, *t;
+    size_t on, tn, oi, ti, ooff, toff;
+} run_walk_t;
+
+/* The walk's next runs into runs[0..max); how many (fewer than max only at the end). */
+static size_t next_runs(run_walk_t *w, gdr_rma_copy_run_t *runs, size_t max)
 {
-    size_t oi = 0, ti = 0, ooff = 0, toff = 0, n = 0;
-    while (oi < on && ti < tn) {
-        size_t left_o = o[oi].iov_len - ooff, left_t = t[ti].iov_len - toff;
+    size_t n = 0;
+    while (n < max && w->oi < w->on && w->ti < w->tn) {
+        size_t left_o = w->o[w->oi].iov_len - w->ooff, left_t = w->t[w->ti].iov_len - w->toff;
         size_t len = left_o < left_t ? left_o : left_t;
         if (len > 0) {
-            if (n == max)
-                return max + 1;
-            char *mine = (char *) o[oi].iov_base + ooff;
-            char *theirs = tbase + (uintptr_t) t[ti].iov_base + toff;
-            runs[n++] = put ? (gdr_rma_copy_run_t) {.dst = theirs,.src = mine,.len = len }
+            char *mine = (char *) w->o[w->oi].iov_base + w->ooff;
+            char *theirs = w->tbase + (uintptr_t) w->t[w->ti].iov_base + w->toff;
+            runs[n++] = w->put ? (gdr_rma_copy_run_t) {.dst = theirs,.src = mine,.len = len }
             : (gdr_rma_copy_run_t) {.dst = mine,.src = theirs,.len = len };
         }
-        ooff += len;
-        toff += len;
-        if (ooff == o[oi].iov_len) {
-            oi++;
-            ooff = 0;
+        w->ooff += len;
+        w->toff += len;
+        if (w->ooff == w->o[w->oi].iov_len) {
+            w->oi++;
+            w->ooff = 0;
         }
-        if (toff == t[ti].iov_len) {
-            ti++;
-            toff = 0;
+        if (w->toff == w->t[w->ti].iov_len) {
+            w->ti++;
+            w->toff = 0;
         }
     }
     return n;
+}
+
+/* Whether the walk has a run left (empty pieces are no runs). */
+static int runs_left(const run_walk_t *w)
+{
+    size_t oi = w->oi, left = w->oi < w->on ? w->o[oi].iov_len - w->ooff : 0;
+    while (left == 0 && ++oi < w->on)
+        left = w->o[oi].iov_len;
+    return left > 0;            /* (equal totals: target bytes are left too) */
 }
 
 static uint64_t total(const struct iovec *v, size_t n)
@@ -153,47 +166,60 @@ static int all_addressable(const gdr_rma_device_t *d, const struct iovec *v, siz
     return 1;
 }
 
-/* One launch of the copy kernel, when the operation is one's; else GDR_RMA_NOREG. */
-static int kernel_copy(gdr_rma_ipc_t *x, gdr_rma_ipc_lane_t *lane, int put, char *tbase,
-                       const struct iovec *o, size_t on, const struct iovec *t, size_t tn)
+/* One launch of the copy kernel, when the operation of `bytes` is one's; else
+ * GDR_RMA_NOREG with the walk where it was. */
+static int kernel_copy(gdr_rma_ipc_t *x, gdr_rma_ipc_lane_t *lane, run_walk_t *w,
+                       uint64_t bytes)
 {
     const gdr_rma_device_t *d = x->dev;
     gdr_rma_copy_run_t runs[GDR_RMA_COPY_RUNS_MAX];
-    if (d->copy_runs == NULL || total(o, on) > x->kernel_copy_max || !all_addressable(d, o, on))
+    if (d->copy_runs == NULL || bytes > x->kernel_copy_max || !all_addressable(d, w->o, w->on))
         return GDR_RMA_NOREG;
-    size_t n = runs_of(put, tbase, o, on, t, tn, runs, GDR_RMA_COPY_RUNS_MAX);
-    if (n > GDR_RMA_COPY_RUNS_MAX)
-        return GDR_RMA_NOREG;   /* more runs than one launch takes */
-    return n == 0 ? GDR_RMA_OK : d->copy_runs(d->ctx, lane->queue, runs, n);
+    run_walk_t start = *w;
+    size_t n = next_runs(w, runs, GDR_RMA_COPY_RUNS_MAX);
+    /* more runs than one launch takes, or no kernel loaded: the copy engine, from the start */
+    int rc = runs_left(w) ? GDR_RMA_NOREG : d->copy_runs(d->ctx, lane->queue, runs, n);
+    if (rc == GDR_RMA_NOREG)
+        *w = start;
+    return rc;
+}
+
+/* The copy engine, a batch of runs a call: nothing allocated whatever the pieces. */
+static int engine_copy(gdr_rma_ipc_t *x, gdr_rma_ipc_lane_t *lane, run_walk_t *w)
+{
+    const gdr_rma_device_t *d = x->dev;
+    enum { BATCH = 16 };
+    gdr_rma_copy_run_t runs[BATCH];
+    struct iovec dst[BATCH], src[BATCH];
+    size_t n;
+    while ((n = next_runs(w, runs, BATCH)) > 0) {
+        for (size_t i = 0; i < n; i++) {
+            dst[i] = (struct iovec) {.iov_base = runs[i].dst,.iov_len = runs[i].len };
+            src[i] = (struct iovec) {.iov_base = (void *) runs[i].src,.iov_len = runs[i].len };
+        }
+        int rc = d->copyv(d->ctx, lane->queue, dst, n, src, n);
+        if (rc != GDR_RMA_OK)
+            return rc;
+    }
+    return GDR_RMA_OK;
 }
 
 int gdr_rma_ipc_copy(gdr_rma_ipc_t *x, int target, int put, char *tbase, const struct iovec *o,
                      size_t on, const struct iovec *t, size_t tn, int *by_kernel)
 {
-    const gdr_rma_device_t *d = x->dev;
     *by_kernel = 0;
     gdr_rma_ipc_lane_t *lane = lane_ready(x, target);
     if (lane == NULL)
         return GDR_RMA_ERROR;
-    if (total(o, on) == 0)
+    uint64_t bytes = total(o, on);
+    if (bytes == 0)
         return GDR_RMA_OK;
-    int rc = kernel_copy(x, lane, put, tbase, o, on, t, tn);
-    if (rc == GDR_RMA_OK) {
+    run_walk_t w = {.put = put,.tbase = tbase,.o = o,.on = on,.t = t,.tn = tn };
+    int rc = kernel_copy(x, lane, &w, bytes);
+    if (rc == GDR_RMA_OK)
         *by_kernel = 1;
-    } else if (rc == GDR_RMA_NOREG) {
-        /* the copy engine: the target pieces as addresses, walked beside the origin's */
-        enum { STACK = 16 };
-        struct iovec tstack[STACK], *ta = tn <= STACK ? tstack : malloc(tn * sizeof(*ta));
-        if (ta == NULL)
-            return GDR_RMA_NOMEM;
-        for (size_t i = 0; i < tn; i++)
-            ta[i] = (struct iovec) {.iov_base = tbase + (uintptr_t) t[i].iov_base,
-                .iov_len = t[i].iov_len };
-        rc = put ? d->copyv(d->ctx, lane->queue, ta, tn, o, on)
-            : d->copyv(d->ctx, lane->queue, o, on, ta, tn);
-        if (ta != tstack)
-            free(ta);
-    }
+    else if (rc == GDR_RMA_NOREG)
+        rc = engine_copy(x, lane, &w);
     return rc != GDR_RMA_OK ? rc : lane_marked(x, lane, 0);
 }
 

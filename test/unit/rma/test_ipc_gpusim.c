@@ -7,7 +7,8 @@
  * gdr_gpu_copy) against a host model, and results against the values before.
  *
  * Cases: Put and Get as one kernel launch and as copy-engine copies (threshold 0, a
- * pageable origin, more runs than a launch takes), scattered origin and target pieces;
+ * pageable origin, more runs than a launch takes: batches of runs; no kernel loaded:
+ * every run from the first), scattered origin and target pieces;
  * Accumulate SUM int32 from device and pageable origins, in rounds through a small
  * scratch; Get_accumulate int64 into pageable result pieces; Compare_and_swap with a
  * pageable compare value (hit and miss); a NO_OP fetch; acc_takes on misaligned targets;
@@ -30,6 +31,7 @@ static struct {
                  const struct iovec *src, size_t n_src);
     int (*copy_runs)(void *ctx, void *queue, const gdr_rma_copy_run_t *runs, size_t n);
     unsigned long copyvs, kernels;
+    int no_kernel;              /* copy_runs answers GDR_RMA_NOREG */
     char *win;                  /* device memory: the target's window */
     unsigned char model[WIN];   /* what it should hold */
 } T;
@@ -44,6 +46,8 @@ static int counted_copyv(void *ctx, void *queue, const struct iovec *dst, size_t
 static int counted_copy_runs(void *ctx, void *queue, const gdr_rma_copy_run_t *runs, size_t n)
 {
     T.kernels++;
+    if (T.no_kernel)
+        return GDR_RMA_NOREG;   /* as the adapter answers when the kernel is not loaded */
     return T.copy_runs(ctx, queue, runs, n);
 }
 
@@ -142,6 +146,7 @@ static void test_put_get(gdr_rma_ipc_t *x)
         many[i] = (struct iovec) {.iov_base = (void *) (uintptr_t) (i * 8),.iov_len = 4 };
     o = (struct iovec) {.iov_base = dorg,.iov_len = 280 };
     before = T.kernels;
+    copies = T.copyvs;
     rc = gdr_rma_ipc_copy(x, 0, 1, T.win + 2048, &o, 1, many, 70, &k);
     gdr_rma_ipc_wait(x, -1);
     for (int i = 0; i < 70; i++)
@@ -149,6 +154,24 @@ static void test_put_get(gdr_rma_ipc_t *x)
     GDR_CHECK(rc == GDR_RMA_OK && k == 0 && T.kernels == before && window_matches(),
               "put into 70 target pieces: more than a launch's %d runs, so copies (rc %d, "
               "by_kernel %d, kernels %lu)", GDR_RMA_COPY_RUNS_MAX, rc, k, T.kernels - before);
+    GDR_CHECK(T.copyvs == copies + 5, "the 70 runs go as copyv calls of at most 16 runs "
+              "each, nothing allocated: 5 calls (got %lu)", T.copyvs - copies);
+
+    /* the kernel not loaded: the copy engine carries every run, from the first */
+    fill();
+    T.no_kernel = 1;
+    before = T.kernels;
+    rc = gdr_rma_ipc_copy(x, 2, 1, T.win + 1000, od, 3, td, 2, &k);
+    gdr_rma_ipc_wait(x, 2);
+    T.no_kernel = 0;
+    gdr_gpu_copy(&T.g, got, dorg, 5);
+    gdr_gpu_copy(&T.g, got + 5, dorg + 100, 100);
+    gdr_gpu_copy(&T.g, got + 105, dorg + 300, 27);
+    memcpy(T.model + 1008, got, 60);
+    memcpy(T.model + 1200, got + 60, 72);
+    GDR_CHECK(rc == GDR_RMA_OK && k == 0 && T.kernels == before + 1 && window_matches(),
+              "put, 3 origin pieces against 2 target pieces, with no kernel loaded: copies "
+              "of every run, the window's bytes right (rc %d, by_kernel %d)", rc, k);
 
     gdr_gpu_mem_free(&T.g, dorg);
 }
