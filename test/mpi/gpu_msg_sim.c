@@ -20,8 +20,8 @@
  * gdr_am_send_packed_bytes: eager device data goes straight into the channel's send slot
  * where one is free at once (at least once in the run), a rendezvous never (staged device
  * data goes through pinned chunks: gdr_am_staged_bytes; gdr_am_stage_pinned_bytes stays at
- * its bound after 64 MiB); and that a vector's small device blocks in a rendezvous are packed
- * (and unpacked into a device vector) by gdr's copy kernel (gdr_am_pack_kernels).
+ * its bound after 64 MiB); and that a vector's small device blocks, eager or rendezvous, are
+ * packed (and unpacked into a device vector) by gdr's copy kernel (gdr_am_pack_kernels).
  * Without a GPU or driver: prints why and fails. */
 #include "gdr_mpi_test.h"
 #include "gdr_cuda_test.h"
@@ -392,13 +392,13 @@ static void vector_of(int blocks, int blen, int rdev_vector, int seed)
                 gdr_check_long("host copy of the vector", (long) k, want, h[k]);
         }
     }
-    /* a rendezvous's small device blocks (and a device vector's at the receiver) go through
-     * the staging chunks packed by gdr's copy kernel, 64 blocks a launch */
-    int rendezvous = (size_t) blocks * blen * sizeof(long) > DATA_EAGER_MAX;
-    if (gdr_test_expect_native() && rendezvous && (sender || rdev_vector) && pack_kernel())
-        gdr_check_long("launches of the pack kernel (gdr_am_pack_kernels) >= blocks / 64", 0,
-                       1, gdr_pvar_value(session, "gdr_am_pack_kernels") - k0
-                       >= (unsigned long long) blocks / 64);
+    /* small device blocks (the sender's, and a device vector's at the receiver) are packed
+     * by gdr's copy kernel, 64 blocks a launch: into the staging chunks of a rendezvous,
+     * through the device scratch of an eager message */
+    if (gdr_test_expect_native() && (sender || rdev_vector) && pack_kernel())
+        gdr_check_long("launches of the pack kernel (gdr_am_pack_kernels) >= blocks / 64, "
+                       "rounded up", 0, 1, gdr_pvar_value(session, "gdr_am_pack_kernels") - k0
+                       >= (unsigned long long) (blocks + 63) / 64);
     free(h);
     MPI_Type_free(&vec);
 }
@@ -448,6 +448,8 @@ int main(int argc, char **argv)
     ssend(8, 400);
     ssend(65536, 401);
     vector_of(16, 2, 1, 500);   /* 256 bytes: eager */
+    vector_of(500, 2, 1, 505);  /* 8000 bytes: eager, 8 launches a side */
+    vector_of(500, 2, 0, 506);
     vector_of(8192, 2, 1, 501); /* 128 KiB: rendezvous */
     vector_of(8192, 2, 0, 502);
     vector_of(60000, 3, 1, 503);        /* 1.4 MiB: several chunks, blocks across their edges */
