@@ -512,8 +512,8 @@ static int recv_copy_device(const void *in, MPIR_Request * rreq)
                                  "a message into");
             done = n;
         } else {
-            /* the type's blocks written one by one (its gaps are not the receive's to
-             * touch), whole elements only, as MPICH's unpack writes them */
+            /* only the type's blocks written (its gaps are not the receive's to touch),
+             * whole elements only, as MPICH's unpack writes them */
             MPI_Aint elem = HANDLE_IS_BUILTIN(type) ? MPIR_Datatype_get_basic_size(type)
                 : dt_ptr->builtin_element_size;
             done = elem > 1 ? n - n % elem : n;
