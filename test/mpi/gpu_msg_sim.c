@@ -343,12 +343,14 @@ static int pack_kernel(void)
 }
 
 /* A vector (blocks of blen longs every blen + 1) on device buffers at both ends, or device
- * at the sender and contiguous host memory at the receiver: the receiver's gaps keep -1.
- * Blocks of 3 longs straddle the staging chunks' edges (a power of two). */
-static void vector_of(int blocks, int blen, int rdev_vector, int seed)
+ * at the sender and contiguous host memory at the receiver, or (host_sender) contiguous
+ * host memory at the sender and the device vector at the receiver: the receiver's gaps
+ * keep -1.  Blocks of 3 longs straddle the staging chunks' edges (a power of two). */
+static void vector_from(int blocks, int blen, int rdev_vector, int host_sender, int seed)
 {
     int p = partner(), sender = (rank & 1) == 0;
-    gdr_test_set_context("vector of %d blocks of %d from device memory into %s", blocks, blen,
+    gdr_test_set_context("vector of %d blocks of %d from %s into %s", blocks, blen,
+                         host_sender ? "contiguous host memory" : "device memory",
                          rdev_vector ? "a device vector" : "contiguous host memory");
     const int stride = blen + 1;
     if (p == MPI_PROC_NULL)
@@ -362,7 +364,14 @@ static void vector_of(int blocks, int blen, int rdev_vector, int seed)
     for (size_t i = 0; i < elems; i++)
         h[i] = sender ? (long) (seed * 1000003L + (long) i) : -1;
     MPI_Status st;
-    if (sender) {
+    if (sender && host_sender) {
+        size_t n = (size_t) blocks * blen;
+        long *c = malloc(sizeof(long) * n);
+        for (size_t k = 0; k < n; k++)
+            c[k] = h[k / blen * stride + k % blen];
+        GDR_CHECK_MPI(MPI_Send(c, (int) n, MPI_LONG, p, seed, MPI_COMM_WORLD));
+        free(c);
+    } else if (sender) {
         void *d = dev_alloc(sizeof(long) * elems);
         dev_copy(d, h, sizeof(long) * elems);
         GDR_CHECK_MPI(MPI_Send(d, 1, vec, p, seed, MPI_COMM_WORLD));
@@ -395,12 +404,18 @@ static void vector_of(int blocks, int blen, int rdev_vector, int seed)
     /* small device blocks (the sender's, and a device vector's at the receiver) are packed
      * by gdr's copy kernel, 64 blocks a launch: into the staging chunks of a rendezvous,
      * through the device scratch of an eager message */
-    if (gdr_test_expect_native() && (sender || rdev_vector) && pack_kernel())
+    if (gdr_test_expect_native() && (sender ? !host_sender : rdev_vector) && pack_kernel())
         gdr_check_long("launches of the pack kernel (gdr_am_pack_kernels) >= blocks / 64, "
                        "rounded up", 0, 1, gdr_pvar_value(session, "gdr_am_pack_kernels") - k0
                        >= (unsigned long long) (blocks + 63) / 64);
     free(h);
     MPI_Type_free(&vec);
+}
+
+/* The sender's vector in device memory */
+static void vector_of(int blocks, int blen, int rdev_vector, int seed)
+{
+    vector_from(blocks, blen, rdev_vector, 0, seed);
 }
 
 /* A message larger than its receive buffer in device memory: MPI_ERR_TRUNCATE, the
@@ -454,6 +469,9 @@ int main(int argc, char **argv)
     vector_of(8192, 2, 0, 502);
     vector_of(60000, 3, 1, 503);        /* 1.4 MiB: several chunks, blocks across their edges */
     vector_of(60000, 3, 0, 504);
+    /* 128 KiB from host memory into a device vector of more pieces than one read takes:
+     * landed whole, then scattered through the 64-KiB device scratch twice */
+    vector_from(8192, 2, 1, 1, 507);
     truncated(64, 600);
     truncated(65536, 601);
     truncated(3 << 20, 602);    /* staged: fragments past the buffer read and dropped */
