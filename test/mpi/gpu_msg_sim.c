@@ -332,16 +332,6 @@ static void huge(int seed)
     }
 }
 
-/* Whether gdr's copy kernel packs small device blocks (MPIR_CVAR_CH4_GDR_PACK_KERNEL_MAX
- * above 0, the kernel not hidden from the simulated GPU). */
-static int pack_kernel(void)
-{
-    const char *max = getenv("MPIR_CVAR_CH4_GDR_PACK_KERNEL_MAX");
-    const char *hide = getenv("GDR_GPUSIM_HIDE");
-    return (max == NULL || atoi(max) >= 24)
-        && (hide == NULL || strstr(hide, "gdr_gpu_copy_kernel") == NULL);
-}
-
 /* A vector (blocks of blen longs every blen + 1) on device buffers at both ends, or device
  * at the sender and contiguous host memory at the receiver, or (host_sender) contiguous
  * host memory at the sender and the device vector at the receiver: the receiver's gaps
@@ -404,7 +394,7 @@ static void vector_from(int blocks, int blen, int rdev_vector, int host_sender, 
     /* small device blocks (the sender's, and a device vector's at the receiver) are packed
      * by gdr's copy kernel, 64 blocks a launch: into the staging chunks of a rendezvous,
      * through the device scratch of an eager message */
-    if (gdr_test_expect_native() && (sender ? !host_sender : rdev_vector) && pack_kernel())
+    if (gdr_test_expect_native() && (sender ? !host_sender : rdev_vector) && gdr_test_pack_kernel(3 * sizeof(long)))
         gdr_check_long("launches of the pack kernel (gdr_am_pack_kernels) >= blocks / 64, "
                        "rounded up", 0, 1, gdr_pvar_value(session, "gdr_am_pack_kernels") - k0
                        >= (unsigned long long) (blocks + 63) / 64);
