@@ -95,6 +95,7 @@ mpi_core_sources += src/mpid/ch4/netmod/gdr/func_table.c \
                     src/mpid/ch4/netmod/gdr/gdr_peers.c \
                     src/mpid/ch4/netmod/gdr/gdr_dynmsg.c \
                     src/mpid/ch4/netmod/gdr/gdr_msg_pipe.c \
+                    src/mpid/ch4/netmod/gdr/gdr_msg_device.c \
                     src/mpid/ch4/netmod/gdr/gdr_hooks.c \
                     src/mpid/ch4/netmod/gdr/verbs/gdr_verbs_select.c \
                     src/mpid/ch4/netmod/gdr/verbs/gdr_verbs_topo.c \

@@ -253,11 +253,8 @@ static int pack_device(const void *data, MPI_Aint count, MPI_Datatype datatype, 
     if (dt_contig)
         return gpu_copy(buf, MPIR_get_contig_ptr(data, dt_true_lb), (size_t) data_sz,
                         "a message from");
-    /* block by block (device pack kernels are left: issue 69) */
-    MPIDI_GDR_type_cursor_t cur = { 0, 0 };
-    MPIDI_GDR_copy_way_t gpu = {.device = 1 };
-    if (MPIDI_GDR_typed_copy((void *) data, count, datatype, &cur, 0, buf, (size_t) data_sz,
-                             1, gpu) != 0)
+    if (MPIDI_GDR_msg_device_copy((void *) data, count, datatype, buf, (size_t) data_sz, 1)
+        != 0)
         MPIR_ERR_SET2(mpi_errno, MPI_ERR_OTHER, "**gdr_msg_gpu", "**gdr_msg_gpu %s %s",
                       "a message from", MPIDI_GDR_global.gpu.error);
     return mpi_errno;
@@ -515,15 +512,12 @@ static int recv_copy_device(const void *in, MPIR_Request * rreq)
                                  "a message into");
             done = n;
         } else {
-            /* the type's blocks written one by one (its gaps are not the receive's to
-             * touch), whole elements only, as MPICH's unpack writes them */
+            /* only the type's blocks written (its gaps are not the receive's to touch),
+             * whole elements only, as MPICH's unpack writes them */
             MPI_Aint elem = HANDLE_IS_BUILTIN(type) ? MPIR_Datatype_get_basic_size(type)
                 : dt_ptr->builtin_element_size;
-            MPIDI_GDR_type_cursor_t cur = { 0, 0 };
             done = elem > 1 ? n - n % elem : n;
-            MPIDI_GDR_copy_way_t gpu = {.device = 1 };
-            if (MPIDI_GDR_typed_copy(buf, count, type, &cur, 0, (char *) in, (size_t) done, 0,
-                                     gpu) != 0)
+            if (MPIDI_GDR_msg_device_copy(buf, count, type, (char *) in, (size_t) done, 0) != 0)
                 MPIR_ERR_SET2(mpi_errno, MPI_ERR_OTHER, "**gdr_msg_gpu", "**gdr_msg_gpu %s %s",
                               "a message into", MPIDI_GDR_global.gpu.error);
             if (mpi_errno == MPI_SUCCESS && !rreq->status.MPI_ERROR && n > done)

@@ -57,6 +57,10 @@ struct MPIDI_GDR_context {
     unsigned long long am_device_copied_bytes;  /* message bytes gdr's GPU copy moved (MPI_T) */
     unsigned long long am_sends_immediate;      /* sends with no MPIDIG request (MPI_T) */
     MPIDI_GDR_msg_pipe_t pipe;  /* messages through pinned chunks (gdr_msg_pipe.c) */
+    struct MPIDI_GDR_msg_device {       /* whole device messages packed (gdr_msg_device.c) */
+        void *scratch;          /* device memory, MPIDI_GDR_MSG_SCRATCH bytes; NULL: none yet */
+        gdr_gpu_stream_t queue;
+    } msg_device;
     MPI_Aint send_eager_max;    /* payload bytes of an immediate send (MPIDI_GDR_send_eager);
                                  * -1: none (no channel) */
     unsigned empty_polls;       /* consecutive progress calls that found nothing */

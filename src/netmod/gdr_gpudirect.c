@@ -214,8 +214,10 @@ int MPIDI_GDR_gpudirect_start(void)
 
 void MPIDI_GDR_gpu_stop(void)
 {
-    if (MPIDI_GDR_global.gpu.on)
+    if (MPIDI_GDR_global.gpu.on) {
+        MPIDI_GDR_msg_device_free();
         gdr_gpu_rma_device_fini(&MPIDI_GDR_global.gpu_device);
+    }
     gdr_gpu_close(&MPIDI_GDR_global.gpu);
 }
 

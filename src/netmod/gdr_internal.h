@@ -200,6 +200,15 @@ typedef struct {
 int MPIDI_GDR_typed_copy(void *buf, MPI_Aint count, MPI_Datatype type,
                          MPIDI_GDR_type_cursor_t * cur, size_t from, char *flat, size_t len,
                          int gather, MPIDI_GDR_copy_way_t way);
+/* gdr_msg_device.c: the first len packed bytes of count x type in device memory at buf
+ * gathered into host flat (gather) or scattered from it, small blocks by gdr's copy
+ * kernel through a device scratch; done when it returns.  0 or nonzero (the GPU layer's
+ * error says why). */
+typedef struct MPIDI_GDR_msg_device MPIDI_GDR_msg_device_t;
+#define MPIDI_GDR_MSG_SCRATCH (64 * 1024)
+int MPIDI_GDR_msg_device_copy(void *buf, MPI_Aint count, MPI_Datatype type, char *flat,
+                              size_t len, int gather);
+void MPIDI_GDR_msg_device_free(void);
 /* The pieces of a target access as offsets from its displacement; *pieces is small
  * (one piece) or allocated (MPL_free it).  *n 0 with MPI_SUCCESS: too scattered. */
 int MPIDI_GDR_target_pieces(MPI_Aint count, MPI_Datatype type, MPI_Aint bytes,

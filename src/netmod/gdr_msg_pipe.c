@@ -32,11 +32,12 @@ cvars:
       verbosity   : MPI_T_VERBOSITY_USER_BASIC
       scope       : MPI_T_SCOPE_LOCAL
       description : >-
-        Device messages through the pinned staging chunks: the blocks of a
-        non-contiguous device datatype of at most this many bytes are packed
-        into a chunk (and unpacked from one) by gdr's copy kernel, up to 64
-        blocks a launch, instead of one copy-engine transfer per block; larger
-        blocks keep the copy engine. 0: always the copy engine.
+        Device messages of a non-contiguous datatype: its blocks of at most
+        this many bytes are packed (and unpacked) by gdr's copy kernel, up to
+        64 blocks a launch, into the pinned staging chunks of a rendezvous or
+        a device scratch of an eager message, instead of one copy-engine
+        transfer per block; larger blocks keep the copy engine. 0: always the
+        copy engine, block by block.
 
 === END_MPI_T_CVAR_INFO_BLOCK ===
 */
@@ -592,7 +593,8 @@ void MPIDI_GDR_pipe_register_pvars(void)
                               MPIR_T_PVAR_FLAG_READONLY | MPIR_T_PVAR_FLAG_CONTINUOUS, NULL,
                               NULL, "CH4_GDR", "launches of gdr's copy kernel that packed the "
                               "small blocks of non-contiguous device datatypes into staging "
-                              "chunks or unpacked them (MPIR_CVAR_CH4_GDR_PACK_KERNEL_MAX)");
+                              "chunks or a device scratch (eager messages), or unpacked them "
+                              "(MPIR_CVAR_CH4_GDR_PACK_KERNEL_MAX)");
     MPIR_T_PVAR_REGISTER_impl(MPI_T_PVAR_CLASS_LEVEL, MPI_UNSIGNED_LONG_LONG,
                               "gdr_am_stage_pinned_bytes", &PIPE->pinned_bytes, 1, NULL,
                               MPI_T_VERBOSITY_USER_BASIC, MPI_T_BIND_NO_OBJECT,

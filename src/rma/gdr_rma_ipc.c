@@ -140,15 +140,6 @@ static size_t next_runs(run_walk_t *w, gdr_rma_copy_run_t *runs, size_t max)
     return n;
 }
 
-/* Whether the walk has a run left (empty pieces are no runs). */
-static int runs_left(const run_walk_t *w)
-{
-    size_t oi = w->oi, left = w->oi < w->on ? w->o[oi].iov_len - w->ooff : 0;
-    while (left == 0 && ++oi < w->on)
-        left = w->o[oi].iov_len;
-    return left > 0;            /* (equal totals: target bytes are left too) */
-}
-
 static uint64_t total(const struct iovec *v, size_t n)
 {
     uint64_t sum = 0;
@@ -172,13 +163,14 @@ static int kernel_copy(gdr_rma_ipc_t *x, gdr_rma_ipc_lane_t *lane, run_walk_t *w
                        uint64_t bytes)
 {
     const gdr_rma_device_t *d = x->dev;
-    gdr_rma_copy_run_t runs[GDR_RMA_COPY_RUNS_MAX];
+    gdr_rma_copy_run_t runs[GDR_RMA_COPY_RUNS_MAX + 1];
     if (d->copy_runs == NULL || bytes > x->kernel_copy_max || !all_addressable(d, w->o, w->on))
         return GDR_RMA_NOREG;
     run_walk_t start = *w;
-    size_t n = next_runs(w, runs, GDR_RMA_COPY_RUNS_MAX);
+    size_t n = next_runs(w, runs, GDR_RMA_COPY_RUNS_MAX + 1);
     /* more runs than one launch takes, or no kernel loaded: the copy engine, from the start */
-    int rc = runs_left(w) ? GDR_RMA_NOREG : d->copy_runs(d->ctx, lane->queue, runs, n);
+    int rc = n > GDR_RMA_COPY_RUNS_MAX ? GDR_RMA_NOREG
+        : d->copy_runs(d->ctx, lane->queue, runs, n);
     if (rc == GDR_RMA_NOREG)
         *w = start;
     return rc;

@@ -9,6 +9,7 @@
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 typedef int (*gdr_cu_get_proc_fn)(const char *, void **, int, uint64_t, int *);
 
@@ -166,5 +167,21 @@ static inline void dev_api_test_init(int *argc, char ***argv, int *rank, int *si
     }
 }
 #endif
+
+/* Whether the driver lacks gdr's copy kernel: the simulated GPU hides it when
+ * GDR_GPUSIM_HIDE names it (gdr then copies with the copy engine). */
+static inline int gdr_test_copy_kernel_hidden(void)
+{
+    const char *hide = getenv("GDR_GPUSIM_HIDE");
+    return hide != NULL && strstr(hide, "gdr_gpu_copy_kernel") != NULL;
+}
+
+/* Whether gdr's copy kernel packs a message's device blocks of block bytes:
+ * MPIR_CVAR_CH4_GDR_PACK_KERNEL_MAX (default 16384) at least that, the kernel not hidden. */
+static inline int gdr_test_pack_kernel(size_t block)
+{
+    const char *max = getenv("MPIR_CVAR_CH4_GDR_PACK_KERNEL_MAX");
+    return (max == NULL || atoll(max) >= (long long) block) && !gdr_test_copy_kernel_hidden();
+}
 
 #endif /* GDR_CUDA_TEST_H_INCLUDED */

@@ -20,8 +20,8 @@
  * gdr_am_send_packed_bytes: eager device data goes straight into the channel's send slot
  * where one is free at once (at least once in the run), a rendezvous never (staged device
  * data goes through pinned chunks: gdr_am_staged_bytes; gdr_am_stage_pinned_bytes stays at
- * its bound after 64 MiB); and that a vector's small device blocks in a rendezvous are packed
- * (and unpacked into a device vector) by gdr's copy kernel (gdr_am_pack_kernels).
+ * its bound after 64 MiB); and that a vector's small device blocks, eager or rendezvous, are
+ * packed (and unpacked into a device vector) by gdr's copy kernel (gdr_am_pack_kernels).
  * Without a GPU or driver: prints why and fails. */
 #include "gdr_mpi_test.h"
 #include "gdr_cuda_test.h"
@@ -332,23 +332,15 @@ static void huge(int seed)
     }
 }
 
-/* Whether gdr's copy kernel packs small device blocks (MPIR_CVAR_CH4_GDR_PACK_KERNEL_MAX
- * above 0, the kernel not hidden from the simulated GPU). */
-static int pack_kernel(void)
-{
-    const char *max = getenv("MPIR_CVAR_CH4_GDR_PACK_KERNEL_MAX");
-    const char *hide = getenv("GDR_GPUSIM_HIDE");
-    return (max == NULL || atoi(max) >= 24)
-        && (hide == NULL || strstr(hide, "gdr_gpu_copy_kernel") == NULL);
-}
-
 /* A vector (blocks of blen longs every blen + 1) on device buffers at both ends, or device
- * at the sender and contiguous host memory at the receiver: the receiver's gaps keep -1.
- * Blocks of 3 longs straddle the staging chunks' edges (a power of two). */
-static void vector_of(int blocks, int blen, int rdev_vector, int seed)
+ * at the sender and contiguous host memory at the receiver, or (host_sender) contiguous
+ * host memory at the sender and the device vector at the receiver: the receiver's gaps
+ * keep -1.  Blocks of 3 longs straddle the staging chunks' edges (a power of two). */
+static void vector_from(int blocks, int blen, int rdev_vector, int host_sender, int seed)
 {
     int p = partner(), sender = (rank & 1) == 0;
-    gdr_test_set_context("vector of %d blocks of %d from device memory into %s", blocks, blen,
+    gdr_test_set_context("vector of %d blocks of %d from %s into %s", blocks, blen,
+                         host_sender ? "contiguous host memory" : "device memory",
                          rdev_vector ? "a device vector" : "contiguous host memory");
     const int stride = blen + 1;
     if (p == MPI_PROC_NULL)
@@ -362,7 +354,14 @@ static void vector_of(int blocks, int blen, int rdev_vector, int seed)
     for (size_t i = 0; i < elems; i++)
         h[i] = sender ? (long) (seed * 1000003L + (long) i) : -1;
     MPI_Status st;
-    if (sender) {
+    if (sender && host_sender) {
+        size_t n = (size_t) blocks * blen;
+        long *c = malloc(sizeof(long) * n);
+        for (size_t k = 0; k < n; k++)
+            c[k] = h[k / blen * stride + k % blen];
+        GDR_CHECK_MPI(MPI_Send(c, (int) n, MPI_LONG, p, seed, MPI_COMM_WORLD));
+        free(c);
+    } else if (sender) {
         void *d = dev_alloc(sizeof(long) * elems);
         dev_copy(d, h, sizeof(long) * elems);
         GDR_CHECK_MPI(MPI_Send(d, 1, vec, p, seed, MPI_COMM_WORLD));
@@ -392,15 +391,21 @@ static void vector_of(int blocks, int blen, int rdev_vector, int seed)
                 gdr_check_long("host copy of the vector", (long) k, want, h[k]);
         }
     }
-    /* a rendezvous's small device blocks (and a device vector's at the receiver) go through
-     * the staging chunks packed by gdr's copy kernel, 64 blocks a launch */
-    int rendezvous = (size_t) blocks * blen * sizeof(long) > DATA_EAGER_MAX;
-    if (gdr_test_expect_native() && rendezvous && (sender || rdev_vector) && pack_kernel())
-        gdr_check_long("launches of the pack kernel (gdr_am_pack_kernels) >= blocks / 64", 0,
-                       1, gdr_pvar_value(session, "gdr_am_pack_kernels") - k0
-                       >= (unsigned long long) blocks / 64);
+    /* small device blocks (the sender's, and a device vector's at the receiver) are packed
+     * by gdr's copy kernel, 64 blocks a launch: into the staging chunks of a rendezvous,
+     * through the device scratch of an eager message */
+    if (gdr_test_expect_native() && (sender ? !host_sender : rdev_vector) && gdr_test_pack_kernel(3 * sizeof(long)))
+        gdr_check_long("launches of the pack kernel (gdr_am_pack_kernels) >= blocks / 64, "
+                       "rounded up", 0, 1, gdr_pvar_value(session, "gdr_am_pack_kernels") - k0
+                       >= (unsigned long long) (blocks + 63) / 64);
     free(h);
     MPI_Type_free(&vec);
+}
+
+/* The sender's vector in device memory */
+static void vector_of(int blocks, int blen, int rdev_vector, int seed)
+{
+    vector_from(blocks, blen, rdev_vector, 0, seed);
 }
 
 /* A message larger than its receive buffer in device memory: MPI_ERR_TRUNCATE, the
@@ -448,10 +453,15 @@ int main(int argc, char **argv)
     ssend(8, 400);
     ssend(65536, 401);
     vector_of(16, 2, 1, 500);   /* 256 bytes: eager */
+    vector_of(500, 2, 1, 505);  /* 8000 bytes: eager, 8 launches a side */
+    vector_of(500, 2, 0, 506);
     vector_of(8192, 2, 1, 501); /* 128 KiB: rendezvous */
     vector_of(8192, 2, 0, 502);
     vector_of(60000, 3, 1, 503);        /* 1.4 MiB: several chunks, blocks across their edges */
     vector_of(60000, 3, 0, 504);
+    /* 128 KiB from host memory into a device vector of more pieces than one read takes:
+     * landed whole, then scattered through the 64-KiB device scratch twice */
+    vector_from(8192, 2, 1, 1, 507);
     truncated(64, 600);
     truncated(65536, 601);
     truncated(3 << 20, 602);    /* staged: fragments past the buffer read and dropped */

@@ -33,6 +33,8 @@
  * With GDR_TEST_DEVICE_BY_RANK (GDR_GPUSIM_DEVICES=2) the node's ranks take its GPUs in
  * turn: same-node windows on the other GPU are reached through its peer mapping, or as
  * MPIDIG's messages where the GPUs have no peer access (GDR_GPUSIM_PEER_ACCESS=0).
+ * Last (but with GDR_TEST_SAME_NODE_PUTGET), vectors of 96 KiB of payload on device buffers,
+ * larger than the device scratch through which gdr packs a whole active message.
  * Without a GPU or driver: prints why and fails. */
 
 #include "gdr_mpi_test.h"
@@ -506,6 +508,113 @@ static void shifted_types(int rank, int size)
     MPI_Type_free(&dt);
 }
 
+/* Whether MPICH's shared memory does not carry this rank's messages to its right
+ * neighbour (another node, or MPIR_CVAR_NOLOCAL): gdr's channel does. */
+static int right_elsewhere(void)
+{
+    int rank, size, len;
+    char name[MPI_MAX_PROCESSOR_NAME] = { 0 };
+    const char *nolocal = getenv("MPIR_CVAR_NOLOCAL");
+    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    MPI_Comm_size(MPI_COMM_WORLD, &size);
+    MPI_Get_processor_name(name, &len);
+    char *all = calloc((size_t) size, MPI_MAX_PROCESSOR_NAME);
+    MPI_Allgather(name, MPI_MAX_PROCESSOR_NAME, MPI_CHAR, all, MPI_MAX_PROCESSOR_NAME, MPI_CHAR,
+                  MPI_COMM_WORLD);
+    int elsewhere = (nolocal != NULL && atoi(nolocal) != 0)
+        || strcmp(all + (size_t) ((rank + 1) % size) * MPI_MAX_PROCESSOR_NAME, name) != 0;
+    free(all);
+    return elsewhere;
+}
+
+/* Vectors larger than gdr's device scratch (MPIDI_GDR_MSG_SCRATCH, 64 KiB), 96 KiB of
+ * payload (W doubles): at the origin every other double, at the target blocks of 24
+ * doubles every 48 (512 pieces: the staged protocol takes at most that many), in a
+ * device window of 2W.  Put (vector origin), Get (into a vector origin: its gaps keep
+ * their bytes), Put into a vector target and Accumulate vector to vector on the right
+ * neighbour; every value read back.  Where the Put goes as MPICH's active message through
+ * gdr's channel (MPIR_CVAR_CH4_GDR_STAGED=0 between nodes), gdr packs its whole payload
+ * through the scratch a 64-KiB piece at a time with its copy kernel: the MPI_T counters
+ * must show it.  (The Get's reply is unpacked by MPIDIG itself: gdr delivers it whole.) */
+static void large_vectors(int rank, int size)
+{
+    enum { W = 12288, TB = 24 };       /* payload doubles; the target vector's block */
+    int right_rank = (rank + 1) % size, left_rank = (rank + size - 1) % size;
+    int elsewhere = right_elsewhere();
+    gdr_test_set_context("vectors of %d doubles (%d KiB) on device buffers", W, W * 8 / 1024);
+    MPI_Datatype vec, tvec;
+    MPI_Type_vector(W, 1, 2, MPI_DOUBLE, &vec);
+    MPI_Type_commit(&vec);
+    MPI_Type_vector(W / TB, TB, 2 * TB, MPI_DOUBLE, &tvec);
+    MPI_Type_commit(&tvec);
+    size_t bytes = 2 * (size_t) W * sizeof(double);
+    double *host = malloc(bytes), *got = malloc(bytes);
+    double *base = dev_alloc(bytes), *obuf = dev_alloc(bytes);
+    MPI_Win win;
+    gdr_check_mpi("MPI_Win_create", MPI_Win_create(base, (MPI_Aint) bytes, sizeof(double),
+                                                   MPI_INFO_NULL, MPI_COMM_WORLD, &win));
+    /* MPI_T counters before the operations, and after the Put (step 0) */
+    unsigned long long am0 = path_count("am"), k0 = pvar("gdr_am_pack_kernels");
+    unsigned long long c0 = pvar("gdr_am_device_copied_bytes"), am1 = 0, k1 = 0, c1 = 0;
+    for (int step = 0; step < 4; step++) {
+        if (step == 1) {
+            am1 = path_count("am");
+            k1 = pvar("gdr_am_pack_kernels");
+            c1 = pvar("gdr_am_device_copied_bytes");
+        }
+        static const char *const name[] = { "Put from a vector", "Get into a vector",
+            "Put into a vector", "Accumulate vector to vector"
+        };
+        /* window: rank * 1e6 + i; origin: 1e5 * (rank + 1) + i, the Get's -1 */
+        for (int i = 0; i < 2 * W; i++)
+            host[i] = rank * 1e6 + i;
+        dev_copy(base, host, bytes);
+        for (int i = 0; i < 2 * W; i++)
+            host[i] = step == 1 ? -1.0 : 1e5 * (rank + 1) + i;
+        dev_copy(obuf, host, bytes);
+        MPI_Barrier(MPI_COMM_WORLD);
+        MPI_Win_lock_all(0, win);
+        int rc = step == 0 ? MPI_Put(obuf, 1, vec, right_rank, 0, W, MPI_DOUBLE, win)
+            : step == 1 ? MPI_Get(obuf, 1, vec, right_rank, 0, W, MPI_DOUBLE, win)
+            : step == 2 ? MPI_Put(obuf, W, MPI_DOUBLE, right_rank, 0, 1, tvec, win)
+            : MPI_Accumulate(obuf, 1, vec, right_rank, 0, 1, tvec, MPI_SUM, win);
+        gdr_check_mpi(name[step], rc);
+        MPI_Win_unlock_all(win);
+        MPI_Barrier(MPI_COMM_WORLD);
+        /* the buffer written: the origin by the Get, else this rank's window (by the left
+         * neighbour) */
+        dev_copy(got, step == 1 ? obuf : base, bytes);
+        for (int i = 0; i < 2 * W; i++) {
+            double mine = rank * 1e6 + i, from_left = 1e5 * (left_rank + 1);
+            int in_t = i % (2 * TB) < TB, k = i / (2 * TB) * TB + i % (2 * TB);  /* tvec's k-th */
+            double want = step == 0 ? (i < W ? from_left + 2 * i : mine)
+                : step == 1 ? (i % 2 == 0 ? right_rank * 1e6 + i / 2 : -1.0)
+                : step == 2 ? (in_t ? from_left + k : mine)
+                : (in_t ? mine + from_left + 2 * k : mine);
+            if (!gdr_check_double(name[step], i, want, got[i]))
+                break;
+        }
+    }
+    /* The Put from this rank's vector as an active message through gdr's channel (not
+     * MPICH's shared memory: the right neighbour on another node, or MPIR_CVAR_NOLOCAL):
+     * its payload packed through the scratch, 64 KiB at a time, by the copy kernel unless
+     * it is off or hidden (the left neighbour's Put into this window only adds to them). */
+    if (am1 > am0 && elsewhere) {
+        gdr_check_long("device bytes gdr copied for the Put's message >= its payload", 0, 1,
+                       c1 - c0 >= W * sizeof(double));
+        if (gdr_test_pack_kernel(sizeof(double)))
+            gdr_check_long("copy-kernel launches for it >= its blocks / 64", 0, 1,
+                           k1 - k0 >= W / 64);
+    }
+    MPI_Win_free(&win);
+    dev_free(obuf);
+    dev_free(base);
+    free(got);
+    free(host);
+    MPI_Type_free(&tvec);
+    MPI_Type_free(&vec);
+}
+
 static void allocated_window(int rank, int size)
 {
     int right_rank = (rank + 1) % size, left_rank = (rank + size - 1) % size;
@@ -705,9 +814,7 @@ int main(int argc, char **argv)
          * where the driver has no such kernel (GDR_GPUSIM_HIDE names it: the values above
          * are then the copy engine's) */
         const char *kc = getenv("MPIR_CVAR_CH4_GDR_LOCAL_KERNEL_COPY");
-        const char *hide = getenv("GDR_GPUSIM_HIDE");
-        int kernel = (kc == NULL || atoi(kc) >= N * 8)
-            && (hide == NULL || strstr(hide, "gdr_gpu_copy_kernel") == NULL);
+        int kernel = (kc == NULL || atoi(kc) >= N * 8) && !gdr_test_copy_kernel_hidden();
         gdr_check_long("contiguous device-origin Put/Get/Rput/Rget as one copy-kernel launch",
                        0, mapped && kernel ? 20 : 0, (long long) create_kernel);
     }
@@ -726,6 +833,8 @@ int main(int argc, char **argv)
         gdr_check_long("operations through the staged protocol", 0, 1,
                        path_count("staged") > staged0);
     }
+    if (!putget_only)
+        large_vectors(rank, size);     /* after the staged check: any path may carry them */
 
     gdr_ring_groups_free(&left, &right);
     MPI_T_pvar_session_free(&session);
