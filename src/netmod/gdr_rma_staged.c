@@ -244,7 +244,8 @@ static int rma_staged(const MPIDI_GDR_rma_args_t * a, MPIR_Win * win, MPIR_Reque
         return MPI_SUCCESS;     /* host memory only: MPICH's messages */
 
     int why;
-    mpi_errno = MPIDI_GDR_access_describe(a, GDR_RMA_STAGED_PIECES_MAX, &x, &why);
+    /* every target piece: the protocol sends more than one request carries as several */
+    mpi_errno = MPIDI_GDR_access_describe(a, SIZE_MAX, &x, &why);
     MPIR_ERR_CHECK(mpi_errno);
     switch (why) {
     case MPIDI_GDR_ACCESS_OP:
@@ -262,8 +263,8 @@ static int rma_staged(const MPIDI_GDR_rma_args_t * a, MPIR_Win * win, MPIR_Reque
                              "pair (origin, result and target) only");
     case MPIDI_GDR_ACCESS_PIECES:
         MPIR_ERR_SETANDJUMP1(mpi_errno, MPI_ERR_UNSUPPORTED_OPERATION, "**gdr_transport",
-                             "**gdr_transport %s", "a target datatype of more than 512 pieces "
-                             "on device memory is not supported yet (issue 19)");
+                             "**gdr_transport %s", "MPICH listed no pieces for the target "
+                             "datatype of this operation on device memory");
     case MPIDI_GDR_ACCESS_SIZES:
         MPIR_ERR_SETANDJUMP1(mpi_errno, MPI_ERR_TYPE, "**gdr_transport", "**gdr_transport %s",
                              "the origin (or result) and target datatypes hold different "

@@ -68,13 +68,16 @@ gdr_rma_staged_win_t *gdr_rma_staged_win_new(gdr_rma_staged_t *d, gdr_rma_win_t 
 /* After every operation from and to this rank completed (the host's barrier). */
 void gdr_rma_staged_win_free(gdr_rma_staged_win_t *dw);
 
-/* Starts a->kind to a->target through the protocol (a->tbytes 0: completes here).  The access as the plan takes it,
- * with buffers listed (scattered: iov; else addr, tbytes long; FOP and CAS: one element)
- * and device buffers named by their CUDA buffer id; accumulates name a->gpu_op and
- * a->gpu_type.  fn(arg, status, NULL, 0) runs at remote completion (may be NULL).
- * GDR_RMA_OK once the operation is counted in the window's tracker; GDR_RMA_ERROR (a bad
- * argument or a failed device call: gdr_rma_staged_error says which), GDR_RMA_NOMEM or
- * GDR_RMA_HOST_ERROR with nothing started. */
+/* Starts a->kind to a->target through the protocol (a->tbytes 0: completes here).  The
+ * access as the plan takes it, with buffers listed (scattered: iov; else addr, tbytes long;
+ * FOP and CAS: one element) and device buffers named by their CUDA buffer id; accumulates
+ * name a->gpu_op and a->gpu_type.  More target pieces than one request carries
+ * (GDR_RMA_STAGED_PIECES_MAX) go as several requests, in order, each of whole elements.
+ * fn(arg, status, NULL, 0) runs at remote completion (may be NULL), once.  GDR_RMA_OK once
+ * the operation is counted in the window's tracker; GDR_RMA_ERROR (a bad argument or a
+ * failed device call: gdr_rma_staged_error says which), GDR_RMA_NOMEM or
+ * GDR_RMA_HOST_ERROR with nothing started, or, for an operation of several requests, with
+ * the requests sent before the failure still counted in the tracker (fn runs for none). */
 int gdr_rma_staged_start(gdr_rma_staged_win_t *dw, const gdr_rma_access_t *a, gdr_rma_complete_fn fn,
                       void *arg);
 

@@ -97,8 +97,9 @@ static int check_access(gdr_rma_staged_t *d, const gdr_rma_staged_win_t *dw, con
         return GDR_RMA_ERROR;
     }
     if ((a->ntpieces == 0 && a->tbytes != 0) || a->ntpieces > GDR_RMA_STAGED_PIECES_MAX) {
-        gdr_staged_set_error(d, "staged protocol: %zu target pieces (1 to %d per operation; "
-                          "the caller splits larger ones)", a->ntpieces, GDR_RMA_STAGED_PIECES_MAX);
+        gdr_staged_set_error(d, "staged protocol: %zu target pieces for %llu bytes (1 to %d "
+                          "per request)", a->ntpieces, (unsigned long long) a->tbytes,
+                          GDR_RMA_STAGED_PIECES_MAX);
         return GDR_RMA_ERROR;
     }
     if (is_acc_kind(a->kind)) {
@@ -121,8 +122,9 @@ static int check_access(gdr_rma_staged_t *d, const gdr_rma_staged_win_t *dw, con
     return GDR_RMA_OK;
 }
 
-int gdr_rma_staged_start(gdr_rma_staged_win_t *dw, const gdr_rma_access_t *a, gdr_rma_complete_fn fn,
-                      void *arg)
+/* One REQ's operation: at most GDR_RMA_STAGED_PIECES_MAX target pieces. */
+static int start_one(gdr_rma_staged_win_t *dw, const gdr_rma_access_t *a, gdr_rma_complete_fn fn,
+                     void *arg)
 {
     gdr_rma_staged_t *d = dw->d;
     gdr_rma_win_t *w = dw->w;
@@ -242,6 +244,173 @@ int gdr_rma_staged_start(gdr_rma_staged_win_t *dw, const gdr_rma_access_t *a, gd
     }
     d->counts.started[a->kind]++;
     return GDR_RMA_OK;
+}
+
+/* ---- an operation of more target pieces than one request carries ------------------ */
+
+/* It goes as several operations, in order, each of whole target pieces and whole
+ * elements with its share of the origin and result bytes: MPI makes an RMA operation
+ * atomic per element only, and a target applies one origin's requests in order
+ * (gdr_rma_staged_target.c), so accumulates keep MPI's ordering.  fn runs once, after
+ * the last part; never when starting a later part failed (the caller reports that). */
+typedef struct split {
+    gdr_rma_complete_fn fn;
+    void *arg;
+    unsigned left;              /* parts not completed, and one held until all are started */
+    int status;
+} split_t;
+
+static void split_release(split_t *s, int status)
+{
+    if (status != GDR_RMA_OK && s->status == GDR_RMA_OK)
+        s->status = status;
+    if (--s->left > 0)
+        return;
+    if (s->fn != NULL)
+        s->fn(s->arg, s->status, NULL, 0);
+    free(s);
+}
+
+static void part_done(void *arg, int status, const void *landed, size_t len)
+{
+    (void) landed;
+    (void) len;
+    split_release(arg, status);
+}
+
+/* Walks a buffer's bytes in order: each part takes the next len of them, as an address
+ * or as pieces written into room (at most b->n of them). */
+typedef struct cursor {
+    const gdr_rma_buf_t *b;
+    uint64_t off;               /* bytes taken */
+    size_t i;                   /* scattered: the piece at off, and off's place in it */
+    uint64_t in;
+    struct iovec *room;
+} cursor_t;
+
+static gdr_rma_buf_t cursor_take(cursor_t *c, uint64_t len)
+{
+    gdr_rma_buf_t p = *c->b;
+    if (!c->b->scattered) {
+        if (c->b->addr != NULL)
+            p.addr = (char *) c->b->addr + c->off;
+        c->off += len;
+        return p;
+    }
+    p.iov = c->room;
+    p.n = 0;
+    while (len > 0 && c->i < c->b->n) {
+        const struct iovec *v = &c->b->iov[c->i];
+        uint64_t take = v->iov_len - c->in < len ? v->iov_len - c->in : len;
+        c->room[p.n++] = (struct iovec) {.iov_base = (char *) v->iov_base + c->in,
+            .iov_len = (size_t) take };
+        len -= take;
+        c->off += take;
+        c->in += take;
+        if (c->in == v->iov_len) {
+            c->i++;
+            c->in = 0;
+        }
+    }
+    return p;
+}
+
+/* The end of the part that begins at target piece i0: at most GDR_RMA_STAGED_PIECES_MAX
+ * pieces ending on a whole element (*bytes: its bytes); i0 when none does. */
+static size_t part_end(const gdr_rma_access_t *a, size_t i0, uint64_t elem, uint64_t *bytes)
+{
+    size_t end = i0;
+    uint64_t sum = 0;
+    *bytes = 0;
+    for (size_t i = i0; i < a->ntpieces && i - i0 < GDR_RMA_STAGED_PIECES_MAX; i++) {
+        sum += a->tpieces[i].iov_len;
+        if (sum % elem == 0) {
+            end = i + 1;
+            *bytes = sum;
+        }
+    }
+    return end;
+}
+
+static uint64_t iov_bytes(const struct iovec *v, size_t n)
+{
+    uint64_t sum = 0;
+    for (size_t i = 0; i < n; i++)
+        sum += v[i].iov_len;
+    return sum;
+}
+
+static int start_split(gdr_rma_staged_win_t *dw, const gdr_rma_access_t *a,
+                       gdr_rma_complete_fn fn, void *arg)
+{
+    gdr_rma_staged_t *d = dw->d;
+    uint64_t elem = is_acc_kind(a->kind) ? gdr_gpu_type_size(a->gpu_type) : 1;
+    int has_o = data_bytes_of(a->kind, a->gpu_op, elem, a->tbytes) > 0;
+    /* a bad argument is refused before any part is sent */
+    if (elem == 0 || a->kind == GDR_RMA_FOP || a->kind == GDR_RMA_CAS
+        || iov_bytes(a->tpieces, a->ntpieces) != a->tbytes
+        || (has_o && a->origin.scattered && iov_bytes(a->origin.iov, a->origin.n) != a->tbytes)
+        || (has_results(a->kind) && a->result.scattered
+            && iov_bytes(a->result.iov, a->result.n) != a->tbytes)) {
+        gdr_staged_set_error(d, "staged protocol: %zu target pieces of operation kind %d, whose "
+                          "target, origin or result pieces do not hold its %llu bytes",
+                          a->ntpieces, (int) a->kind, (unsigned long long) a->tbytes);
+        return GDR_RMA_ERROR;
+    }
+    for (size_t i0 = 0, end; i0 < a->ntpieces; i0 = end) {
+        uint64_t bytes;
+        end = part_end(a, i0, elem, &bytes);
+        if (end == i0) {
+            gdr_staged_set_error(d, "staged protocol: %d target pieces from piece %zu hold no "
+                              "whole element of %llu bytes", GDR_RMA_STAGED_PIECES_MAX, i0,
+                              (unsigned long long) elem);
+            return GDR_RMA_ERROR;
+        }
+    }
+    size_t on = a->origin.scattered ? a->origin.n : 0, rn = a->result.scattered ? a->result.n : 0;
+    struct iovec *room = malloc((on + rn + 1) * sizeof(*room));
+    split_t *s = fn != NULL ? calloc(1, sizeof(*s)) : NULL;
+    if (room == NULL || (fn != NULL && s == NULL)) {
+        free(room);
+        free(s);
+        gdr_staged_set_error(d, "out of memory for a staged operation's parts");
+        return GDR_RMA_NOMEM;
+    }
+    if (s != NULL)
+        *s = (split_t) {.fn = fn,.arg = arg,.left = 1,.status = GDR_RMA_OK };
+    cursor_t ocur = {.b = &a->origin,.room = room }, rcur = {.b = &a->result,.room = room + on };
+    int rc = GDR_RMA_OK;
+    for (size_t i0 = 0, end; i0 < a->ntpieces && rc == GDR_RMA_OK; i0 = end) {
+        uint64_t bytes;
+        end = part_end(a, i0, elem, &bytes);
+        gdr_rma_access_t p = *a;
+        p.tpieces = a->tpieces + i0;
+        p.ntpieces = end - i0;
+        p.tbytes = bytes;
+        p.origin = cursor_take(&ocur, bytes);
+        p.result = cursor_take(&rcur, bytes);
+        if (s != NULL)
+            s->left++;
+        rc = start_one(dw, &p, s != NULL ? part_done : NULL, s);
+        if (rc != GDR_RMA_OK && s != NULL)
+            s->left--;
+    }
+    free(room);
+    if (s != NULL) {
+        if (rc != GDR_RMA_OK)
+            s->fn = NULL;       /* (out of memory, a device or host failure) the parts sent
+                                 * complete in the tracker, unreported */
+        split_release(s, GDR_RMA_OK);
+    }
+    return rc;
+}
+
+int gdr_rma_staged_start(gdr_rma_staged_win_t *dw, const gdr_rma_access_t *a,
+                         gdr_rma_complete_fn fn, void *arg)
+{
+    if (a->ntpieces > GDR_RMA_STAGED_PIECES_MAX)
+        return start_split(dw, a, fn, arg);
+    return start_one(dw, a, fn, arg);
 }
 
 /* Stages the next chunks and announces those staged, in order. */

@@ -528,17 +528,18 @@ static int right_elsewhere(void)
 }
 
 /* Vectors larger than gdr's device scratch (MPIDI_GDR_MSG_SCRATCH, 64 KiB), 96 KiB of
- * payload (W doubles): at the origin every other double, at the target blocks of 24
- * doubles every 48 (512 pieces: the staged protocol takes at most that many), in a
- * device window of 2W.  Put (vector origin), Get (into a vector origin: its gaps keep
- * their bytes), Put into a vector target and Accumulate vector to vector on the right
- * neighbour; every value read back.  Where the Put goes as MPICH's active message through
+ * payload (W doubles): at the origin every other double, at the target blocks of 8
+ * doubles every 16 (1536 pieces: the staged protocol sends them as 3 requests of at most
+ * 512), in a device window of 2W.  Put (vector origin), Get (into a vector origin: its
+ * gaps keep their bytes), Rput into a vector target, Accumulate vector to vector, Get
+ * from a vector target and Get_accumulate from it, on the right neighbour; every value
+ * read back.  Where the Put goes as MPICH's active message through
  * gdr's channel (MPIR_CVAR_CH4_GDR_STAGED=0 between nodes), gdr packs its whole payload
  * through the scratch a 64-KiB piece at a time with its copy kernel: the MPI_T counters
  * must show it.  (The Get's reply is unpacked by MPIDIG itself: gdr delivers it whole.) */
 static void large_vectors(int rank, int size)
 {
-    enum { W = 12288, TB = 24 };       /* payload doubles; the target vector's block */
+    enum { W = 12288, TB = 8 };        /* payload doubles; the target vector's block */
     int right_rank = (rank + 1) % size, left_rank = (rank + size - 1) % size;
     int elsewhere = right_elsewhere();
     gdr_test_set_context("vectors of %d doubles (%d KiB) on device buffers", W, W * 8 / 1024);
@@ -556,14 +557,20 @@ static void large_vectors(int rank, int size)
     /* MPI_T counters before the operations, and after the Put (step 0) */
     unsigned long long am0 = path_count("am"), k0 = pvar("gdr_am_pack_kernels");
     unsigned long long c0 = pvar("gdr_am_device_copied_bytes"), am1 = 0, k1 = 0, c1 = 0;
-    for (int step = 0; step < 4; step++) {
+    double *rbuf = dev_alloc(bytes);
+    unsigned long long staged2 = 0, am2 = 0;
+    for (int step = 0; step < 6; step++) {
         if (step == 1) {
             am1 = path_count("am");
             k1 = pvar("gdr_am_pack_kernels");
             c1 = pvar("gdr_am_device_copied_bytes");
+        } else if (step == 2) {
+            staged2 = path_count("staged");
+            am2 = path_count("am");
         }
         static const char *const name[] = { "Put from a vector", "Get into a vector",
-            "Put into a vector", "Accumulate vector to vector"
+            "Rput into a vector", "Accumulate vector to vector", "Get from a vector",
+            "Get_accumulate SUM from a vector"
         };
         /* window: rank * 1e6 + i; origin: 1e5 * (rank + 1) + i, the Get's -1 */
         for (int i = 0; i < 2 * W; i++)
@@ -574,31 +581,59 @@ static void large_vectors(int rank, int size)
         dev_copy(obuf, host, bytes);
         MPI_Barrier(MPI_COMM_WORLD);
         MPI_Win_lock_all(0, win);
+        MPI_Request req = MPI_REQUEST_NULL;
         int rc = step == 0 ? MPI_Put(obuf, 1, vec, right_rank, 0, W, MPI_DOUBLE, win)
             : step == 1 ? MPI_Get(obuf, 1, vec, right_rank, 0, W, MPI_DOUBLE, win)
-            : step == 2 ? MPI_Put(obuf, W, MPI_DOUBLE, right_rank, 0, 1, tvec, win)
-            : MPI_Accumulate(obuf, 1, vec, right_rank, 0, 1, tvec, MPI_SUM, win);
+            : step == 2 ? MPI_Rput(obuf, W, MPI_DOUBLE, right_rank, 0, 1, tvec, win, &req)
+            : step == 3 ? MPI_Accumulate(obuf, 1, vec, right_rank, 0, 1, tvec, MPI_SUM, win)
+            : step == 4 ? MPI_Get(rbuf, W, MPI_DOUBLE, right_rank, 0, 1, tvec, win)
+            : MPI_Get_accumulate(obuf, W, MPI_DOUBLE, rbuf, W, MPI_DOUBLE, right_rank, 0, 1,
+                                 tvec, MPI_SUM, win);
         gdr_check_mpi(name[step], rc);
+        if (req != MPI_REQUEST_NULL)
+            gdr_check_mpi("MPI_Wait on the Rput", MPI_Wait(&req, MPI_STATUS_IGNORE));
         MPI_Win_unlock_all(win);
         MPI_Barrier(MPI_COMM_WORLD);
-        /* the buffer written: the origin by the Get, else this rank's window (by the left
-         * neighbour) */
-        dev_copy(got, step == 1 ? obuf : base, bytes);
+        /* the buffer written: the origin by the Get, the result by the Get from a vector
+         * (its first W), else this rank's window (by the left neighbour) */
+        dev_copy(got, step == 1 ? obuf : step == 4 ? rbuf : base, bytes);
         for (int i = 0; i < 2 * W; i++) {
             double mine = rank * 1e6 + i, from_left = 1e5 * (left_rank + 1);
             int in_t = i % (2 * TB) < TB, k = i / (2 * TB) * TB + i % (2 * TB);  /* tvec's k-th */
+            int tv = i / TB * 2 * TB + i % TB;  /* the window index of tvec's i-th */
             double want = step == 0 ? (i < W ? from_left + 2 * i : mine)
                 : step == 1 ? (i % 2 == 0 ? right_rank * 1e6 + i / 2 : -1.0)
                 : step == 2 ? (in_t ? from_left + k : mine)
-                : (in_t ? mine + from_left + 2 * k : mine);
+                : step == 3 ? (in_t ? mine + from_left + 2 * k : mine)
+                : step == 4 ? (i < W ? right_rank * 1e6 + tv : got[i])
+                : (in_t ? mine + from_left + k : mine);
             if (!gdr_check_double(name[step], i, want, got[i]))
                 break;
         }
+        if (step == 5) {        /* and its results: the right neighbour's window before */
+            dev_copy(got, rbuf, W * sizeof(double));
+            for (int i = 0; i < W; i++) {
+                int tv = i / TB * 2 * TB + i % TB;
+                if (!gdr_check_double("Get_accumulate's results", i, right_rank * 1e6 + tv,
+                                      got[i]))
+                    break;
+            }
+        }
     }
+    dev_free(rbuf);
     /* The Put from this rank's vector as an active message through gdr's channel (not
      * MPICH's shared memory: the right neighbour on another node, or MPIR_CVAR_NOLOCAL):
      * its payload packed through the scratch, 64 KiB at a time, by the copy kernel unless
      * it is off or hidden (the left neighbour's Put into this window only adds to them). */
+    /* With the staged protocol asked for, the four operations on the 1536-piece target
+     * vector are its own (3 requests each), never MPICH's messages (strict mode: those
+     * would touch device memory from the host) */
+    if (getenv("GDR_TEST_EXPECT_STAGED") != NULL && elsewhere) {
+        gdr_check_long("operations on a 1536-piece target vector through the staged protocol",
+                       0, 4, (long long) (path_count("staged") - staged2));
+        gdr_check_long("of them as MPICH's active messages", 0, 0,
+                       (long long) (path_count("am") - am2));
+    }
     if (am1 > am0 && elsewhere) {
         gdr_check_long("device bytes gdr copied for the Put's message >= its payload", 0, 1,
                        c1 - c0 >= W * sizeof(double));

@@ -1709,6 +1709,137 @@ static void test_indexed(void)
     world_end();
 }
 
+/* A target of more pieces than one request carries (GDR_RMA_STAGED_PIECES_MAX) goes as
+ * several requests in order, each of whole elements with its share of the origin and
+ * result, whose pieces (10 bytes every 12) straddle the parts' boundaries; one completion. */
+#define MANY 1100               /* int32 target pieces, 4 bytes every 12: 3 requests */
+
+/* The result pieces (10 bytes every 12 from rank 0's device buffer + 8192) as one array. */
+static void many_results(int32_t *out, size_t npieces)
+{
+    unsigned char img[6000];
+    peek(img, W.r[0].dbuf + 8192, sizeof(img));
+    for (size_t i = 0; i < npieces; i++)
+        memcpy((char *) out + 10 * i, img + 12 * i, 10);
+}
+
+static void test_many_pieces(void)
+{
+    section("a target of 1100 pieces: 3 requests, in order, one completion");
+    if (!world_init(2, 32, 256, 2, 1, 0))
+        return;
+    twin_t *tw = win_new(16384, 1, 0x3);
+    static struct iovec tp[MANY], op[MANY], rp[MANY];
+    const size_t bytes = MANY * 4, on = bytes / 10;
+    for (size_t i = 0; i < MANY; i++)
+        tp[i] = (struct iovec) {.iov_base = (void *) (uintptr_t) (12 * i),.iov_len = 4 };
+    for (size_t i = 0; i < on; i++) {
+        op[i] = (struct iovec) {.iov_base = W.r[0].dbuf + 12 * i,.iov_len = 10 };
+        rp[i] = (struct iovec) {.iov_base = W.r[0].dbuf + 8192 + 12 * i,.iov_len = 10 };
+    }
+    int32_t src[MANY], got[MANY], want[MANY];
+    unsigned char img[6000];
+    for (size_t i = 0; i < MANY; i++)
+        src[i] = (int32_t) i * 7 - 3000;
+    memset(img, 0, sizeof(img));
+    for (size_t i = 0; i < on; i++)
+        memcpy(img + 12 * i, (char *) src + 10 * i, 10);
+    poke(W.r[0].dbuf, img, sizeof(img));
+    gdr_rma_win_t *w = &tw->at[0].w;
+    gdr_rma_buf_t origin = {.scattered = 1,.iov = op,.n = on,.device_id = dev_id(W.r[0].dbuf) };
+    gdr_rma_buf_t result = {.scattered = 1,.iov = rp,.n = on,.device_id = dev_id(W.r[0].dbuf) };
+
+    gdr_rma_access_t put = {.kind = GDR_RMA_PUT,.target = 1,.disp = 16,.tpieces = tp,
+        .ntpieces = MANY,.tbytes = bytes,.origin = origin };
+    done_t dn = { 0 };
+    gdr_rma_staged_counts_t c0 = counts(0);
+    int rc = dstart(tw->at[0].dw, &put, on_done, &dn);
+    int frc = rc ? rc : flush(tw, 0, 1);
+    for (size_t i = 0; i < MANY; i++)
+        memcpy(tw->at[1].model + 16 + 12 * i, &src[i], 4);
+    GDR_CHECK(rc == GDR_RMA_OK && frc == GDR_RMA_OK && win_diff(tw, 1) < 0 && dn.calls == 1
+              && dn.status == GDR_RMA_OK && counts(0).started[GDR_RMA_PUT]
+              - c0.started[GDR_RMA_PUT] == 3 && w->tracker.remote[1] == 0,
+              "Put to 1100 pieces from 440 origin pieces: every piece written, nothing else, "
+              "as 3 requests, completed once (rc %d, flush %d, first wrong byte %ld, %d "
+              "completions, %llu requests)", rc, frc, win_diff(tw, 1), dn.calls,
+              counts(0).started[GDR_RMA_PUT] - c0.started[GDR_RMA_PUT]);
+
+    gdr_rma_access_t get = put;
+    get.kind = GDR_RMA_GET;
+    get.origin = (gdr_rma_buf_t) { 0 };
+    get.result = result;
+    dn = (done_t) { 0 };
+    rc = dstart(tw->at[0].dw, &get, on_done, &dn);
+    frc = rc ? rc : flush(tw, 0, 1);
+    many_results(got, on);
+    GDR_CHECK(rc == GDR_RMA_OK && frc == GDR_RMA_OK && dn.calls == 1
+              && memcmp(got, src, bytes) == 0, "Get of 1100 pieces into 440 result pieces: "
+              "the values in order, completed once (rc %d, flush %d, %d completions)", rc, frc,
+              dn.calls);
+
+    gdr_rma_access_t acc = put;
+    acc.kind = GDR_RMA_ACC;
+    acc.op = GDR_RMA_ACC_OTHER;
+    acc.gpu_op = GDR_GPU_OP_SUM;
+    acc.gpu_type = GDR_GPU_T_INT32;
+    dn = (done_t) { 0 };
+    rc = dstart(tw->at[0].dw, &acc, on_done, &dn);
+    frc = rc ? rc : flush(tw, 0, 1);
+    for (size_t i = 0; i < MANY; i++) {
+        want[i] = 2 * src[i];
+        memcpy(tw->at[1].model + 16 + 12 * i, &want[i], 4);
+    }
+    GDR_CHECK(rc == GDR_RMA_OK && frc == GDR_RMA_OK && dn.calls == 1 && win_diff(tw, 1) < 0,
+              "Accumulate SUM int32 to 1100 pieces: each element summed once (rc %d, flush "
+              "%d, %d completions, first wrong byte %ld)", rc, frc, dn.calls, win_diff(tw, 1));
+
+    gdr_rma_access_t gacc = acc;
+    gacc.kind = GDR_RMA_GET_ACC;
+    gacc.result = result;
+    dn = (done_t) { 0 };
+    rc = dstart(tw->at[0].dw, &gacc, on_done, &dn);
+    frc = rc ? rc : flush(tw, 0, 1);
+    many_results(got, on);
+    for (size_t i = 0; i < MANY; i++) {
+        int32_t v = want[i] + src[i];
+        memcpy(tw->at[1].model + 16 + 12 * i, &v, 4);
+    }
+    GDR_CHECK(rc == GDR_RMA_OK && frc == GDR_RMA_OK && dn.calls == 1
+              && memcmp(got, want, bytes) == 0 && win_diff(tw, 1) < 0,
+              "Get_accumulate SUM int32 on 1100 pieces: results = the target before, the "
+              "target summed (rc %d, flush %d, %d completions)", rc, frc, dn.calls);
+
+    /* refused with nothing sent: an origin short of the operation's bytes, and int64
+     * elements that the first 512 pieces (4 bytes, then 8s) never end */
+    unsigned long sent = W.sent;
+    gdr_rma_access_t shrt = put;
+    shrt.origin.n = on - 1;
+    dn = (done_t) { 0 };
+    rc = dstart(tw->at[0].dw, &shrt, on_done, &dn);
+    GDR_CHECK(rc == GDR_RMA_ERROR && W.sent == sent && dn.calls == 0
+              && w->tracker.remote[1] == 0, "Put from an origin 10 bytes short: refused at the "
+              "call, no message (rc %d, %lu messages): %s", rc, W.sent - sent,
+              gdr_rma_staged_error(W.r[0].d));
+    static struct iovec odd[600];
+    odd[0] = (struct iovec) {.iov_base = 0,.iov_len = 4 };
+    for (size_t i = 1; i < 599; i++)
+        odd[i] = (struct iovec) {.iov_base = (void *) (uintptr_t) (16 * i),.iov_len = 8 };
+    odd[599] = (struct iovec) {.iov_base = (void *) (uintptr_t) (16 * 599),.iov_len = 4 };
+    gdr_rma_access_t mis = {.kind = GDR_RMA_ACC,.target = 1,.tpieces = odd,.ntpieces = 600,
+        .tbytes = 4 + 598 * 8 + 4,.op = GDR_RMA_ACC_OTHER,.gpu_op = GDR_GPU_OP_SUM,
+        .gpu_type = GDR_GPU_T_INT64,.origin = {.device_id = dev_id(W.r[0].dbuf),
+                                               .addr = W.r[0].dbuf }
+    };
+    rc = dstart(tw->at[0].dw, &mis, on_done, &dn);
+    GDR_CHECK(rc == GDR_RMA_ERROR && W.sent == sent && dn.calls == 0
+              && strstr(gdr_rma_staged_error(W.r[0].d), "whole element") != NULL
+              && win_diff(tw, 1) < 0, "Accumulate int64 whose first 512 target pieces end "
+              "inside an element: refused at the call, no message (rc %d): %s", rc,
+              gdr_rma_staged_error(W.r[0].d));
+    world_end();
+}
+
 /* Zero bytes complete at once; bad arguments are refused at the call. */
 static void test_trivial(void)
 {
@@ -2774,6 +2905,7 @@ int main(void)
     test_config();
     test_matrix();
     test_indexed();
+    test_many_pieces();
     test_trivial();
     test_both_ways();
     get_then_puts(1, 1);
