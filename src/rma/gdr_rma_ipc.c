@@ -140,14 +140,6 @@ static size_t next_runs(run_walk_t *w, gdr_rma_copy_run_t *runs, size_t max)
     return n;
 }
 
-static uint64_t total(const struct iovec *v, size_t n)
-{
-    uint64_t sum = 0;
-    for (size_t i = 0; i < n; i++)
-        sum += v[i].iov_len;
-    return sum;
-}
-
 /* Whether the device addresses every piece (the target's window it always does). */
 static int all_addressable(const gdr_rma_device_t *d, const struct iovec *v, size_t n)
 {
@@ -203,7 +195,7 @@ int gdr_rma_ipc_copy(gdr_rma_ipc_t *x, int target, int put, char *tbase, const s
     gdr_rma_ipc_lane_t *lane = lane_ready(x, target);
     if (lane == NULL)
         return GDR_RMA_ERROR;
-    uint64_t bytes = total(o, on);
+    uint64_t bytes = gdr_rma_iov_bytes(o, on);
     if (bytes == 0)
         return GDR_RMA_OK;
     run_walk_t w = {.put = put,.tbase = tbase,.o = o,.on = on,.t = t,.tn = tn };
@@ -306,7 +298,7 @@ static size_t round16(size_t n)
 int gdr_rma_ipc_acc(gdr_rma_ipc_t *x, int target, char *tbase, const gdr_rma_ipc_acc_t *a)
 {
     const gdr_rma_device_t *d = x->dev;
-    size_t bytes = (size_t) total(a->t, a->tn);
+    size_t bytes = (size_t) gdr_rma_iov_bytes(a->t, a->tn);
     int has_o = a->on > 0, has_r = a->rn > 0;
     int o_direct = has_o && a->on == 1 && d->addressable(d->ctx, a->o[0].iov_base);
     int r_direct = has_r && a->rn == 1 && d->addressable(d->ctx, a->r[0].iov_base);

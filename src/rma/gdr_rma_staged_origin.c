@@ -332,14 +332,6 @@ static size_t part_end(const gdr_rma_access_t *a, size_t i0, uint64_t elem, uint
     return end;
 }
 
-static uint64_t iov_bytes(const struct iovec *v, size_t n)
-{
-    uint64_t sum = 0;
-    for (size_t i = 0; i < n; i++)
-        sum += v[i].iov_len;
-    return sum;
-}
-
 static int start_split(gdr_rma_staged_win_t *dw, const gdr_rma_access_t *a,
                        gdr_rma_complete_fn fn, void *arg)
 {
@@ -348,10 +340,11 @@ static int start_split(gdr_rma_staged_win_t *dw, const gdr_rma_access_t *a,
     int has_o = data_bytes_of(a->kind, a->gpu_op, elem, a->tbytes) > 0;
     /* a bad argument is refused before any part is sent */
     if (elem == 0 || a->kind == GDR_RMA_FOP || a->kind == GDR_RMA_CAS
-        || iov_bytes(a->tpieces, a->ntpieces) != a->tbytes
-        || (has_o && a->origin.scattered && iov_bytes(a->origin.iov, a->origin.n) != a->tbytes)
+        || gdr_rma_iov_bytes(a->tpieces, a->ntpieces) != a->tbytes
+        || (has_o && a->origin.scattered
+            && gdr_rma_iov_bytes(a->origin.iov, a->origin.n) != a->tbytes)
         || (has_results(a->kind) && a->result.scattered
-            && iov_bytes(a->result.iov, a->result.n) != a->tbytes)) {
+            && gdr_rma_iov_bytes(a->result.iov, a->result.n) != a->tbytes)) {
         gdr_staged_set_error(d, "staged protocol: %zu target pieces of operation kind %d, whose "
                           "target, origin or result pieces do not hold its %llu bytes",
                           a->ntpieces, (int) a->kind, (unsigned long long) a->tbytes);

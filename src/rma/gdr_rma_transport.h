@@ -10,7 +10,8 @@
  *    queues of copies and accumulate kernels, and marks polled without waiting: what the
  *    staged protocol (gdr_rma_staged.h) and the ipc transport (gdr_rma_ipc.h) need of a
  *    GPU.
- * Only types here: the engine, the adapters and the tests include it. */
+ * Only types here (and gdr_rma_iov_bytes): the engine, the adapters and the tests include
+ * it. */
 #ifndef GDR_RMA_TRANSPORT_H
 #define GDR_RMA_TRANSPORT_H
 
@@ -20,6 +21,15 @@
 #include "gdr/gpu/gdr_gpu_acc.h"       /* types only: the accumulate kernel's arguments */
 #include "common/gdr_status.h"
 #include "gdr_rma_proto.h"
+
+/* The bytes of n pieces. */
+static inline uint64_t gdr_rma_iov_bytes(const struct iovec *v, size_t n)
+{
+    uint64_t sum = 0;
+    for (size_t i = 0; i < n; i++)
+        sum += v[i].iov_len;
+    return sum;
+}
 
 /* Results of posts and of the engine's calls: common/gdr_status.h's, by the engine's
  * names.  BUSY: no room (progress, then post again).  NOREG: the origin buffer cannot be
