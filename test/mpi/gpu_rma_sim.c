@@ -34,7 +34,8 @@
  * turn: same-node windows on the other GPU are reached through its peer mapping, or as
  * MPIDIG's messages where the GPUs have no peer access (GDR_GPUSIM_PEER_ACCESS=0).
  * Last (but with GDR_TEST_SAME_NODE_PUTGET), vectors of 96 KiB of payload on device buffers,
- * larger than the device scratch through which gdr packs a whole active message.
+ * larger than the device scratch through which gdr packs a whole active message, and a
+ * target vector of 1536 pieces, which the staged protocol sends as 3 requests.
  * Without a GPU or driver: prints why and fails. */
 
 #include "gdr_mpi_test.h"
