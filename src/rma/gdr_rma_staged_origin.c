@@ -350,7 +350,8 @@ static int start_split(gdr_rma_staged_win_t *dw, const gdr_rma_access_t *a,
                           a->ntpieces, (int) a->kind, (unsigned long long) a->tbytes);
         return GDR_RMA_ERROR;
     }
-    for (size_t i0 = 0, end; i0 < a->ntpieces; i0 = end) {
+    /* (bytes, elem 1, end a part at any piece) */
+    for (size_t i0 = 0, end; elem > 1 && i0 < a->ntpieces; i0 = end) {
         uint64_t bytes;
         end = part_end(a, i0, elem, &bytes);
         if (end == i0) {
