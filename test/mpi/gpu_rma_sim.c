@@ -622,10 +622,6 @@ static void large_vectors(int rank, int size)
         }
     }
     dev_free(rbuf);
-    /* The Put from this rank's vector as an active message through gdr's channel (not
-     * MPICH's shared memory: the right neighbour on another node, or MPIR_CVAR_NOLOCAL):
-     * its payload packed through the scratch, 64 KiB at a time, by the copy kernel unless
-     * it is off or hidden (the left neighbour's Put into this window only adds to them). */
     /* With the staged protocol asked for, the four operations on the 1536-piece target
      * vector are its own (3 requests each), never MPICH's messages (strict mode: those
      * would touch device memory from the host) */
@@ -635,6 +631,10 @@ static void large_vectors(int rank, int size)
         gdr_check_long("of them as MPICH's active messages", 0, 0,
                        (long long) (path_count("am") - am2));
     }
+    /* The Put from this rank's vector as an active message through gdr's channel (not
+     * MPICH's shared memory: the right neighbour on another node, or MPIR_CVAR_NOLOCAL):
+     * its payload packed through the scratch, 64 KiB at a time, by the copy kernel unless
+     * it is off or hidden (the left neighbour's Put into this window only adds to them). */
     if (am1 > am0 && elsewhere) {
         gdr_check_long("device bytes gdr copied for the Put's message >= its payload", 0, 1,
                        c1 - c0 >= W * sizeof(double));
